@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test run on a fresh Debian 12 machine, as root: Docker engine, test images, venv, pytest.
+# Idempotent: each step is skipped when already done. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v dockerd >/dev/null || need_pkgs+=(docker.io)
+dpkg -s busybox-static >/dev/null 2>&1 || need_pkgs+=(busybox-static)
+command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "== installing ${need_pkgs[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  echo "== starting dockerd"
+  nohup dockerd --iptables=false --bridge=none >/var/log/shmdoctor-dockerd.log 2>&1 &
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { tail -20 /var/log/shmdoctor-dockerd.log; exit 1; }
+fi
+
+echo "== test images"
+bash scripts/build-test-images.sh
+
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+echo "== installing shmdoctor with torch==2.13.0"
+.venv/bin/pip install -q -e '.[test]' torch==2.13.0
+
+echo "== pytest"
+exec .venv/bin/python -m pytest "$@"

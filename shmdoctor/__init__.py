@@ -1,0 +1,47 @@
+"""shmdoctor: will a PyTorch DataLoader fit in this container's /dev/shm? Facts, verdict, and the exact fix."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import InsufficientSharedMemoryError, ProbeError, ShmDoctorError, UsageError
+from .model import Report
+
+__all__ = ["preflight", "InsufficientSharedMemoryError", "ShmDoctorError", "UsageError", "ProbeError", "Report"]
+
+
+def preflight(
+    loader: Any = None,
+    *,
+    batch_size: int | None = None,
+    num_workers: int = 0,
+    prefetch_factor: int | None = None,
+    sample_bytes: int | str | None = None,
+    pin_memory: bool = False,
+    ranks: int | None = None,
+    fail_on: str = "error",
+) -> Report:
+    """Judge a loader against this container's /dev/shm before training starts.
+
+    Give a torch DataLoader (its settings are read and a batch of its dataset is measured) or the settings.
+    `ranks` defaults to LOCAL_WORLD_SIZE (set by torchrun), else 1. Returns the Report when the loader fits;
+    raises InsufficientSharedMemoryError, whose message names the fix, when it does not.
+    """
+    from .loader import loader_config, requirement
+    from .probe import local
+    from .rules import judge
+
+    ranks = ranks if ranks is not None else int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    if loader is not None:
+        from .measure import loader_settings
+
+        config = loader_config(**loader_settings(loader), ranks=ranks)
+    else:
+        config = loader_config(
+            batch_size=batch_size, num_workers=num_workers, prefetch_factor=prefetch_factor,
+            sample_bytes=sample_bytes, pin_memory=pin_memory, ranks=ranks,
+        )
+    report = judge(local.probe(), requirement(config), fail_on=fail_on)  # type: ignore[arg-type]
+    if report.verdict == "fail":
+        raise InsufficientSharedMemoryError(report)
+    return report

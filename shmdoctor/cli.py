@@ -1,0 +1,60 @@
+"""The command line: a thin Click group. main() is the one place that maps errors to exit codes."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .errors import ShmDoctorError
+
+# name -> module under shmdoctor.commands defining `command`: imported only when that command runs,
+# so `check` never pays for the Docker SDK, torch or YAML.
+COMMANDS = {
+    "check": "check",
+}
+INTERRUPTED = 130
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        return importlib.import_module(f"shmdoctor.commands.{COMMANDS[name]}").command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="shmdoctor")
+def cli() -> None:
+    """Will this PyTorch DataLoader fit in this container's /dev/shm? Facts, verdict and the exact fix."""
+
+
+def _error(message: str) -> None:
+    click.echo(f"shmdoctor: error: {message}", err=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        code = cli.main(args=argv, prog_name="shmdoctor", standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.ClickException as e:  # bad flags and values: Click's message, on one line
+        _error(" ".join(e.format_message().split()))
+        return 2
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("shmdoctor: interrupted", err=True)
+        return INTERRUPTED
+    except ShmDoctorError as e:
+        _error(" ".join(str(e).split()))
+        return e.exit_code
+    except BrokenPipeError:  # `shmdoctor ... | head`
+        sys.stderr.close()
+        return 0
+
+
+def entry() -> None:
+    sys.exit(main())

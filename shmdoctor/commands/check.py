@@ -1,0 +1,27 @@
+"""shmdoctor check: this container (or machine), judged against a loader."""
+from __future__ import annotations
+
+import click
+
+from ..options import loader_kwargs, loader_options, output_options, requirement_from
+from ..probe import local
+from ..render import json as render_json
+from ..render import text as render_text
+from ..rules import judge
+
+
+@click.command()
+@loader_options
+@output_options
+def command(fmt, fail_on, **loader) -> int:
+    """Where /dev/shm comes from, its size and use, the IPC mode and memory limit; with a loader, whether it fits.
+
+    \b
+    shmdoctor check
+    shmdoctor check --batch-size 100 --num-workers 4 --sample-bytes 1MiB
+    shmdoctor check --batch-size 64 --num-workers 8 --dataset mypkg.data:train_set --format json
+    """
+    need = requirement_from(loader_kwargs(**loader))
+    report = judge(local.probe(), need, fail_on=fail_on)
+    click.echo(render_json.render(report) if fmt == "json" else render_text.render(report))
+    return report.exit_code

@@ -1,0 +1,116 @@
+"""Measure one collated batch from a real dataset or DataLoader. torch is imported here only, and only when called."""
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import sys
+from typing import Any
+
+from .errors import UsageError
+from .sizes import page_round
+
+SAMPLES = 4  # samples read to measure a batch: enough to see per-sample sizes, cheap on a real dataset
+
+
+def load_dataset(spec: str) -> Any:
+    """'pkg.module:attr' (a Dataset, or a callable returning one) -> the dataset, imported from the current dir too."""
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise UsageError(f"--dataset {spec!r}: expected MODULE:ATTR, e.g. mypkg.data:train_set")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module)
+    except Exception as e:  # the user's module may raise anything while importing
+        raise UsageError(f"--dataset {spec!r}: cannot import {module}: {type(e).__name__}: {e}") from None
+    for name in attr.split("."):
+        try:
+            obj = getattr(obj, name)
+        except AttributeError:
+            raise UsageError(f"--dataset {spec!r}: {module} has no attribute {attr!r}") from None
+    if callable(obj) and not _is_dataset(obj):
+        try:
+            obj = obj()
+        except Exception as e:
+            raise UsageError(f"--dataset {spec!r}: calling {attr}() raised {type(e).__name__}: {e}") from None
+    if not _is_dataset(obj) or isinstance(obj, type):
+        raise UsageError(f"--dataset {spec!r}: {type(obj).__name__} is not a dataset (needs __getitem__ or __iter__)")
+    return obj
+
+
+def _is_dataset(obj: Any) -> bool:
+    return not isinstance(obj, type) and (hasattr(obj, "__getitem__") or hasattr(obj, "__iter__"))
+
+
+def _samples(dataset: Any, n: int, spec: str) -> list:
+    out: list = []
+    try:
+        if hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"):
+            for i in range(min(n, len(dataset))):
+                out.append(dataset[i])
+        else:
+            for item in dataset:
+                out.append(item)
+                if len(out) == n:
+                    break
+    except Exception as e:
+        raise UsageError(f"dataset {spec}: reading sample {len(out)} raised {type(e).__name__}: {e}") from None
+    if not out:
+        raise UsageError(f"dataset {spec}: it is empty")
+    return out
+
+
+def _tensors(obj: Any, torch: Any) -> list:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _tensors(v, torch)]
+    if isinstance(obj, (list, tuple)):
+        return [t for v in obj for t in _tensors(v, torch)]
+    return []
+
+
+def measure_batch(dataset: Any, batch_size: int | None, collate_fn: Any = None, spec: str = "") -> tuple[int, int, int]:
+    """(batch_bytes, tensors_per_batch, sample_bytes) of one collated batch of batch_size samples.
+
+    Collates a few real samples with the loader's collate_fn (default_collate by default) and scales each tensor
+    to batch_size: every tensor a worker returns becomes its own page-rounded /dev/shm segment.
+    batch_size None means the dataset yields whole batches (DataLoader(batch_size=None)).
+    """
+    import torch
+    from torch.utils.data import default_collate, default_convert
+
+    spec = spec or type(dataset).__name__
+    if batch_size is None:
+        batch = (collate_fn or default_convert)(_samples(dataset, 1, spec)[0])
+        tensors = _tensors(batch, torch)
+        size = sum(page_round(t.nbytes) for t in tensors)
+        return size, len(tensors), size
+    samples = _samples(dataset, min(SAMPLES, batch_size), spec)
+    try:
+        batch = (collate_fn or default_collate)(samples)
+    except Exception as e:
+        raise UsageError(f"dataset {spec}: collating samples raised {type(e).__name__}: {e}") from None
+    tensors = _tensors(batch, torch)
+    per_sample = [t.nbytes / len(samples) for t in tensors]
+    batch_bytes = sum(page_round(math.ceil(s * batch_size)) for s in per_sample)
+    return batch_bytes, len(tensors), math.ceil(sum(per_sample))
+
+
+def loader_settings(loader: Any) -> dict:
+    """What a torch DataLoader says about itself, plus its measured batch: kwargs for loader_config()."""
+    batch_size = loader.batch_size
+    if batch_size is None and loader.batch_sampler is not None:
+        batch_size = getattr(loader.batch_sampler, "batch_size", None)
+    auto = loader.batch_size is not None or loader.batch_sampler is not None
+    batch_bytes, tensors, sample = measure_batch(loader.dataset, batch_size if auto else None, loader.collate_fn)
+    return dict(
+        batch_size=batch_size or 1,
+        num_workers=loader.num_workers,
+        prefetch_factor=loader.prefetch_factor if loader.num_workers else None,
+        pin_memory=loader.pin_memory,
+        batch_bytes=batch_bytes,
+        tensors_per_batch=tensors,
+        sample_bytes=sample if auto else None,
+    )

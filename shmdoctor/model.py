@@ -1,0 +1,133 @@
+"""The currency between stages: frozen dataclasses, the same whatever the target or the source of its facts."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+SCHEMA = "shmdoctor/1"
+
+Severity = Literal["error", "warning", "info"]
+Verdict = Literal["ok", "warn", "fail"]
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: Literal["local", "container", "service", "workload"]
+    name: str
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Shm:
+    present: bool
+    size_bytes: int | None
+    used_bytes: int | None
+    free_bytes: int | None
+    # docker-shm | tmpfs | host | host-ipc | k8s-emptydir | runtime-shm | system | none | unknown
+    source: str
+    detail: str = ""  # how the source was told, in words (a mountinfo line, an inspect key)
+
+
+@dataclass(frozen=True)
+class Ipc:
+    mode: Literal["host", "private", "shareable", "container", "none", "unknown"]
+    owner: str | None = None
+
+
+@dataclass(frozen=True)
+class Memory:
+    limit_bytes: int | None  # None: no limit below the machine's
+    used_bytes: int | None
+
+
+@dataclass(frozen=True)
+class Facts:
+    target: Target
+    shm: Shm
+    ipc: Ipc
+    memory: Memory
+    runtime: str = "none"  # docker | kubernetes | container | compose | none
+    nofile: int | None = None  # soft RLIMIT_NOFILE
+    cpus: float | None = None
+    # Facts that could not be read, in words: each becomes a 'probe-incomplete' finding, never a crash.
+    unreadable: tuple[str, ...] = ()
+    # Source-specific remarks the rules may use (e.g. "swarm" for a compose file meant for docker stack).
+    flags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    batch_size: int
+    num_workers: int
+    prefetch_factor: int  # the effective value: 2 by default with workers, 0 without
+    pin_memory: bool
+    batch_bytes: int  # one collated batch, each tensor page-rounded, summed
+    tensors_per_batch: int = 1
+    ranks: int = 1
+    sample_bytes: int | None = None  # as given or measured; None when only batch_bytes is known
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Term:
+    label: str
+    value: int | str
+
+
+@dataclass(frozen=True)
+class Requirement:
+    bytes: int
+    loader: LoaderConfig
+    batches_in_flight: int  # per rank
+    breakdown: tuple[Term, ...]
+    formula: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    summary: str
+    docker_args: tuple[str, ...] = ()
+    compose: str | None = None  # a snippet in compose's own language
+    kubernetes: str | None = None  # a snippet in a manifest's own language
+    loader: dict[str, int] | None = None  # loader settings that fit today
+    caveat: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: Severity
+    message: str
+    fixes: tuple[Fix, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    facts: Facts
+    requirement: Requirement | None
+    findings: tuple[Finding, ...]
+    fail_on: Severity = "error"
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def verdict(self) -> Verdict:
+        worst = max((SEVERITY_RANK[f.severity] for f in self.findings), default=0)
+        if worst >= SEVERITY_RANK[self.fail_on]:
+            return "fail"
+        return "warn" if worst >= SEVERITY_RANK["warning"] else "ok"
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.verdict == "fail" else 0
+
+    def headline(self) -> str:
+        top = next((f for f in self.findings if f.severity != "info"), None)
+        return top.message if top else f"{self.facts.target.name}: shared memory is sufficient"
+
+
+def worst_verdict(verdicts: list[str]) -> Verdict:
+    order = ["ok", "warn", "fail"]
+    return order[max((order.index(v) for v in verdicts), default=0)]  # type: ignore[return-value]

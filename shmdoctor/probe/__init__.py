@@ -1,0 +1,1 @@
+"""Probes: gather facts (I/O, no opinions). local: this machine or container. The others read other sources."""

@@ -1,0 +1,82 @@
+"""The memory cgroup's limit and usage, v1 and v2: /dev/shm pages are charged to it."""
+from __future__ import annotations
+
+import os
+
+# v1 reports "no limit" as a page-aligned LONG_MAX; anything this large is no limit.
+UNLIMITED = 2**62
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _number(text: str | None) -> int | None:
+    if text is None or text == "max":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return None if value >= UNLIMITED else value
+
+
+def own_paths(proc_cgroup: str) -> dict[str, str]:
+    """/proc/self/cgroup -> {'memory': '/docker/abc', '': '/user.slice'} ('' is the v2 unified hierarchy)."""
+    paths = {}
+    for line in proc_cgroup.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for controller in parts[1].split(",") if parts[1] else [""]:
+                paths[controller] = parts[2]
+    return paths
+
+
+def _candidates(root: str, path: str) -> list[str]:
+    # Inside a container the cgroup namespace (or Docker's mount) puts our cgroup at the root; on a host it lies
+    # under the path. Try the deepest first, then each parent: the tightest limit on the way up counts.
+    parts = [p for p in path.split("/") if p]
+    return [os.path.join(root, *parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def memory(sys_fs_cgroup: str = "/sys/fs/cgroup", proc_cgroup: str | None = None) -> tuple[int | None, int | None]:
+    """(limit, usage) in bytes; limit None when nothing below the machine's memory limits it."""
+    if proc_cgroup is None:
+        proc_cgroup = _read("/proc/self/cgroup") or ""
+    paths = own_paths(proc_cgroup)
+    v1 = os.path.join(sys_fs_cgroup, "memory")
+    if os.path.isdir(v1):
+        limits, usage = [], None
+        for d in _candidates(v1, paths.get("memory", "/")):
+            if _read(os.path.join(d, "memory.limit_in_bytes")) is None:
+                continue
+            limits.append(_number(_read(os.path.join(d, "memory.limit_in_bytes"))))
+            if usage is None:
+                usage = _number(_read(os.path.join(d, "memory.usage_in_bytes")))
+        return min((x for x in limits if x), default=None), usage
+    limits, usage = [], None
+    for d in _candidates(sys_fs_cgroup, paths.get("", "/")):
+        if usage is None:
+            usage = _number(_read(os.path.join(d, "memory.current")))
+        limits.append(_number(_read(os.path.join(d, "memory.max"))))
+    return min((x for x in limits if x), default=None), usage
+
+
+def cpus(sys_fs_cgroup: str = "/sys/fs/cgroup") -> float | None:
+    """CPUs granted by a CFS quota (v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us), else the affinity mask."""
+    quota = None
+    v2 = _read(os.path.join(sys_fs_cgroup, "cpu.max"))
+    if v2 and not v2.startswith("max"):
+        q, _, p = v2.partition(" ")
+        quota = int(q) / int(p or 100000)
+    else:
+        q = _number(_read(os.path.join(sys_fs_cgroup, "cpu", "cpu.cfs_quota_us")))
+        p = _number(_read(os.path.join(sys_fs_cgroup, "cpu", "cpu.cfs_period_us")))
+        if q and q > 0 and p:
+            quota = q / p
+    affinity = len(os.sched_getaffinity(0))
+    return min(quota, affinity) if quota else float(affinity)

@@ -1,0 +1,90 @@
+"""Facts about the machine or container shmdoctor runs in: /proc, statvfs and the cgroup, nothing else."""
+from __future__ import annotations
+
+import os
+import resource
+import socket
+
+from ..model import Facts, Ipc, Memory, Shm, Target
+from . import cgroup, mountinfo
+
+# PROC_IPC_INIT_INO: the inode of the host's (initial) IPC namespace.
+HOST_IPC_INODE = 4026531839
+
+
+def runtime(root: str = "/") -> str:
+    """docker | kubernetes | container | none, from the marks each runtime leaves."""
+    if os.environ.get("KUBERNETES_SERVICE_HOST") or os.path.isdir(os.path.join(root, "var/run/secrets/kubernetes.io")):
+        return "kubernetes"
+    if os.path.exists(os.path.join(root, ".dockerenv")):
+        return "docker"
+    if os.path.exists(os.path.join(root, "run/.containerenv")) or os.environ.get("container"):
+        return "container"
+    try:
+        with open(os.path.join(root, "proc/1/cgroup")) as f:
+            text = f.read()
+    except OSError:
+        return "none"
+    for mark, name in (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "container"), ("lxc", "container")):
+        if mark in text:
+            return name
+    return "none"
+
+
+def shm_usage(path: str = "/dev/shm") -> tuple[int, int, int]:
+    """(size, used, free) from statvfs: the default sharing strategy unlinks its segments, so a listing shows none."""
+    st = os.statvfs(path)
+    size, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    return size, size - st.f_bfree * st.f_frsize, free
+
+
+def probe(shm_path: str = "/dev/shm") -> Facts:
+    unreadable: list[str] = []
+    kind = runtime()
+    in_container = kind != "none"
+
+    try:
+        ipc_host = os.stat("/proc/self/ns/ipc").st_ino == HOST_IPC_INODE
+    except OSError as e:
+        ipc_host = False
+        unreadable.append(f"IPC namespace (/proc/self/ns/ipc: {e.strerror})")
+
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mount = mountinfo.find(mountinfo.parse(f.read()), shm_path)
+    except OSError as e:
+        mount = None
+        unreadable.append(f"mounts (/proc/self/mountinfo: {e.strerror})")
+    present = os.path.isdir(shm_path)
+    source, detail = mountinfo.classify(mount, in_container=in_container, ipc_host=ipc_host, runtime=kind)
+    if mount is None and present:
+        # /dev/shm exists but is no mount point: a plain directory on the root filesystem.
+        source, detail = "unknown", f"{shm_path} is a directory on the root filesystem, not a tmpfs"
+
+    size = used = free = None
+    if present:
+        try:
+            size, used, free = shm_usage(shm_path)
+        except OSError as e:
+            unreadable.append(f"/dev/shm usage (statvfs: {e.strerror})")
+    shm = Shm(present=present, size_bytes=size, used_bytes=used, free_bytes=free, source=source, detail=detail)
+
+    if ipc_host:
+        ipc = Ipc("host")
+    elif in_container and not present:
+        ipc = Ipc("none")
+    else:
+        ipc = Ipc("private" if in_container else "host")
+
+    limit, usage = cgroup.memory()
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return Facts(
+        target=Target(kind="local", name=socket.gethostname(), id=None),
+        shm=shm,
+        ipc=ipc,
+        memory=Memory(limit_bytes=limit, used_bytes=usage),
+        runtime=kind,
+        nofile=None if nofile == resource.RLIM_INFINITY else nofile,
+        cpus=cgroup.cpus(),
+        unreadable=tuple(unreadable),
+    )

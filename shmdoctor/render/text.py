@@ -1,0 +1,146 @@
+"""The text report: the verdict and the fix first, then findings, facts and the need. Read in five seconds."""
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..model import Fix, Report
+from ..sizes import format_size
+
+_VERDICT_STYLE = {"ok": ("OK", "green"), "warn": ("WARN", "yellow"), "fail": ("FAIL", "red")}
+_SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
+SOURCES = {
+    "docker-shm": "Docker's shm mount (--shm-size, 64 MiB by default)",
+    "runtime-shm": "the container runtime's default (64 MiB)",
+    "tmpfs": "a tmpfs mounted over /dev/shm",
+    "host": "the host's /dev/shm, bound in",
+    "host-ipc": "the host's /dev/shm (IPC host)",
+    "k8s-emptydir": "a memory-backed emptyDir",
+    "system": "this machine's own",
+    "none": "none",
+    "unknown": "unknown origin",
+}
+
+
+def _style(text: str, color: str, bold: bool = False) -> str:
+    return text if os.environ.get("NO_COLOR") else click.style(text, fg=color, bold=bold)
+
+
+def _language(report: Report) -> str:
+    target, runtime = report.facts.target, report.facts.runtime
+    if target.kind == "service":
+        return "compose"
+    if target.kind == "workload" or runtime == "kubernetes":
+        return "kubernetes"
+    return "docker"
+
+
+def fix_line(fix: Fix, language: str) -> str:
+    """One fix in the target's own language, on as few lines as it takes."""
+    if language == "compose" and fix.compose:
+        body = fix.compose
+    elif language == "kubernetes" and fix.kubernetes:
+        body = fix.kubernetes.rstrip()
+    elif fix.docker_args:
+        body = "docker run " + " ".join(fix.docker_args) + " ..."
+    else:
+        body = ""
+    lines = [fix.summary] + (body.splitlines() if body else [])
+    if fix.caveat:
+        lines.append("caveat: " + fix.caveat)
+    return "\n        ".join(lines)
+
+
+def shm_summary(report: Report) -> str:
+    shm = report.facts.shm
+    if not shm.present:
+        return "none"
+    return f"{format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used"
+
+
+def render(report: Report) -> str:
+    facts, need = report.facts, report.requirement
+    label, color = _VERDICT_STYLE[report.verdict]
+    out = [f"{_style(label, color, bold=True)}  {report.headline()}"]
+
+    language = _language(report)
+    fixes = [fix for f in report.findings if f.severity == "error" for fix in f.fixes] or [
+        fix for f in report.findings if f.severity == "warning" for fix in f.fixes
+    ]
+    for i, fix in enumerate(fixes):
+        out.append(("\nFix     " if i == 0 else "        ") + fix_line(fix, language))
+
+    if report.findings:
+        out.append("\nFindings")
+        for f in report.findings:
+            out.append(f"  {_style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<17}{f.message}")
+
+    where = "not in a container" if facts.runtime == "none" else f"{facts.runtime} container"
+    out.append(f"\nFacts   {facts.target.name} ({where})")
+    shm = facts.shm
+    if shm.present:
+        out.append(
+            f"  /dev/shm   {format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used, "
+            f"{format_size(shm.free_bytes)} free: {SOURCES.get(shm.source, shm.source)}"
+        )
+    else:
+        out.append("  /dev/shm   none")
+    out.append(f"  IPC        {facts.ipc.mode}" + (f" (owner {facts.ipc.owner})" if facts.ipc.owner else ""))
+    mem = facts.memory
+    limit = f"limit {format_size(mem.limit_bytes)}" if mem.limit_bytes else "no limit"
+    out.append(f"  memory     {limit}, {format_size(mem.used_bytes)} used")
+    if facts.nofile or facts.cpus:
+        out.append(f"  ulimit -n  {facts.nofile or 'unlimited'}    CPUs {facts.cpus:g}" if facts.cpus else f"  ulimit -n  {facts.nofile}")
+
+    if need is not None:
+        loader = need.loader
+        out.append(f"\nNeed    {format_size(need.bytes)} = {need.formula}")
+        out.append(
+            f"        batch_size {loader.batch_size}, num_workers {loader.num_workers}, "
+            f"prefetch_factor {loader.prefetch_factor}, pin_memory {str(loader.pin_memory).lower()}, "
+            f"ranks {loader.ranks}; one batch {format_size(loader.batch_bytes)}"
+        )
+    for note in report.notes:
+        out.append(f"note: {note}")
+    return "\n".join(out)
+
+
+def render_table(reports: list[Report], title: str) -> str:
+    """audit and lint: one row per target (verdict, shm, IPC, need, first fix), then each target's findings."""
+    rows = [("VERDICT", "TARGET", "SHM", "IPC", "NEED", "FIX")]
+    for r in reports:
+        fix = next((fx for f in r.findings if f.severity != "info" for fx in f.fixes), None)
+        rows.append(
+            (
+                _VERDICT_STYLE[r.verdict][0],
+                r.facts.target.name,
+                shm_summary(r),
+                r.facts.ipc.mode + (f":{r.facts.ipc.owner}" if r.facts.ipc.owner else ""),
+                format_size(r.requirement.bytes) if r.requirement else "-",
+                _short_fix(fix, _language(r)) if fix else "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = [title]
+    for n, row in enumerate(rows):
+        cells = [cell.ljust(w) for cell, w in zip(row, widths)] + [row[-1]]
+        line = "  ".join(cells)
+        if n:
+            line = line.replace(row[0], _style(row[0], _VERDICT_STYLE[reports[n - 1].verdict][1], True), 1)
+        lines.append(line)
+    for r in reports:
+        for f in r.findings:
+            if f.severity != "info":
+                lines.append(f"  {r.facts.target.name}: {_style(f.severity, _SEVERITY_STYLE[f.severity])} {f.id}: {f.message}")
+    return "\n".join(lines)
+
+
+def _short_fix(fix: Fix, language: str) -> str:
+    if language == "compose" and fix.compose:
+        return fix.compose
+    if fix.docker_args:
+        return " ".join(fix.docker_args)
+    if fix.loader:
+        return ", ".join(f"{k}={v}" for k, v in fix.loader.items())
+    return fix.summary

@@ -1,0 +1,137 @@
+"""The rule catalogue: each rule has a stable ID and a severity, reads Facts and the Requirement, and returns
+its finding (message and fixes) or None. Pure functions: no I/O here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from . import fixes
+from .model import Facts, Finding, Fix, Report, Requirement, Severity
+from .sizes import MiB, format_size
+
+Check = Callable[[Facts, "Requirement | None"], "tuple[str, tuple[Fix, ...]] | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: Severity
+    summary: str
+    check: Check
+
+
+RULES: list[Rule] = []
+HEADROOM = 0.8  # warn when the need takes more than this share of what is available
+DOCKER_DEFAULT_SHM = 64 * MiB
+FD_BASE = 256  # descriptors a training process holds before its loader's segments
+
+
+def rule(id: str, severity: Severity, summary: str) -> Callable[[Check], Check]:
+    def register(check: Check) -> Check:
+        RULES.append(Rule(id, severity, summary, check))
+        return check
+
+    return register
+
+
+def _workers(need: Requirement | None) -> bool:
+    return need is not None and need.loader.num_workers > 0
+
+
+@rule("probe-incomplete", "warning", "a fact could not be read; the verdict may miss something")
+def probe_incomplete(facts, need):
+    if facts.unreadable:
+        return "could not read " + "; ".join(facts.unreadable), ()
+
+
+@rule("no-shm", "error", "there is no /dev/shm: DataLoader workers cannot hand over batches")
+def no_shm(facts, need):
+    if not facts.shm.present and (_workers(need) or need is None):
+        why = " (--ipc=none)" if facts.ipc.mode == "none" else ""
+        grow = fixes.grow_shm(need, facts) if need else (
+            Fix("run with a private /dev/shm (drop --ipc=none) sized for your loader: give shmdoctor the loader"),
+        )
+        return f"there is no /dev/shm{why}: DataLoader workers fail with FileNotFoundError", grow + (
+            Fix("or load in the training process: num_workers=0", loader={"num_workers": 0}),
+        )
+
+
+@rule("shm-too-small", "error", "the loader needs more /dev/shm than is free")
+def shm_too_small(facts, need):
+    shm = facts.shm
+    if _workers(need) and shm.present and shm.free_bytes is not None and need.bytes > shm.free_bytes:
+        msg = (
+            f"this loader needs {format_size(need.bytes)} of /dev/shm; {format_size(shm.free_bytes)} is free "
+            f"(of {format_size(shm.size_bytes)}): workers will fail with 'unable to allocate shared memory' "
+            "or a bus error"
+        )
+        return msg, fixes.grow_shm(need, facts) + tuple(filter(None, [fixes.fit_today(need, facts)]))
+
+
+@rule("memory-limit", "error", "the memory limit cannot hold the loader's /dev/shm")
+def memory_limit(facts, need):
+    limit, used = facts.memory.limit_bytes, facts.memory.used_bytes or 0
+    if _workers(need) and limit is not None and need.bytes > limit - used:
+        msg = (
+            f"the memory limit ({format_size(limit)}, {format_size(used)} in use) cannot hold the loader's "
+            f"{format_size(need.bytes)} of /dev/shm: its pages are charged to the limit, so the container is "
+            "OOM-killed (exit 137) with no Python error"
+        )
+        return msg, (fixes.grow_memory(need, facts),) + tuple(filter(None, [fixes.fit_today(need, facts)]))
+
+
+@rule("thin-headroom", "warning", "the loader fits, with little to spare")
+def thin_headroom(facts, need):
+    cap = fixes.capacity(facts)
+    if _workers(need) and cap and HEADROOM * cap < need.bytes <= cap:
+        msg = (
+            f"the loader fits with little to spare: it needs {format_size(need.bytes)} of the "
+            f"{format_size(cap)} available ({need.bytes / cap:.0%}); a validation loader or a second rank would not fit"
+        )
+        return msg, fixes.grow_shm(need, facts)[:1]
+
+
+@rule("default-shm", "warning", "the container has the engine's default 64 MiB /dev/shm")
+def default_shm(facts, need):
+    if need is None and facts.shm.source in ("docker-shm", "runtime-shm") and facts.shm.size_bytes == DOCKER_DEFAULT_SHM:
+        msg = (
+            "/dev/shm is the default 64 MiB: a DataLoader with workers and batches over ~20 MiB will fail here. "
+            "Give shmdoctor your loader (--batch-size, --num-workers, --sample-bytes) for the size it needs"
+        )
+        return msg, ()
+
+
+@rule("nofile-low", "warning", "ulimit -n is too low for the shared tensors in flight")
+def nofile_low(facts, need):
+    if not _workers(need) or facts.nofile is None:
+        return None
+    descriptors = need.loader.tensors_per_batch * need.batches_in_flight + FD_BASE
+    if facts.nofile < descriptors:
+        msg = (
+            f"ulimit -n is {facts.nofile}; the loader holds a descriptor per shared tensor "
+            f"(~{descriptors} with the process's own): expect 'received 0 items of ancdata' or 'Too many open files'"
+        )
+        return msg, (
+            Fix(f"raise the limit: docker run --ulimit nofile={descriptors * 4}", docker_args=(f"--ulimit=nofile={descriptors * 4}",)),
+            Fix("or call torch.multiprocessing.set_sharing_strategy('file_system') before building the loader"),
+        )
+
+
+@rule("ipc-host", "info", "the container shares the host's IPC namespace")
+def ipc_host(facts, need):
+    if facts.ipc.mode == "host" and (facts.runtime != "none" or facts.target.kind != "local"):
+        return "the container shares the host's IPC namespace and /dev/shm (--ipc=host / hostIPC)", (
+            Fix("prefer a sized private /dev/shm on shared hosts", caveat=fixes.IPC_HOST_CAVEAT),
+        )
+
+
+def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error") -> Report:
+    findings = []
+    for r in RULES:
+        hit = r.check(facts, need)
+        if hit:
+            message, fixes_ = hit
+            findings.append(Finding(r.id, r.severity, message, tuple(fixes_)))
+    order = {"error": 0, "warning": 1, "info": 2}
+    findings.sort(key=lambda f: order[f.severity])
+    return Report(facts=facts, requirement=need, findings=tuple(findings), fail_on=fail_on)
