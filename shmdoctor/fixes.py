@@ -3,13 +3,10 @@ from __future__ import annotations
 
 from .loader import batches_in_flight
 from .model import Facts, Fix, Requirement
-from .sizes import docker_size, format_size, k8s_quantity, nice_size
+from .sizes import PAGE, docker_size, format_size, k8s_quantity, nice_size
 
 MARGIN = 1.25  # over the computed need: allocator slack, a validation iterator, a second look
-IPC_HOST_CAVEAT = (
-    "--ipc=host shares the host's IPC namespace: processes in the container see and can write the host's and other "
-    "containers' shared memory and System V IPC. Avoid it on shared or multi-tenant hosts."
-)
+IPC_HOST_CAVEAT = "shares the host's IPC namespace: the container can read and write every host process's shared memory"
 
 
 def capacity(facts: Facts) -> int | None:
@@ -27,6 +24,10 @@ def capacity(facts: Facts) -> int | None:
 def shm_size_for(need: Requirement, facts: Facts) -> int:
     """--shm-size to ask for: the need plus what others already use, with margin, rounded to a size people type."""
     return nice_size(int((need.bytes + (facts.shm.used_bytes or 0)) * MARGIN))
+
+
+def page_floor(n: int) -> int:
+    return n // PAGE * PAGE
 
 
 def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
@@ -48,17 +49,24 @@ def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     size = shm_size_for(need, facts)
     mem = facts.memory.limit_bytes
-    grow_memory = mem is not None and mem < size + (facts.memory.used_bytes or 0)
+    memory_too = mem is not None and mem < size + (facts.memory.used_bytes or 0)
+    new_mem = nice_size(int((mem or 0) + size)) if memory_too else None
+    if facts.shm.source == "tmpfs":  # a tmpfs at /dev/shm overrides --shm-size: grow the tmpfs itself
+        args: tuple[str, ...] = ("--tmpfs", f"/dev/shm:size={docker_size(size)}")
+    else:
+        args = (f"--shm-size={docker_size(size)}",)
+    if facts.shm.source == "host":
+        args = ("(drop -v /dev/shm:/dev/shm)",) + args
+    why = f"{format_size(need.bytes)} needed + 25%" + (", and memory to hold it" if memory_too else "")
     return (
         Fix(
-            summary=f"give the container {format_size(size)} of /dev/shm (need {format_size(need.bytes)} + 25% margin)",
-            docker_args=(f"--shm-size={docker_size(size)}",)
-            + ((f"--memory={docker_size(nice_size(int((mem or 0) + size)))}",) if grow_memory else ()),
-            compose=f'shm_size: "{docker_size(size)}"',
-            kubernetes=kubernetes_volume(size, nice_size(int((mem or 0) + size)) if grow_memory else None),
+            summary=f"give /dev/shm {format_size(size)}: {why}",
+            docker_args=args + ((f"--memory={docker_size(new_mem)}",) if new_mem else ()),
+            compose=f'shm_size: "{docker_size(size)}"' + (f'\nmem_limit: "{docker_size(new_mem)}"' if new_mem else ""),
+            kubernetes=kubernetes_volume(size, new_mem),
         ),
         Fix(
-            summary="or share the host's /dev/shm",
+            summary="use the host's /dev/shm",
             docker_args=("--ipc=host",),
             compose="ipc: host",
             kubernetes="hostIPC: true  # pod spec",
@@ -70,47 +78,37 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
 def grow_memory(need: Requirement, facts: Facts) -> Fix:
     limit = nice_size(int(((facts.memory.used_bytes or 0) + need.bytes) * MARGIN))
     return Fix(
-        summary=f"raise the memory limit to at least {format_size(limit)}: /dev/shm pages are charged to it, "
-        "plus what the training process itself needs",
+        summary=f"memory limit of {format_size(limit)} or more: /dev/shm pages are charged to it, "
+        "as is the training process",
         docker_args=(f"--memory={docker_size(limit)}",),
         compose=f'mem_limit: "{docker_size(limit)}"',
         kubernetes=f"resources:\n  limits: {{memory: {k8s_quantity(limit)}}}\n",
     )
 
 
-def fit_today(need: Requirement, facts: Facts) -> Fix | None:
-    """The largest loader settings that fit the capacity we have now, each knob turned down alone."""
+def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
+    """The largest loader settings that fit what the container has now, each knob turned down alone."""
     cap = capacity(facts)
     loader = need.loader
     if cap is None or loader.num_workers == 0:
-        return None
+        return ()
 
-    def fits(w: int, p: int, b: int = loader.batch_bytes) -> bool:
-        return batches_in_flight(w, p, loader.pin_memory) * b * loader.ranks <= cap
+    def fits(w: int, p: int) -> bool:
+        return batches_in_flight(w, p, loader.pin_memory) * loader.batch_bytes * loader.ranks <= cap
 
-    options: list[str] = []
-    settings: dict[str, int] = {}
+    settings = []
     w = next((w for w in range(loader.num_workers - 1, 0, -1) if fits(w, loader.prefetch_factor)), 0)
     if w:
-        options.append(f"num_workers={w}")
-        settings["num_workers"] = w
+        settings.append({"num_workers": w})
     p = next((p for p in range(loader.prefetch_factor - 1, 0, -1) if fits(loader.num_workers, p)), 0)
     if p:
-        options.append(f"prefetch_factor={p}")
-        settings["prefetch_factor"] = p
+        settings.append({"prefetch_factor": p})
     if loader.sample_bytes:
-        per_batch = cap // max(1, batches_in_flight(loader.num_workers, loader.prefetch_factor, loader.pin_memory))
-        bs = per_batch // loader.ranks // loader.sample_bytes
+        in_flight = batches_in_flight(loader.num_workers, loader.prefetch_factor, loader.pin_memory)
+        bs = page_floor(cap // (in_flight * loader.ranks)) // loader.sample_bytes
         if 0 < bs < loader.batch_size:
-            options.append(f"batch_size={bs}")
-            settings["batch_size"] = bs
-    if not options:
-        return Fix(
-            summary=f"or, without changing the container: num_workers=0 ({format_size(cap)} available fits no "
-            "worker's batches; loading moves into the training process)",
-            loader={"num_workers": 0},
-        )
-    return Fix(
-        summary=f"or, without changing the container ({format_size(cap)} available): " + " or ".join(options),
-        loader=settings,
-    )
+            settings.append({"batch_size": bs})
+    if not settings:
+        settings.append({"num_workers": 0})
+    summary = f"fits the {format_size(cap)} there is today"
+    return tuple(Fix(summary=summary, loader=s) for s in settings)

@@ -49,10 +49,11 @@ def no_shm(facts, need):
     if not facts.shm.present and (_workers(need) or need is None):
         why = " (--ipc=none)" if facts.ipc.mode == "none" else ""
         grow = fixes.grow_shm(need, facts) if need else (
-            Fix("run with a private /dev/shm (drop --ipc=none) sized for your loader: give shmdoctor the loader"),
+            Fix("run with a private /dev/shm sized for your loader (give shmdoctor the loader for the size)",
+                docker_args=("--ipc=private", "--shm-size=<size>")),
         )
         return f"there is no /dev/shm{why}: DataLoader workers fail with FileNotFoundError", grow + (
-            Fix("or load in the training process: num_workers=0", loader={"num_workers": 0}),
+            Fix("load in the training process", loader={"num_workers": 0}),
         )
 
 
@@ -60,12 +61,12 @@ def no_shm(facts, need):
 def shm_too_small(facts, need):
     shm = facts.shm
     if _workers(need) and shm.present and shm.free_bytes is not None and need.bytes > shm.free_bytes:
+        of = f" of {format_size(shm.size_bytes)}" if shm.size_bytes != shm.free_bytes else ""
         msg = (
-            f"this loader needs {format_size(need.bytes)} of /dev/shm; {format_size(shm.free_bytes)} is free "
-            f"(of {format_size(shm.size_bytes)}): workers will fail with 'unable to allocate shared memory' "
-            "or a bus error"
+            f"this loader needs {format_size(need.bytes)} of /dev/shm; {format_size(shm.free_bytes)}{of} is free: "
+            "workers will fail with 'unable to allocate shared memory' or a bus error"
         )
-        return msg, fixes.grow_shm(need, facts) + tuple(filter(None, [fixes.fit_today(need, facts)]))
+        return msg, fixes.grow_shm(need, facts) + fixes.fit_today(need, facts)
 
 
 @rule("memory-limit", "error", "the memory limit cannot hold the loader's /dev/shm")
@@ -73,11 +74,11 @@ def memory_limit(facts, need):
     limit, used = facts.memory.limit_bytes, facts.memory.used_bytes or 0
     if _workers(need) and limit is not None and need.bytes > limit - used:
         msg = (
-            f"the memory limit ({format_size(limit)}, {format_size(used)} in use) cannot hold the loader's "
-            f"{format_size(need.bytes)} of /dev/shm: its pages are charged to the limit, so the container is "
+            f"the memory limit ({format_size(limit)}, {format_size(used)} in use) cannot hold this loader's "
+            f"{format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container will be "
             "OOM-killed (exit 137) with no Python error"
         )
-        return msg, (fixes.grow_memory(need, facts),) + tuple(filter(None, [fixes.fit_today(need, facts)]))
+        return msg, (fixes.grow_memory(need, facts),) + fixes.fit_today(need, facts)
 
 
 @rule("thin-headroom", "warning", "the loader fits, with little to spare")
@@ -112,8 +113,8 @@ def nofile_low(facts, need):
             f"(~{descriptors} with the process's own): expect 'received 0 items of ancdata' or 'Too many open files'"
         )
         return msg, (
-            Fix(f"raise the limit: docker run --ulimit nofile={descriptors * 4}", docker_args=(f"--ulimit=nofile={descriptors * 4}",)),
-            Fix("or call torch.multiprocessing.set_sharing_strategy('file_system') before building the loader"),
+            Fix("raise the descriptor limit", docker_args=(f"--ulimit=nofile={descriptors * 4}",)),
+            Fix("or, in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
 
 

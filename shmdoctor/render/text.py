@@ -36,20 +36,34 @@ def _language(report: Report) -> str:
     return "docker"
 
 
-def fix_line(fix: Fix, language: str) -> str:
-    """One fix in the target's own language, on as few lines as it takes."""
+def fix_body(fix: Fix, language: str) -> str:
+    """What to paste, in the target's own language: a docker run line, a compose or manifest snippet, loader args."""
     if language == "compose" and fix.compose:
-        body = fix.compose
-    elif language == "kubernetes" and fix.kubernetes:
-        body = fix.kubernetes.rstrip()
-    elif fix.docker_args:
-        body = "docker run " + " ".join(fix.docker_args) + " ..."
-    else:
-        body = ""
-    lines = [fix.summary] + (body.splitlines() if body else [])
-    if fix.caveat:
-        lines.append("caveat: " + fix.caveat)
-    return "\n        ".join(lines)
+        return fix.compose
+    if language == "kubernetes" and fix.kubernetes:
+        return fix.kubernetes.rstrip()
+    if fix.docker_args:
+        return "docker run " + " ".join(fix.docker_args) + " ..."
+    if fix.loader:
+        return "DataLoader(" + ", ".join(f"{k}={v}" for k, v in fix.loader.items()) + ", ...)"
+    return ""
+
+
+def fix_lines(fixes: list[Fix], language: str) -> list[str]:
+    """'Fix  <body>  <why>' then ' or  ...': a one-line body and its reason side by side, snippets as blocks."""
+    out = []
+    for i, fix in enumerate(fixes):
+        lead = "Fix   " if i == 0 else " or   "
+        body = fix_body(fix, language)
+        why = fix.summary + (f" (caveat: {fix.caveat})" if fix.caveat else "")
+        if not body:
+            out.append(lead + why)
+        elif "\n" in body:
+            out.append(lead + why + ":")
+            out.extend("        " + line for line in body.splitlines())
+        else:
+            out.append(f"{lead}{body:<44}  {_style(why, 'bright_black')}")
+    return out
 
 
 def shm_summary(report: Report) -> str:
@@ -65,11 +79,10 @@ def render(report: Report) -> str:
     out = [f"{_style(label, color, bold=True)}  {report.headline()}"]
 
     language = _language(report)
-    fixes = [fix for f in report.findings if f.severity == "error" for fix in f.fixes] or [
-        fix for f in report.findings if f.severity == "warning" for fix in f.fixes
-    ]
-    for i, fix in enumerate(fixes):
-        out.append(("\nFix     " if i == 0 else "        ") + fix_line(fix, language))
+    top = next((f for f in report.findings if f.severity != "info" and f.fixes), None)
+    if top:
+        out.append("")
+        out.extend(fix_lines(list(top.fixes), language))
 
     if report.findings:
         out.append("\nFindings")
