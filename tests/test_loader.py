@@ -1,0 +1,62 @@
+"""The requirement formula of FACTS.md, and the loader's validation."""
+import pytest
+
+from shmdoctor.errors import UsageError
+from shmdoctor.loader import loader_config, parse_loader_spec, requirement
+from shmdoctor.sizes import MiB
+
+
+@pytest.mark.parametrize(
+    "workers, prefetch, pin, ranks, batches",
+    [
+        (4, None, False, 1, 9),  # the seed: (2·4 + 1) batches, not the folklore 8
+        (4, None, True, 1, 8),  # pin_memory copies the held batch out of /dev/shm
+        (4, 4, False, 1, 17),
+        (1, 1, False, 1, 2),
+        (0, None, False, 1, 0),  # no workers: no /dev/shm
+        (2, 2, False, 8, 5 * 8),  # eight DDP ranks, eight loaders
+    ],
+)
+def test_requirement_formula(workers, prefetch, pin, ranks, batches):
+    need = requirement(loader_config(batch_size=100, num_workers=workers, prefetch_factor=prefetch,
+                                     sample_bytes="1MiB", pin_memory=pin, ranks=ranks))
+    assert need.bytes == batches * 100 * MiB
+    assert dict((t.label, t.value) for t in need.breakdown)["total"] == need.bytes
+
+
+def test_seed_formula_is_one_batch_short():
+    need = requirement(loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB"))
+    folklore = 4 * 2 * 100 * MiB  # num_workers × prefetch_factor × batch_size × sample
+    assert need.bytes - folklore == 100 * MiB and need.formula == "(2·4 + 1) × 100 MiB"
+
+
+def test_batches_are_page_rounded():
+    need = requirement(loader_config(batch_size=3, num_workers=1, sample_bytes=1000))
+    assert need.loader.batch_bytes == 4096 and need.bytes == 3 * 4096
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(batch_size=0, num_workers=1, sample_bytes="1m"), "batch_size"),
+        (dict(batch_size=-5, num_workers=1, sample_bytes="1m"), "batch_size"),
+        (dict(batch_size=10, num_workers=-1, sample_bytes="1m"), "num_workers"),
+        (dict(batch_size=10, num_workers=0, prefetch_factor=2, sample_bytes="1m"), "num_workers > 0"),
+        (dict(batch_size=10, num_workers=2, prefetch_factor=0, sample_bytes="1m"), "prefetch_factor"),
+        (dict(batch_size=10, num_workers=2), "sample size"),
+        (dict(batch_size=None, num_workers=2, sample_bytes="1m"), "--batch-size"),
+        (dict(batch_size=10, num_workers=2, sample_bytes="0"), "greater than zero"),
+        (dict(batch_size=10, num_workers=2, sample_bytes="1m", ranks=0), "ranks"),
+    ],
+)
+def test_bad_loaders_are_refused(kwargs, words):
+    with pytest.raises(UsageError, match=words):
+        loader_config(**kwargs)
+
+
+def test_loader_spec_from_a_label():
+    assert parse_loader_spec("batch_size=100, num_workers=4,sample_bytes=1MiB,pin_memory=true") == dict(
+        batch_size=100, num_workers=4, sample_bytes="1MiB", pin_memory=True)
+    for bad in ("batch_size", "colour=red", "batch_size=ten", "pin_memory=maybe"):
+        with pytest.raises(UsageError):
+            parse_loader_spec(bad)

@@ -1,0 +1,126 @@
+"""A table of catching and non-catching cases per rule (hadolint-style): Facts + loader -> which rules fire."""
+from dataclasses import replace
+
+import pytest
+
+from shmdoctor.loader import loader_config, requirement
+from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
+from shmdoctor.rules import RULES, judge
+from shmdoctor.sizes import GiB, MiB
+
+BASE = Facts(
+    target=Target("local", "trainer"),
+    shm=Shm(True, 64 * MiB, 0, 64 * MiB, "docker-shm"),
+    ipc=Ipc("private"),
+    memory=Memory(None, 10 * MiB),
+    runtime="docker",
+    nofile=1048576,
+)
+
+
+def shm(size, used=0, source="docker-shm"):
+    return Shm(True, size, used, size - used, source)
+
+
+def seed(**kw):  # batch 100 × 1 MiB, 4 workers: needs 900 MiB
+    return requirement(loader_config(**{"batch_size": 100, "num_workers": 4, "sample_bytes": "1MiB", **kw}))
+
+
+CASES = {
+    "shm-too-small": [
+        (dict(shm=shm(64 * MiB)), seed(), True),
+        (dict(shm=shm(768 * MiB)), seed(), True),  # the folklore formula says 800 MiB fits; it does not
+        (dict(shm=shm(2 * GiB, used=1200 * MiB)), seed(), True),  # someone else holds most of it
+        (dict(shm=shm(2 * GiB)), seed(), False),
+        (dict(shm=shm(64 * MiB)), seed(num_workers=0), False),
+        (dict(), None, False),
+    ],
+    "no-shm": [
+        (dict(shm=Shm(False, None, None, None, "none"), ipc=Ipc("none")), seed(), True),
+        (dict(shm=Shm(False, None, None, None, "none"), ipc=Ipc("none")), None, True),
+        (dict(shm=Shm(False, None, None, None, "none"), ipc=Ipc("none")), seed(num_workers=0), False),
+        (dict(), seed(), False),
+    ],
+    "memory-limit": [
+        (dict(shm=shm(2 * GiB), memory=Memory(700 * MiB, 10 * MiB)), seed(), True),
+        (dict(shm=shm(2 * GiB), memory=Memory(4 * GiB, 10 * MiB)), seed(), False),
+        (dict(shm=shm(2 * GiB), memory=Memory(None, 10 * MiB)), seed(), False),
+        (dict(shm=shm(2 * GiB), memory=Memory(700 * MiB, 10 * MiB)), seed(num_workers=0), False),
+    ],
+    "thin-headroom": [
+        (dict(shm=shm(1 * GiB)), seed(), True),  # 900 MiB of 1 GiB
+        (dict(shm=shm(2 * GiB)), seed(), False),
+        (dict(shm=shm(2 * GiB), memory=Memory(1 * GiB, 0)), seed(), True),  # the memory limit is the tighter
+        (dict(shm=shm(64 * MiB)), seed(), False),  # it does not fit at all: that is shm-too-small
+    ],
+    "default-shm": [
+        (dict(), None, True),
+        (dict(shm=shm(2 * GiB)), None, False),
+        (dict(), seed(), False),  # with a loader the need is judged instead
+        (dict(shm=shm(64 * MiB, source="runtime-shm"), runtime="kubernetes"), None, True),
+        (dict(shm=shm(64 * MiB, source="tmpfs")), None, False),
+    ],
+    "nofile-low": [
+        (dict(shm=shm(2 * GiB), nofile=64), seed(), True),
+        (dict(shm=shm(2 * GiB), nofile=1024), seed(), False),
+        (dict(shm=shm(2 * GiB), nofile=64), seed(num_workers=0), False),
+    ],
+    "ipc-host": [
+        (dict(ipc=Ipc("host"), shm=shm(23 * GiB, source="host-ipc")), None, True),
+        (dict(ipc=Ipc("host"), shm=shm(23 * GiB, source="system"), runtime="none"), None, False),  # a bare host
+        (dict(), None, False),
+    ],
+    "probe-incomplete": [
+        (dict(unreadable=("mounts (/proc/self/mountinfo: Permission denied)",)), None, True),
+        (dict(), None, False),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "rule_id, changes, need, fires",
+    [(rule_id, *case) for rule_id, cases in CASES.items() for case in cases],
+)
+def test_rule_cases(rule_id, changes, need, fires):
+    report = judge(replace(BASE, **changes), need)
+    assert (rule_id in [f.id for f in report.findings]) == fires
+
+
+def test_every_rule_has_cases_both_ways():
+    for r in RULES:
+        outcomes = {case[2] for case in CASES.get(r.id, [])}
+        assert outcomes == {True, False}, f"rule {r.id} needs catching and non-catching cases"
+
+
+def test_verdicts_and_exit_codes():
+    assert judge(replace(BASE, shm=shm(64 * MiB)), seed()).verdict == "fail"
+    assert judge(replace(BASE, shm=shm(64 * MiB)), seed()).exit_code == 1
+    warn = judge(replace(BASE, shm=shm(1 * GiB)), seed())
+    assert (warn.verdict, warn.exit_code) == ("warn", 0)
+    assert judge(replace(BASE, shm=shm(1 * GiB)), seed(), fail_on="warning").verdict == "fail"
+    assert judge(replace(BASE, shm=shm(2 * GiB)), seed()).verdict == "ok"
+
+
+def test_shm_fix_is_computed_with_margin_and_its_alternatives():
+    report = judge(replace(BASE, shm=shm(64 * MiB)), seed())
+    fixes = report.findings[0].fixes
+    assert fixes[0].docker_args == ("--shm-size=1536m",)  # 900 MiB × 1.25 → 1125 MiB → 1.5 GiB
+    assert fixes[0].compose == 'shm_size: "1536m"' and "sizeLimit: 1536Mi" in fixes[0].kubernetes
+    assert fixes[1].docker_args == ("--ipc=host",) and fixes[1].caveat
+    assert {tuple(f.loader) for f in fixes[2:]} == {("batch_size",)}  # no worker count fits 64 MiB; 7 samples do
+    assert fixes[2].loader == {"batch_size": 7}
+
+
+def test_tmpfs_override_gets_a_tmpfs_fix_and_memory_limit_grows_with_shm():
+    report = judge(replace(BASE, shm=shm(512 * MiB, source="tmpfs"), memory=Memory(1 * GiB, 0)), seed())
+    grow = next(f for f in report.findings if f.id == "shm-too-small").fixes[0]
+    assert grow.docker_args[:2] == ("--tmpfs", "/dev/shm:size=1536m")
+    assert any(a.startswith("--memory=") for a in grow.docker_args)
+
+
+def test_largest_loader_that_fits_today():
+    report = judge(replace(BASE, shm=shm(512 * MiB)), seed())
+    loaders = [f.loader for f in report.findings[0].fixes if f.loader]
+    assert {"num_workers": 2} in loaders  # (2·2+1)·100 MiB = 500 MiB ≤ 512 MiB
+    assert {"prefetch_factor": 1} in loaders  # (1·4+1)·100 MiB
+    assert {"batch_size": 56} in loaders
