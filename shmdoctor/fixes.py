@@ -57,6 +57,8 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
         args = (f"--shm-size={docker_size(size)}",)
     if facts.shm.source == "host":
         args = ("(drop -v /dev/shm:/dev/shm)",) + args
+    if facts.ipc.mode == "container" and facts.ipc.owner:  # --ipc=container:X: the /dev/shm is X's
+        args = (f"(on {facts.ipc.owner}, the IPC owner)",) + args
     why = f"{format_size(need.bytes)} needed + 25%" + (", and memory to hold it" if memory_too else "")
     return (
         Fix(

@@ -50,6 +50,7 @@ class Facts:
     runtime: str = "none"  # docker | kubernetes | container | compose | none
     nofile: int | None = None  # soft RLIMIT_NOFILE
     cpus: float | None = None
+    gpus: str | None = None  # GPUs requested (docker --gpus): "all", a count or device ids
     # Facts that could not be read, in words: each becomes a 'probe-incomplete' finding, never a crash.
     unreadable: tuple[str, ...] = ()
     # Source-specific remarks the rules may use (e.g. "swarm" for a compose file meant for docker stack).

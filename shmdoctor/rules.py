@@ -74,7 +74,9 @@ def memory_limit(facts, need):
     limit, used = facts.memory.limit_bytes, facts.memory.used_bytes or 0
     if _workers(need) and limit is not None and need.bytes > limit - used:
         msg = (
-            f"the memory limit ({format_size(limit)}, {format_size(used)} in use) cannot hold this loader's "
+            f"the memory limit ({format_size(limit)}"
+            + (f", {format_size(used)} in use" if facts.memory.used_bytes is not None else "")
+            + f") cannot hold this loader's "
             f"{format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container will be "
             "OOM-killed (exit 137) with no Python error"
         )
@@ -116,6 +118,13 @@ def nofile_low(facts, need):
             Fix("raise the descriptor limit", docker_args=(f"--ulimit=nofile={descriptors * 4}",)),
             Fix("or, in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
+
+
+@rule("oom-killed", "error", "the container was OOM-killed")
+def oom_killed(facts, need):
+    if "oom-killed" in facts.flags:
+        grow = (fixes.grow_memory(need, facts),) if _workers(need) else ()
+        return "the container was OOM-killed (State.OOMKilled, exit 137): /dev/shm pages count against its memory limit", grow
 
 
 @rule("ipc-host", "info", "the container shares the host's IPC namespace")

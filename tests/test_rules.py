@@ -74,6 +74,11 @@ CASES = {
         (dict(unreadable=("mounts (/proc/self/mountinfo: Permission denied)",)), None, True),
         (dict(), None, False),
     ],
+    "oom-killed": [  # audit --all: an exited container with State.OOMKilled
+        (dict(flags=frozenset({"oom-killed"})), None, True),
+        (dict(flags=frozenset({"oom-killed"}), shm=shm(2 * GiB), memory=Memory(700 * MiB, None)), seed(), True),
+        (dict(), seed(), False),
+    ],
 }
 
 

@@ -26,6 +26,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         "runtime": facts.runtime,
         "nofile": facts.nofile,
         "cpus": facts.cpus,
+        "gpus": facts.gpus,
         "requirement": None
         if need is None
         else {

@@ -146,6 +146,7 @@ def render_table(reports: list[Report], title: str) -> str:
         for f in r.findings:
             if f.severity != "info":
                 lines.append(f"  {r.facts.target.name}: {_style(f.severity, _SEVERITY_STYLE[f.severity])} {f.id}: {f.message}")
+        lines.extend(f"  {r.facts.target.name}: note: {note}" for note in r.notes)
     return "\n".join(lines)
 
 

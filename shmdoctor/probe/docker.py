@@ -1,0 +1,341 @@
+"""Facts about containers, read through the Docker engine without touching them.
+
+Two halves: `facts_from_inspect` turns one container's inspect JSON into Facts (pure: tested on captured JSON), and
+`Engine` does the I/O (the Docker SDK imported only here, one list round trip, inspects run concurrently).
+Nothing here reads or keeps a container's environment: it holds secrets.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable
+
+from ..errors import ProbeError, UsageError
+from ..model import Facts, Ipc, Memory, Shm, Target
+from ..sizes import parse_size
+
+SHM = "/dev/shm"
+LOADER_LABEL = "shmdoctor.loader"
+CONCURRENCY = 16  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
+
+Inspect = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What the engine told about one container: its Facts, its loader label, remarks for the report."""
+
+    facts: Facts
+    loader_label: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+def name_of(info: Inspect) -> str:
+    return (info.get("Name") or info.get("Id", "?")[:12]).lstrip("/")
+
+
+# --- inspect JSON -> Facts (pure) -------------------------------------------------------------------------------
+
+
+def _tmpfs_size(options: str) -> int | None:
+    """'rw,size=512m,mode=1777' (HostConfig.Tmpfs) -> bytes; None without a size (the kernel's half of RAM)."""
+    for option in options.split(","):
+        key, _, value = option.partition("=")
+        if key.strip() == "size":
+            try:
+                return parse_size(value)
+            except UsageError:  # '50%': relative to RAM, not known from here
+                return None
+    return None
+
+
+def _mounted_shm(info: Inspect, host_shm: int | None) -> Shm | None:
+    """A user's mount at /dev/shm, which the engine puts there whatever the IPC mode; None when there is none."""
+    host = info.get("HostConfig") or {}
+    tmpfs = (host.get("Tmpfs") or {}).get(SHM)
+    if tmpfs is not None:
+        size = _tmpfs_size(tmpfs)
+        return _shm(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}" + ("" if size else ": no size, half the host's memory"))
+    for mount in host.get("Mounts") or []:
+        if mount.get("Target") == SHM and mount.get("Type") == "tmpfs":
+            size = (mount.get("TmpfsOptions") or {}).get("SizeBytes") or None
+            return _shm(size, "tmpfs", f"HostConfig.Mounts: tmpfs at /dev/shm, SizeBytes {size}")
+    for mount in info.get("Mounts") or []:
+        if mount.get("Destination") == SHM:
+            source = mount.get("Source") or mount.get("Name") or "?"
+            if mount.get("Type") == "bind" and source == SHM:
+                known = "" if host_shm else ": its size is not known from a remote engine (--exec reads it)"
+                return _shm(host_shm, "host", f"Mounts: bind of the host's /dev/shm{known}")
+            return _shm(None, "unknown", f"Mounts: a {mount.get('Type')} mount of {source} at /dev/shm")
+    return None
+
+
+def _shm(size: int | None, source: str, detail: str) -> Shm:
+    # Inspect does not tell what is in use: free is the size at most (the audit is read-only; --exec reads df).
+    return Shm(present=True, size_bytes=size, used_bytes=None, free_bytes=size, source=source, detail=detail)
+
+
+def shm_of(info: Inspect, owner: Inspect | None = None, host_shm: int | None = None) -> Shm:
+    """Where the container's /dev/shm comes from and its size, from HostConfig (and the IPC owner's)."""
+    mounted = _mounted_shm(info, host_shm)
+    if mounted:
+        return mounted
+    host = info.get("HostConfig") or {}
+    mode = host.get("IpcMode") or "private"
+    if mode == "none":
+        return Shm(present=False, size_bytes=None, used_bytes=None, free_bytes=None, source="none",
+                   detail="HostConfig.IpcMode = none")
+    if mode == "host":
+        known = "" if host_shm else ": its size is not known from a remote engine (--exec reads it)"
+        return _shm(host_shm, "host-ipc", f"HostConfig.IpcMode = host{known}")
+    if mode.startswith("container:"):
+        if owner is None:
+            return _shm(None, "unknown", f"HostConfig.IpcMode = {mode}: that container could not be inspected")
+        inherited = shm_of(owner, None, host_shm)
+        return replace(inherited, detail=f"the /dev/shm of {name_of(owner)} ({inherited.detail})")
+    size = host.get("ShmSize") or None
+    return _shm(size, "docker-shm", f"HostConfig.ShmSize = {size}" if size else "HostConfig.ShmSize unset")
+
+
+def ipc_of(info: Inspect, owner: Inspect | None = None) -> Ipc:
+    mode = (info.get("HostConfig") or {}).get("IpcMode") or "private"
+    if mode.startswith("container:"):
+        return Ipc("container", owner=name_of(owner) if owner else mode.partition(":")[2][:12])
+    return Ipc(mode if mode in ("host", "private", "shareable", "none") else "unknown")
+
+
+def cpus_of(host: dict) -> float | None:
+    if host.get("NanoCpus"):
+        return host["NanoCpus"] / 1e9
+    if (host.get("CpuQuota") or 0) > 0:
+        return host["CpuQuota"] / (host.get("CpuPeriod") or 100_000)
+    return None
+
+
+def gpus_of(host: dict) -> str | None:
+    """GPUs requested (--gpus): 'all', a count, or device ids; None when none."""
+    for request in host.get("DeviceRequests") or []:
+        if any("gpu" in caps for caps in request.get("Capabilities") or []):
+            if request.get("DeviceIDs"):
+                return ",".join(request["DeviceIDs"])
+            return "all" if request.get("Count") == -1 else str(request.get("Count"))
+    return None
+
+
+def _nofile(host: dict) -> int | None:
+    return next((u.get("Soft") for u in host.get("Ulimits") or [] if u.get("Name") == "nofile"), None)
+
+
+def facts_from_inspect(
+    info: Inspect, owner: Inspect | None = None, host_shm: int | None = None, usage: tuple[int, int, int] | None = None
+) -> Probed:
+    """One container's inspect JSON (and its IPC owner's) -> Facts. `host_shm`: the size of the engine host's
+    /dev/shm when the engine is local; `usage`: (size, used, free) read inside with --exec."""
+    host, state = info.get("HostConfig") or {}, info.get("State") or {}
+    shm = shm_of(info, owner, host_shm)
+    if usage and shm.present:
+        size, used, free = usage
+        shm = replace(shm, size_bytes=size, used_bytes=used, free_bytes=free, detail=shm.detail + "; use read by df inside")
+    flags = {"oom-killed"} if state.get("OOMKilled") else set()
+    notes = []
+    status = state.get("Status")
+    if status == "exited":
+        notes.append(f"exited (exit code {state.get('ExitCode')}) at {state.get('FinishedAt', '?')[:19]}Z")
+    elif status not in (None, "running"):
+        notes.append(f"not running: {status}")
+    gpus = gpus_of(host)
+    if gpus:
+        notes.append(f"GPUs requested: {gpus} (one DDP rank per GPU: give --ranks or ranks= in the {LOADER_LABEL} label)")
+    facts = Facts(
+        target=Target(kind="container", name=name_of(info), id=info.get("Id")),
+        shm=shm,
+        ipc=ipc_of(info, owner),
+        memory=Memory(limit_bytes=host.get("Memory") or None, used_bytes=None),
+        runtime="docker",
+        nofile=_nofile(host),
+        cpus=cpus_of(host),
+        gpus=gpus,
+        flags=frozenset(flags),
+    )
+    labels = (info.get("Config") or {}).get("Labels") or {}
+    return Probed(facts, labels.get(LOADER_LABEL), tuple(notes))
+
+
+def gone(name: str, cid: str | None = None) -> Probed:
+    """A container listed, then removed before it could be inspected: said, not judged."""
+    facts = Facts(
+        target=Target(kind="container", name=name, id=cid),
+        shm=Shm(True, None, None, None, "unknown", "the container was removed before it could be inspected"),
+        ipc=Ipc("unknown"),
+        memory=Memory(None, None),
+        runtime="docker",
+        unreadable=(f"container {name}: removed while the audit ran (the engine answered 'No such container')",),
+    )
+    return Probed(facts)
+
+
+def parse_df(output: str) -> tuple[int, int, int] | None:
+    """`df -Pk /dev/shm` -> (size, used, free) in bytes; None when the output says otherwise."""
+    for line in output.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 6 and fields[-1] == SHM and all(f.isdigit() for f in fields[1:4]):
+            return int(fields[1]) * 1024, int(fields[2]) * 1024, int(fields[3]) * 1024
+    return None
+
+
+def parse_filters(specs: Iterable[str]) -> dict[str, list[str]]:
+    """Docker's filters as the CLI takes them: 'label=team=vision', 'status=running' -> {"label": ["team=vision"]}."""
+    filters: dict[str, list[str]] = {}
+    for spec in specs:
+        key, sep, value = spec.partition("=")
+        if not sep or not key.strip() or not value:
+            raise UsageError(f"--filter {spec!r}: expected KEY=VALUE, e.g. label=team=vision or name=trainer")
+        filters.setdefault(key.strip(), []).append(value)
+    return filters
+
+
+# --- the engine (I/O) -------------------------------------------------------------------------------------------
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error)
+    for needle, reason in (
+        ("Permission denied", "permission denied on the socket (are you in the docker group?)"),
+        ("No such file or directory", "no socket there"),
+        ("Connection refused", "connection refused"),
+        ("timed out", "timed out"),
+        ("Name or service not known", "unknown host"),
+    ):
+        if needle in text:
+            return reason
+    return text.splitlines()[0][:160] if text else type(error).__name__
+
+
+def _peer_pid(path: str) -> int:
+    """The pid of the process serving a unix socket, as this pid namespace sees it (0: not visible from here)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(path)
+        return struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+
+
+def engine_host_shm(docker_host: str) -> int | None:
+    """Size of the engine host's /dev/shm, when the engine runs where the audit runs: the daemon behind the unix
+    socket is a process we can see, and we read its own /dev/shm (what --ipc=host and -v /dev/shm bind in)."""
+    if not docker_host.startswith("unix://"):
+        return None
+    try:
+        pid = _peer_pid(docker_host[len("unix://"):])
+        if not pid:
+            return None
+        st = os.statvfs(f"/proc/{pid}/root{SHM}")
+    except OSError:
+        return None
+    return st.f_blocks * st.f_frsize
+
+
+class Engine:
+    """The Docker engine named by DOCKER_HOST (or the local socket), through the Docker SDK."""
+
+    def __init__(self) -> None:
+        try:
+            import docker
+        except ImportError:
+            raise ProbeError("the Docker SDK for Python is not installed: pip install docker") from None
+        self._errors = docker.errors
+        self.host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        try:  # the SDK's own version round trip: it also proves the engine answers
+            self.api = docker.from_env(max_pool_size=CONCURRENCY, timeout=30).api
+        except docker.errors.DockerException as e:
+            raise ProbeError(
+                f"cannot reach the Docker engine at {self.host}: {_reason(e)}; check DOCKER_HOST and that dockerd runs"
+            ) from None
+        self.host_shm = engine_host_shm(self.host)
+
+    def _call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except self._errors.NotFound:
+            raise
+        except (self._errors.DockerException, OSError) as e:
+            raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
+
+    def list(self, filters: dict[str, list[str]], include_exited: bool) -> list[tuple[str, str]]:
+        """One round trip: (id, name) of the containers to audit."""
+        try:
+            found = self.api.containers(all=include_exited, filters=filters or None)
+        except self._errors.APIError as e:
+            if e.status_code == 400:  # the engine's word on a filter it does not know
+                raise UsageError(f"--filter: {e.explanation}") from None
+            raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
+        except (self._errors.DockerException, OSError) as e:
+            raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
+        return [(c["Id"], (c.get("Names") or [c["Id"][:12]])[0].lstrip("/")) for c in found]
+
+    def inspect(self, ref: str) -> Inspect | None:
+        """One container by name or id; None when there is no such container (any more)."""
+        try:
+            return self._call(self.api.inspect_container, ref)
+        except self._errors.NotFound:
+            return None
+
+    def df_shm(self, cid: str) -> tuple[int, int, int] | str:
+        """(size, used, free) of /dev/shm read inside the container with `df`, or why it could not be."""
+        try:
+            run = self._call(self.api.exec_create, cid, ["df", "-Pk", SHM], stdout=True, stderr=True)
+            output = self._call(self.api.exec_start, run["Id"]).decode(errors="replace")
+        except self._errors.NotFound:
+            return "the container is gone"
+        except ProbeError as e:
+            return str(e)
+        return parse_df(output) or ("df inside: " + (output.strip().splitlines() or ["no output"])[-1][:120])
+
+    def map(self, fn: Callable, items: list) -> list:
+        if len(items) <= 1:
+            return [fn(i) for i in items]
+        with ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+
+def probe(
+    engine: Engine, names: list[str], filters: dict[str, list[str]], *, include_exited: bool = False,
+    exec_df: bool = False,
+) -> list[Probed]:
+    """The containers named (any state; an unknown name is a UsageError), or those the engine lists (running ones,
+    or all with include_exited; a container removed before its inspect is a `gone` entry). IPC owners that are not
+    audited themselves are inspected too. With exec_df, /dev/shm use is read inside each running container."""
+    if names:
+        infos = engine.map(engine.inspect, names)
+        unknown = [n for n, i in zip(names, infos) if i is None]
+        if unknown:
+            raise UsageError(f"no such container: {', '.join(unknown)}")
+        listed = [(i["Id"], name_of(i)) for i in infos]
+    else:
+        listed = engine.list(filters, include_exited)
+        infos = engine.map(engine.inspect, [cid for cid, _ in listed])
+    by_id = {i["Id"]: i for i in infos if i}
+    owners = {_owner_id(i) for i in infos if i and _owner_id(i)} - set(by_id)
+    by_id.update({i["Id"]: i for i in engine.map(engine.inspect, sorted(owners)) if i})
+
+    def one(entry: tuple[tuple[str, str], Inspect | None]) -> Probed:
+        (cid, name), info = entry
+        if info is None:
+            return gone(name, cid)
+        running = (info.get("State") or {}).get("Running")
+        usage = engine.df_shm(cid) if exec_df and running and shm_of(info, by_id.get(_owner_id(info))).present else None
+        probed = facts_from_inspect(
+            info, by_id.get(_owner_id(info)), engine.host_shm, usage if isinstance(usage, tuple) else None
+        )
+        if isinstance(usage, str):
+            facts = replace(probed.facts, unreadable=probed.facts.unreadable + (f"/dev/shm use ({usage})",))
+            return replace(probed, facts=facts)
+        return probed
+
+    return engine.map(one, list(zip(listed, infos)))
+
+
+def _owner_id(info: Inspect) -> str:
+    mode = (info.get("HostConfig") or {}).get("IpcMode") or ""
+    return mode[len("container:"):] if mode.startswith("container:") else ""
