@@ -1,0 +1,210 @@
+"""shmdoctor clean: list the leaked segments of /dev/shm and, with --yes, remove exactly those."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import signal
+import stat
+
+import click
+
+from ..cli import INTERRUPTED
+from ..errors import ProbeError, UsageError
+from ..model import SCHEMA
+from ..probe import holders as holders_probe
+from ..probe import local
+from ..segments import KNOWN, Entry, File, Plan, classify, recognise
+from ..sizes import format_size
+
+DEFAULT_PATH = "/dev/shm"
+HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process of the machine
+KEPT_SHOWN = 10
+SHARED_SOURCES = ("host", "host-ipc", "runtime-shm", "k8s-emptydir")  # used by processes of other containers too
+
+
+def list_files(directory: str) -> list[File]:
+    try:
+        entries = list(os.scandir(directory))
+    except OSError as e:
+        raise ProbeError(f"cannot list {directory}: {e.strerror}") from None
+    files = []
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            files.append(File(entry.name, st.st_ino, st.st_blocks * 512))
+    return files
+
+
+def creators_visible(directory: str) -> bool:
+    """False when the directory is shared with processes this PID namespace cannot see (their pids mean nothing here)."""
+    try:
+        if os.stat("/proc/self/ns/pid").st_ino == HOST_PID_NAMESPACE:
+            return True
+    except OSError:
+        return False
+    facts = local.probe(shm_path=directory)
+    return facts.ipc.mode != "host" and facts.shm.source not in SHARED_SOURCES
+
+
+def remove(directory: str, entry: Entry) -> str | None:
+    """Unlink one segment under a write lease: the kernel grants it only if no other process has the file open or
+    mapped (whatever its PID namespace), and makes anyone opening it meanwhile wait. None, or why it stays."""
+    path = os.path.join(directory, entry.name)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        return "gone already" if e.errno == errno.ENOENT else e.strerror
+    try:
+        if os.fstat(fd).st_ino != entry.inode:
+            return "replaced by another file since it was listed"
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        except OSError as e:
+            if e.errno == errno.EAGAIN:
+                return "a process has it open or mapped (one /proc did not show)"
+            return f"cannot make sure nobody holds it ({e.strerror})"
+        try:
+            if os.lstat(path).st_ino != entry.inode:
+                return "replaced by another file since it was listed"
+            os.unlink(path)
+        except OSError as e:
+            return e.strerror
+        finally:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    finally:
+        os.close(fd)
+    return None
+
+
+def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
+    if not names:
+        return plan
+    for name in names:
+        if "/" in name or name in (".", ".."):
+            raise UsageError(f"{name!r}: give segment names as listed in the directory, not paths")
+        if recognise(name) is None:
+            patterns = ", ".join(p + "*" for p, _ in KNOWN)
+            raise UsageError(f"{name!r} is not a segment shmdoctor knows ({patterns}): it is left alone")
+    keep = set(names)
+    return Plan(
+        tuple(e for e in plan.leaked if e.name in keep), tuple(e for e in plan.kept if e.name in keep), ()
+    )
+
+
+@click.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--yes", is_flag=True, help="Remove the leaked segments (without it, nothing changes).")
+@click.option("--path", "directory", default=DEFAULT_PATH, show_default=True, metavar="DIR",
+              help="The tmpfs directory to clean.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def command(names, yes, directory, fmt) -> int:
+    """Leaked segments (torch_*, nccl-*, sem.mp-*) that no live process holds, with their sizes; --yes removes them.
+
+    A segment held by a live process (descriptor or map, unlinked ones included), one whose creator is still
+    alive (a batch in flight) and any file shmdoctor does not recognise are never touched. NAME limits the
+    work to those segments.
+
+    \b
+    shmdoctor clean
+    shmdoctor clean --yes
+    shmdoctor clean --yes torch_8_3258520444_1 --format json
+    """
+    if not os.path.isdir(directory):
+        if directory == DEFAULT_PATH:
+            raise ProbeError(f"there is no {DEFAULT_PATH} here (--ipc=none?): nothing to clean")
+        raise UsageError(f"--path {directory!r} is not a directory")
+    directory = os.path.abspath(directory)
+    try:
+        size, used, _ = local.shm_usage(directory)
+    except OSError as e:
+        raise ProbeError(f"cannot read the usage of {directory} (statvfs: {e.strerror})") from None
+    files = list_files(directory)
+    held = holders_probe.scan(directory, namespaces=True)
+    plan = _only(classify(files, held, creators_visible=creators_visible(directory)), names)
+
+    removed: list[Entry] = []
+    failed: list[tuple[Entry, str]] = []
+    interrupted = False
+    if yes and plan.leaked:
+        previous = signal.signal(signal.SIGIO, signal.SIG_IGN)  # a broken lease signals SIGIO: not our death
+        try:
+            for entry in plan.leaked:
+                why = remove(directory, entry)
+                if why is None:
+                    removed.append(entry)
+                else:
+                    failed.append((entry, why))
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            signal.signal(signal.SIGIO, previous)
+
+    result = dict(directory=directory, size=size, used=used, plan=plan, yes=yes, removed=removed, failed=failed,
+                  unreadable=held.unreadable, interrupted=interrupted)
+    click.echo(render_json(**result) if fmt == "json" else render_text(**result))
+    if interrupted:
+        click.echo("shmdoctor: interrupted", err=True)
+        return INTERRUPTED
+    return 1 if failed else 0
+
+
+def _entry(e: Entry) -> dict:
+    return {"name": e.name, "bytes": e.bytes, "kind": e.kind, **({"why": e.why} if e.why else {})}
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def render_json(*, directory, size, used, plan, yes, removed, failed, unreadable, interrupted) -> str:
+    return json.dumps({
+        "schema": SCHEMA,
+        "directory": directory,
+        "size_bytes": size,
+        "used_bytes": used,
+        "leaked": [_entry(e) for e in plan.leaked],
+        "leaked_bytes": plan.leaked_bytes,
+        "kept": [_entry(e) for e in plan.kept],
+        "unrecognised": {"count": len(plan.unrecognised), "bytes": sum(f.bytes for f in plan.unrecognised)},
+        "removed": [_entry(e) for e in removed] if yes else None,
+        "freed_bytes": sum(e.bytes for e in removed) if yes else 0,
+        "failed": [{**_entry(e), "why": why} for e, why in failed],
+        "unreadable": list(unreadable),
+        "interrupted": interrupted,
+    }, indent=2)
+
+
+def render_text(*, directory, size, used, plan, yes, removed, failed, unreadable, interrupted) -> str:
+    out = [f"{directory}: {format_size(size)}, {format_size(used)} used"]
+    if plan.leaked:
+        out.append(f"Leaked: {_count(len(plan.leaked), 'segment')}, {format_size(plan.leaked_bytes)}, that no process holds")
+        out += [f"  {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in plan.leaked]
+    else:
+        out.append("Leaked: none")
+    for e in plan.kept[:KEPT_SHOWN]:
+        out.append(f"Kept    {e.name}  {format_size(e.bytes)}: {e.why}")
+    if len(plan.kept) > KEPT_SHOWN:
+        out.append(f"Kept    {len(plan.kept) - KEPT_SHOWN} more in use (--format json lists them all)")
+    if plan.unrecognised:
+        n, total = len(plan.unrecognised), sum(f.bytes for f in plan.unrecognised)
+        out.append(f"Left alone: {_count(n, 'file')} shmdoctor does not recognise ({format_size(total)})")
+    if unreadable:
+        out.append(
+            f"note: could not read {_count(len(unreadable), 'process', 'processes')} ({'; '.join(unreadable[:3])}): "
+            "holders may be missing; removal stays safe (a kernel lease refuses any segment still open or mapped)"
+        )
+    if not yes:
+        if plan.leaked:
+            out.append(f"Nothing removed: `shmdoctor clean --yes` would free {format_size(plan.leaked_bytes)}.")
+        return "\n".join(out)
+    freed = sum(e.bytes for e in removed)
+    out.append(f"Freed {format_size(freed)}: removed {len(removed)} of {len(plan.leaked)} leaked segments"
+               + (" before the interrupt" if interrupted else ""))
+    out += [f"  removed {e.name}" for e in removed]
+    out += [f"  could not remove {e.name}: {why}" for e, why in failed]
+    return "\n".join(out)

@@ -1,0 +1,160 @@
+"""Who holds the segments of a tmpfs (/dev/shm): per process, from /proc/<pid>/fd and /proc/<pid>/maps.
+
+PyTorch's default sharing strategy unlinks each segment as soon as it is mapped, so a listing of /dev/shm shows
+nothing: the descriptors ('/dev/shm/torch_... (deleted)') and the maps are the only trace. Maps are matched by
+device number, so a container's own /dev/shm (another tmpfs) never counts as ours. An unreadable /proc entry is
+recorded in `unreadable` (a 'probe-incomplete' fact), a vanished process is skipped: it holds nothing any more.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: kernel threads hold no files
+
+
+@dataclass(frozen=True)
+class Segment:
+    inode: int
+    name: str  # relative to the directory, without ' (deleted)'
+    bytes: int  # st_blocks * 512: the memory it really uses (the mapping's length when it cannot be stat'ed)
+    unlinked: bool
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int
+    command: str
+    segments: tuple[Segment, ...]
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.segments)
+
+    @property
+    def unlinked(self) -> int:
+        return sum(s.unlinked for s in self.segments)
+
+
+@dataclass(frozen=True)
+class Holders:
+    holders: tuple[Holder, ...]  # biggest first
+    unreadable: tuple[str, ...] = ()  # processes that could not be read, in words
+    # Every pid seen, in every PID namespace (NSpid): segment names that carry their creator's pid are checked
+    # against it. Empty unless scan(..., namespaces=True).
+    pids: frozenset[int] = frozenset()
+
+    @property
+    def inodes(self) -> frozenset[int]:
+        return frozenset(s.inode for h in self.holders for s in h.segments)
+
+    @property
+    def bytes(self) -> int:
+        """Held bytes, each segment once (a worker and the main process map the same one)."""
+        return sum({s.inode: s.bytes for h in self.holders for s in h.segments}.values())
+
+
+def _read(path: str) -> str:
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def _is_kernel_thread(proc: str, pid: str) -> bool:
+    try:
+        stat = _read(f"{proc}/{pid}/stat")
+        return bool(int(stat[stat.rindex(")") + 2:].split()[6]) & PF_KTHREAD)
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def command_line(pid: int, proc: str = "/proc") -> str:
+    try:
+        cmd = _read(f"{proc}/{pid}/cmdline").replace("\0", " ").strip()
+        return cmd or f"[{_read(f'{proc}/{pid}/comm').strip()}]"
+    except OSError:
+        return "?"
+
+
+def _nspids(proc: str, pid: str) -> list[int]:
+    try:
+        for line in _read(f"{proc}/{pid}/status").splitlines():
+            if line.startswith("NSpid:"):
+                return [int(p) for p in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return [int(pid)]
+
+
+class _Process:
+    """The segments of one process; raises PermissionError (unreadable) or FileNotFoundError (gone)."""
+
+    def __init__(self, proc: str, pid: str, prefix: str, dev: int, maps_dev: str):
+        self.found: dict[int, Segment] = {}
+        base = f"{proc}/{pid}"
+        for fd in os.listdir(f"{base}/fd"):
+            try:
+                link = os.readlink(f"{base}/fd/{fd}")
+                if not link.startswith(prefix):
+                    continue
+                st = os.stat(f"{base}/fd/{fd}")
+            except FileNotFoundError:  # closed meanwhile
+                continue
+            if st.st_dev == dev:
+                name, unlinked = _name(link[len(prefix):])
+                self.found[st.st_ino] = Segment(st.st_ino, name, st.st_blocks * 512, unlinked)
+        text = _read(f"{base}/maps")
+        if maps_dev not in text:
+            return
+        lengths: dict[int, int] = {}
+        paths: dict[int, str] = {}
+        for line in text.splitlines():
+            fields = line.split(None, 5)
+            if len(fields) < 6 or fields[3] != maps_dev or fields[4] == "0":
+                continue
+            inode = int(fields[4])
+            start, _, end = fields[0].partition("-")
+            lengths[inode] = lengths.get(inode, 0) + int(end, 16) - int(start, 16)
+            paths.setdefault(inode, fields[0])
+            if inode not in self.found:
+                name, unlinked = _name(fields[5].rsplit("/", 1)[-1])
+                self.found[inode] = Segment(inode, name, -1, unlinked)
+        for inode, seg in self.found.items():
+            if seg.bytes < 0:  # mapped only: stat the mapping (root only), else its length
+                try:
+                    size = os.stat(f"{base}/map_files/{paths[inode]}").st_blocks * 512
+                except OSError:
+                    size = lengths[inode]
+                self.found[inode] = Segment(inode, seg.name, size, seg.unlinked)
+
+
+def _name(text: str) -> tuple[str, bool]:
+    text = text.rstrip("\n")
+    return (text[: -len(" (deleted)")], True) if text.endswith(" (deleted)") else (text, False)
+
+
+def scan(directory: str = "/dev/shm", proc: str = "/proc", *, namespaces: bool = False) -> Holders:
+    """Every process holding a file of `directory` (open descriptor or memory map, unlinked ones included)."""
+    dev = os.stat(directory).st_dev
+    maps_dev = f"{os.major(dev):02x}:{os.minor(dev):02x}"
+    prefix = os.path.realpath(directory).rstrip("/") + "/"
+    holders, unreadable, pids = [], [], set()
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        if namespaces:  # before reading: a process we cannot read is alive all the same
+            pids.update(_nspids(proc, pid))
+        try:
+            found = _Process(proc, pid, prefix, dev, maps_dev).found
+        except FileNotFoundError:  # exited while we looked
+            continue
+        except PermissionError as e:
+            if not _is_kernel_thread(proc, pid):
+                unreadable.append(f"pid {pid} ({command_line(int(pid), proc)[:40]}): {e.strerror.lower()}")
+            continue
+        except ProcessLookupError:
+            continue
+        if found:
+            segments = tuple(sorted(found.values(), key=lambda s: (-s.bytes, s.name)))
+            holders.append(Holder(int(pid), command_line(int(pid), proc), segments))
+    holders.sort(key=lambda h: (-h.bytes, h.pid))
+    return Holders(tuple(holders), tuple(unreadable), frozenset(pids))

@@ -1,0 +1,91 @@
+"""Which files of /dev/shm are known segments, and which of those are leaked. Pure functions: no I/O here."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .probe.holders import Holders
+
+# Segments whose owners remove them while they still hold them, so that one no live process holds (descriptor or
+# map) is the leftover of a process that died:
+KNOWN = (
+    # torch_<creator pid>_<random>_<n>: PyTorch's file_system strategy (and libshm). The default strategy unlinks
+    # its segments at once; named ones outlive a SIGKILLed process. In flight (queued between a worker and the loop)
+    # nobody maps them, so a segment whose creator is alive is never leaked (see classify).
+    ("torch_", "PyTorch"),
+    # nccl-XXXXXX (mkstemp + fallocate): NCCL's shared-memory transport, unlinked once both peers mapped it.
+    ("nccl-", "NCCL"),
+    # sem.mp-*: Python multiprocessing's named semaphores (DataLoader queues use them), mapped by every user and
+    # unlinked by multiprocessing or its resource tracker; a named one nobody maps outlived a killed process.
+    ("sem.mp-", "Python multiprocessing semaphore"),
+)
+# Not included, on purpose: psm_* (multiprocessing.shared_memory) may outlive every handle by design (a producer
+# closes it, a consumer attaches later by name; only unlink() ends it), so 'nobody holds it' does not mean leaked.
+# Other sem.* files and anything else belong to programs whose rules shmdoctor does not know.
+_TORCH_CREATOR = re.compile(r"^torch_(\d+)_")
+
+
+@dataclass(frozen=True)
+class File:
+    """One regular file at the top of the directory, as listed."""
+
+    name: str
+    inode: int
+    bytes: int  # st_blocks * 512
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    inode: int
+    bytes: int
+    kind: str  # the KNOWN label
+    why: str = ""  # why it is kept
+
+
+@dataclass(frozen=True)
+class Plan:
+    leaked: tuple[Entry, ...]
+    kept: tuple[Entry, ...]  # known segments that are in use
+    unrecognised: tuple[File, ...]
+
+    @property
+    def leaked_bytes(self) -> int:
+        return sum(e.bytes for e in self.leaked)
+
+
+def recognise(name: str) -> str | None:
+    return next((label for prefix, label in KNOWN if name.startswith(prefix) and len(name) > len(prefix)), None)
+
+
+def creator_pid(name: str) -> int | None:
+    m = _TORCH_CREATOR.match(name)
+    return int(m.group(1)) if m else None
+
+
+def classify(files: list[File], holders: Holders, *, creators_visible: bool = True) -> Plan:
+    """Leaked: a known name that no process holds and whose creator (when the name says) is not alive.
+
+    creators_visible False: the directory is shared with processes of PID namespaces this one cannot see, so a
+    creator's pid cannot be checked and PyTorch's segments are kept.
+    """
+    held_by: dict[int, list[int]] = {}
+    for h in holders.holders:
+        for s in h.segments:
+            held_by.setdefault(s.inode, []).append(h.pid)
+    leaked, kept, unrecognised = [], [], []
+    for f in sorted(files, key=lambda f: f.name):
+        kind = recognise(f.name)
+        creator = creator_pid(f.name)
+        if kind is None:
+            unrecognised.append(f)
+        elif f.inode in held_by:
+            pids = held_by[f.inode]
+            kept.append(Entry(f.name, f.inode, f.bytes, kind, "held by pid " + ", ".join(map(str, sorted(pids)))))
+        elif creator is not None and not creators_visible:
+            kept.append(Entry(f.name, f.inode, f.bytes, kind, "its creator may live in a PID namespace not visible here"))
+        elif creator is not None and creator in holders.pids:
+            kept.append(Entry(f.name, f.inode, f.bytes, kind, f"its creator, pid {creator}, is alive (a batch in flight)"))
+        else:
+            leaked.append(Entry(f.name, f.inode, f.bytes, kind))
+    return Plan(tuple(leaked), tuple(kept), tuple(unrecognised))
