@@ -63,23 +63,24 @@ def test_closed_loop_the_recommended_size_makes_the_real_loader_run():
     """64 MiB: check fails and the seed's real DataLoader dies of it; the size check recommends makes it run."""
     code, report = shmdoctor_in(args=SEED)
     shm_size = next(a for a in report["findings"][0]["fixes"][0]["docker_args"] if a.startswith("--shm-size="))
-    train = ["python", "tests/loaders/train_seed.py", "--batches", "12", "--step", "0.1"]
+    train = ["python", "examples/train.py", "--batches", "12", "--step", "0.1", "--no-preflight"]
 
     failed = docker_run(cmd=train)
-    assert failed.returncode == 1 and "unable to allocate shared memory" in failed.stdout, failed.stdout + failed.stderr
+    assert failed.returncode == 1 and "unable to allocate shared memory" in failed.stderr, failed.stdout + failed.stderr
 
     fixed = docker_run(shm_size, cmd=train)
-    assert fixed.returncode == 0 and "ok: 12 batches" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert fixed.returncode == 0 and "trained on 12 batches" in fixed.stdout, fixed.stdout + fixed.stderr
 
 
 def test_preflight_on_a_real_dataloader():
-    """train.py calls shmdoctor.preflight(loader) before its first epoch: it stops with the fix, or lets it run."""
-    train = ["python", "tests/loaders/train_seed.py", "--batches", "4", "--preflight"]
+    """examples/train.py calls shmdoctor.preflight(loader) before its first epoch: it stops with the fix, or runs."""
+    train = ["python", "examples/train.py", "--batches", "4"]
     stopped = docker_run(cmd=train)
-    assert stopped.returncode == 3
-    assert "InsufficientSharedMemoryError" in stopped.stdout and "--shm-size=1536m" in stopped.stdout
+    assert stopped.returncode == 3 and "preflight: this loader needs 900 MiB" in stopped.stderr
+    assert "fix: docker run --shm-size=1536m" in stopped.stderr
     ran = docker_run("--shm-size=2g", cmd=train)
-    assert ran.returncode == 0 and "ok: 4 batches" in ran.stdout, ran.stdout + ran.stderr
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.splitlines() == ["preflight: ok: needs 900 MiB of /dev/shm", "trained on 4 batches"]
 
 
 def test_preflight_with_settings_returns_the_report():

@@ -1,0 +1,50 @@
+"""The top-level Dockerfile and examples/, run for real: none of them is decoration."""
+import subprocess
+
+import pytest
+
+from conftest import REPO, docker_run
+
+IMAGE = "shmdoctor-test/shmdoctor:dev"
+SEED = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
+# The image has no shmdoctor script of its own: examples/entrypoint.sh finds one on PATH.
+SHIM = 'mkdir -p /tmp/bin && printf "#!/bin/sh\\nexec python -m shmdoctor \\"\\$@\\"\\n" >/tmp/bin/shmdoctor && chmod +x /tmp/bin/shmdoctor && PATH=/tmp/bin:$PATH '
+
+
+@pytest.fixture(scope="module")
+def image(images):
+    """The Dockerfile built on the Debian test image (no registry here for python:3.12-slim); layers are cached."""
+    proc = subprocess.run(
+        ["docker", "build", "-q", "--network", "host", "--build-arg", "BASE_IMAGE=shmdoctor-test/debian:bookworm",
+         "-t", IMAGE, str(REPO)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return IMAGE
+
+
+def test_image_check_in_a_64_mib_container_fails_with_the_fix(image):
+    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", image, "check", *SEED],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout.startswith("FAIL")
+    assert "docker run --shm-size=1536m" in proc.stdout
+
+
+def test_image_is_small_runs_as_non_root_and_has_no_torch(image):
+    user = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "id", image, "-u"],
+                          capture_output=True, text=True).stdout.strip()
+    assert user == "10001"
+    no_torch = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3", image, "-c",
+                               "import importlib.util as u; print(u.find_spec('torch'))"], capture_output=True, text=True)
+    assert no_torch.stdout.strip() == "None"
+
+
+def test_entrypoint_stops_a_container_too_small_for_its_loader():
+    train = "sh examples/entrypoint.sh python examples/train.py --batches 4 --no-preflight"
+    stopped = docker_run(cmd=["sh", "-c", SHIM + train])
+    assert stopped.returncode == 1 and stopped.stdout.startswith("FAIL")
+    assert "trained" not in stopped.stdout and "--shm-size=1536m" in stopped.stdout
+
+
+def test_entrypoint_execs_training_when_it_fits():
+    proc = docker_run("--shm-size=1536m", cmd=["sh", "-c", SHIM + "sh examples/entrypoint.sh python examples/train.py --batches 4"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("OK") and proc.stdout.rstrip().endswith("trained on 4 batches")
