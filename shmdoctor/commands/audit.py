@@ -38,23 +38,21 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
     """
     if containers and filters:
         raise UsageError("give container names or --filter, not both")
+    engine_filters = docker.parse_filters(filters)
     kwargs = loader_kwargs(**loader)
     need = requirement_from(kwargs)
     engine = docker.Engine()
-    probed = docker.probe(engine, list(containers), docker.parse_filters(filters),
-                          include_exited=include_exited, exec_df=exec_df)
+    probed = docker.probe(engine, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df)
     reports = [_judge(p, kwargs, need, fail_on) for p in probed]
 
-    how = "/dev/shm use read with df inside each container (--exec)" if exec_df else \
-        "read-only: /dev/shm use is not known from inspect (--exec reads it)"
     if fmt == "json":
         click.echo(render_json.render_many(reports, engine=engine.host, exec=exec_df))
+    elif reports:
+        click.echo(render_text.render_table(reports, f"{len(reports)} container(s) on {engine.host}"))
     else:
-        if not reports:
-            click.echo(f"no {'' if include_exited else 'running '}containers matched on {engine.host}")
-        else:
-            click.echo(render_text.render_table(reports, f"{len(reports)} container(s) on {engine.host}"))
-        click.echo(f"note: {how}", err=True)
+        click.echo(f"no {'' if include_exited else 'running '}containers matched on {engine.host}")
+    click.echo("note: " + ("/dev/shm use read with df inside each running container (--exec)" if exec_df else
+                           "read-only: inspect does not tell /dev/shm use (--exec reads it with df inside)"), err=True)
     return max((r.exit_code for r in reports), default=0)
 
 

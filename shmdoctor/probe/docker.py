@@ -129,16 +129,11 @@ def _nofile(host: dict) -> int | None:
     return next((u.get("Soft") for u in host.get("Ulimits") or [] if u.get("Name") == "nofile"), None)
 
 
-def facts_from_inspect(
-    info: Inspect, owner: Inspect | None = None, host_shm: int | None = None, usage: tuple[int, int, int] | None = None
-) -> Probed:
+def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: int | None = None) -> Probed:
     """One container's inspect JSON (and its IPC owner's) -> Facts. `host_shm`: the size of the engine host's
-    /dev/shm when the engine is local; `usage`: (size, used, free) read inside with --exec."""
+    /dev/shm when the engine runs where the audit runs."""
     host, state = info.get("HostConfig") or {}, info.get("State") or {}
     shm = shm_of(info, owner, host_shm)
-    if usage and shm.present:
-        size, used, free = usage
-        shm = replace(shm, size_bytes=size, used_bytes=used, free_bytes=free, detail=shm.detail + "; use read by df inside")
     flags = {"oom-killed"} if state.get("OOMKilled") else set()
     notes = []
     status = state.get("Status")
@@ -162,6 +157,17 @@ def facts_from_inspect(
     )
     labels = (info.get("Config") or {}).get("Labels") or {}
     return Probed(facts, labels.get(LOADER_LABEL), tuple(notes))
+
+
+def with_usage(probed: Probed, usage: tuple[int, int, int] | str) -> Probed:
+    """Facts completed by `df` inside the container (--exec): (size, used, free), or why it could not be read."""
+    facts = probed.facts
+    if isinstance(usage, str):
+        return replace(probed, facts=replace(facts, unreadable=facts.unreadable + (f"/dev/shm use ({usage})",)))
+    size, used, free = usage
+    shm = replace(facts.shm, size_bytes=size, used_bytes=used, free_bytes=free,
+                  detail=facts.shm.detail + "; use read with df inside (--exec)")
+    return replace(probed, facts=replace(facts, shm=shm))
 
 
 def gone(name: str, cid: str | None = None) -> Probed:
@@ -255,23 +261,24 @@ class Engine:
         self.host_shm = engine_host_shm(self.host)
 
     def _call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """An SDK call; NotFound passes through, a refused request (400) is bad input, anything else exit 3."""
         try:
             return fn(*args, **kwargs)
         except self._errors.NotFound:
             raise
+        except self._errors.APIError as e:
+            if e.status_code == 400:  # e.g. a filter the engine does not know: its own words
+                raise UsageError(str(e.explanation)) from None
+            raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
         except (self._errors.DockerException, OSError) as e:
             raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
 
     def list(self, filters: dict[str, list[str]], include_exited: bool) -> list[tuple[str, str]]:
         """One round trip: (id, name) of the containers to audit."""
         try:
-            found = self.api.containers(all=include_exited, filters=filters or None)
-        except self._errors.APIError as e:
-            if e.status_code == 400:  # the engine's word on a filter it does not know
-                raise UsageError(f"--filter: {e.explanation}") from None
-            raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
-        except (self._errors.DockerException, OSError) as e:
-            raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
+            found = self._call(self.api.containers, all=include_exited, filters=filters or None)
+        except UsageError as e:
+            raise UsageError(f"--filter: {e}") from None
         return [(c["Id"], (c.get("Names") or [c["Id"][:12]])[0].lstrip("/")) for c in found]
 
     def inspect(self, ref: str) -> Inspect | None:
@@ -288,7 +295,7 @@ class Engine:
             output = self._call(self.api.exec_start, run["Id"]).decode(errors="replace")
         except self._errors.NotFound:
             return "the container is gone"
-        except ProbeError as e:
+        except (ProbeError, UsageError) as e:  # e.g. 409: it stopped since it was listed
             return str(e)
         return parse_df(output) or ("df inside: " + (output.strip().splitlines() or ["no output"])[-1][:120])
 
@@ -323,14 +330,9 @@ def probe(
         (cid, name), info = entry
         if info is None:
             return gone(name, cid)
-        running = (info.get("State") or {}).get("Running")
-        usage = engine.df_shm(cid) if exec_df and running and shm_of(info, by_id.get(_owner_id(info))).present else None
-        probed = facts_from_inspect(
-            info, by_id.get(_owner_id(info)), engine.host_shm, usage if isinstance(usage, tuple) else None
-        )
-        if isinstance(usage, str):
-            facts = replace(probed.facts, unreadable=probed.facts.unreadable + (f"/dev/shm use ({usage})",))
-            return replace(probed, facts=facts)
+        probed = facts_from_inspect(info, by_id.get(_owner_id(info)), engine.host_shm)
+        if exec_df and (info.get("State") or {}).get("Running") and probed.facts.shm.present:
+            return with_usage(probed, engine.df_shm(cid))
         return probed
 
     return engine.map(one, list(zip(listed, infos)))

@@ -1,0 +1,180 @@
+"""audit's pure half on captured `docker inspect` JSON (Docker 20.10, busybox containers started for the capture,
+Env values stripped): where each container's /dev/shm comes from, its size, IPC, limits, and the verdict."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from shmdoctor.commands.audit import _judge
+from shmdoctor.errors import UsageError
+from shmdoctor.loader import loader_config
+from shmdoctor.options import requirement_from
+from shmdoctor.probe import docker as probe
+from shmdoctor.sizes import GiB, MiB
+
+DATA = Path(__file__).parent / "data" / "inspect"
+HOST_SHM = 23 * GiB  # what the engine host's /dev/shm would be
+SEED = dict(batch_size=100, num_workers=4, prefetch_factor=None, sample_bytes="1MiB", pin_memory=False, ranks=1)
+
+
+def captured(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+# name, docker run options of the capture, (present, size, source), IPC mode
+CASES = [
+    ("default", "(none)", (True, 64 * MiB, "docker-shm"), "private"),
+    ("shm2g", "--shm-size=2g", (True, 2 * GiB, "docker-shm"), "private"),
+    ("ipchost", "--ipc=host", (True, HOST_SHM, "host-ipc"), "host"),
+    ("ipcnone", "--ipc=none", (False, None, "none"), "none"),
+    ("owner", "--ipc=shareable --shm-size=256m", (True, 256 * MiB, "docker-shm"), "shareable"),
+    ("tmpfs", "--tmpfs /dev/shm:size=512m", (True, 512 * MiB, "tmpfs"), "private"),
+    ("mounttmpfs", "--mount type=tmpfs,destination=/dev/shm,tmpfs-size=1g", (True, GiB, "tmpfs"), "private"),
+    ("bind", "-v /dev/shm:/dev/shm", (True, HOST_SHM, "host"), "private"),
+    ("memory", "--shm-size=2g --memory=700m --cpus=1.5", (True, 2 * GiB, "docker-shm"), "private"),
+]
+
+
+@pytest.mark.parametrize("name, options, shm, ipc", CASES, ids=[c[0] for c in CASES])
+def test_shm_and_ipc_from_inspect(name, options, shm, ipc):
+    facts = probe.facts_from_inspect(captured(name), host_shm=HOST_SHM).facts
+    assert (facts.shm.present, facts.shm.size_bytes, facts.shm.source) == shm, options
+    assert facts.ipc.mode == ipc
+    assert facts.shm.used_bytes is None  # inspect does not tell; only --exec reads it
+    assert facts.shm.free_bytes == facts.shm.size_bytes
+    assert (facts.target.kind, facts.target.name, facts.runtime) == ("container", f"sdt-audit-cap-{name}", "docker")
+
+
+def test_host_shm_is_unknown_when_the_engine_is_remote():
+    for name in ("ipchost", "bind"):
+        shm = probe.facts_from_inspect(captured(name), host_shm=None).facts.shm
+        assert shm.present and shm.size_bytes is None and "remote engine" in shm.detail
+
+
+def test_joiner_gets_the_owners_shm_and_names_it():
+    owner, joiner = captured("owner"), captured("joiner")
+    assert joiner["HostConfig"]["IpcMode"] == f"container:{owner['Id']}"
+    facts = probe.facts_from_inspect(joiner, owner).facts
+    assert (facts.ipc.mode, facts.ipc.owner) == ("container", "sdt-audit-cap-owner")
+    assert facts.shm.size_bytes == 256 * MiB and "sdt-audit-cap-owner" in facts.shm.detail
+    alone = probe.facts_from_inspect(joiner).facts  # the owner could not be inspected
+    assert alone.shm.size_bytes is None and alone.ipc.owner == owner["Id"][:12]
+
+
+def test_limits_and_gpus():
+    memory = probe.facts_from_inspect(captured("memory")).facts
+    assert memory.memory.limit_bytes == 700 * MiB and memory.memory.used_bytes is None
+    assert memory.cpus == 1.5
+    default = probe.facts_from_inspect(captured("default")).facts
+    assert default.memory.limit_bytes is None and default.cpus is None and default.gpus is None
+    gpu = probe.facts_from_inspect(captured("gpu"))
+    assert gpu.facts.gpus == "2" and any("GPUs requested: 2" in n for n in gpu.notes)
+
+
+@pytest.mark.parametrize("host, cpus", [({"NanoCpus": 2_000_000_000}, 2.0), ({"CpuQuota": 50_000}, 0.5),
+                                        ({"CpuQuota": 150_000, "CpuPeriod": 50_000}, 3.0), ({"CpuQuota": -1}, None)])
+def test_cpus(host, cpus):
+    assert probe.cpus_of(host) == cpus
+
+
+@pytest.mark.parametrize("requests, gpus", [
+    ([{"Count": -1, "Capabilities": [["gpu"]]}], "all"),
+    ([{"Count": 0, "DeviceIDs": ["0", "3"], "Capabilities": [["gpu", "utility"]]}], "0,3"),
+    ([{"Count": 1, "Capabilities": [["fpga"]]}], None),
+    (None, None),
+])
+def test_gpus(requests, gpus):
+    assert probe.gpus_of({"DeviceRequests": requests}) == gpus
+
+
+def test_oom_killed_exited_container():
+    probed = probe.facts_from_inspect(captured("oom"))
+    assert "oom-killed" in probed.facts.flags
+    assert any(n.startswith("exited (exit code 137)") for n in probed.notes)
+    report = _judge(probed, None, None, "error")
+    assert report.verdict == "fail" and "oom-killed" in [f.id for f in report.findings]
+    running = probe.facts_from_inspect(captured("default")).facts
+    assert not running.flags
+
+
+def test_no_environment_in_facts_or_output():
+    from shmdoctor.render import json as render_json
+
+    info = captured("default")
+    assert info["Config"]["Env"] == ["SECRET_TOKEN=<stripped>", "PATH=<stripped>"]  # the capture kept no value
+    info["Config"]["Env"] = ["SECRET_TOKEN=hunter2-in-env"]
+    report = _judge(probe.facts_from_inspect(info), None, None, "error")
+    assert "hunter2" not in render_json.render_many([report]) and "SECRET_TOKEN" not in repr(report)
+
+
+def test_loader_label_overrides_the_command_line():
+    probed = probe.facts_from_inspect(captured("memory"))
+    assert probed.loader_label == "batch_size=100,num_workers=4,sample_bytes=1MiB"
+    small = dict(SEED, batch_size=1, sample_bytes="1k")
+    report = _judge(probed, small, requirement_from(small), "error")
+    assert report.requirement.bytes == 900 * MiB  # the label's loader, not the command line's
+    assert [f.id for f in report.findings if f.severity == "error"] == ["memory-limit"]
+    without = _judge(probed, None, None, "error")  # the label alone is a whole loader
+    assert without.requirement.loader == loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB")
+
+
+def test_a_bad_label_is_a_finding_not_a_crash():
+    probed = replace(probe.facts_from_inspect(captured("shm2g")), loader_label="batch_size=lots")
+    report = _judge(probed, SEED, requirement_from(SEED), "error")
+    incomplete = [f for f in report.findings if f.id == "probe-incomplete"]
+    assert incomplete and "shmdoctor.loader" in incomplete[0].message
+    assert report.requirement.bytes == 900 * MiB  # judged against the command line's loader
+
+
+def test_verdicts_against_the_seed_loader():
+    need = requirement_from(SEED)
+    verdicts = {
+        name: _judge(probe.facts_from_inspect(captured(name), host_shm=HOST_SHM), SEED, need, "error").verdict
+        for name, *_ in CASES
+    }
+    assert verdicts == {
+        "default": "fail", "shm2g": "ok", "ipchost": "ok", "ipcnone": "fail", "owner": "fail", "tmpfs": "fail",
+        "mounttmpfs": "warn", "bind": "ok", "memory": "fail",
+    }
+
+
+def test_gone_container_is_said_not_judged():
+    report = _judge(probe.gone("trainer-7", "abc"), SEED, requirement_from(SEED), "error")
+    assert [f.id for f in report.findings] == ["probe-incomplete"]
+    assert "removed while the audit ran" in report.findings[0].message and report.exit_code == 0
+
+
+@pytest.mark.parametrize("output, usage", [
+    ("Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
+     "shm                      65536      1024     64512   2% /dev/shm\n", (64 * MiB, MiB, 63 * MiB)),
+    ("Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
+     "df: /dev/shm: can't find mount point\n", None),
+    ("OCI runtime exec failed: exec: \"df\": executable file not found in $PATH", None),
+])
+def test_parse_df(output, usage):
+    assert probe.parse_df(output) == usage
+
+
+def test_usage_from_exec_completes_the_facts():
+    probed = probe.facts_from_inspect(captured("default"))
+    shm = probe.with_usage(probed, (64 * MiB, 60 * MiB, 4 * MiB)).facts.shm
+    assert (shm.size_bytes, shm.used_bytes, shm.free_bytes) == (64 * MiB, 60 * MiB, 4 * MiB) and "--exec" in shm.detail
+    failed = probe.with_usage(probed, "the container is gone").facts
+    assert failed.unreadable == ("/dev/shm use (the container is gone)",)
+
+
+@pytest.mark.parametrize("options, size", [("size=512m", 512 * MiB), ("rw,noexec,size=2g,mode=1777", 2 * GiB),
+                                           ("rw,mode=1777", None), ("size=50%", None)])
+def test_tmpfs_size(options, size):
+    assert probe._tmpfs_size(options) == size
+
+
+def test_filters():
+    assert probe.parse_filters(["label=team=vision", "label=job", "status=running"]) == {
+        "label": ["team=vision", "job"], "status": ["running"]}
+    for bad in ("label", "=x", "name="):
+        with pytest.raises(UsageError):
+            probe.parse_filters([bad])
