@@ -76,13 +76,14 @@ def command_line(pid: int, proc: str = "/proc") -> str:
 
 
 def _nspids(proc: str, pid: str) -> list[int]:
+    """The pid in each PID namespace it lives in; none for a zombie (it will never create or hold anything)."""
     try:
-        for line in _read(f"{proc}/{pid}/status").splitlines():
-            if line.startswith("NSpid:"):
-                return [int(p) for p in line.split()[1:]]
-    except (OSError, ValueError):
-        pass
-    return [int(pid)]
+        status = dict(line.split(":", 1) for line in _read(f"{proc}/{pid}/status").splitlines() if ":" in line)
+        if status.get("State", "").strip().startswith("Z"):
+            return []
+        return [int(p) for p in status["NSpid"].split()]
+    except (OSError, ValueError, KeyError):
+        return [int(pid)]
 
 
 class _Process:

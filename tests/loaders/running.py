@@ -1,0 +1,56 @@
+"""A real DataLoader with workers, running as a training loop would: for watch, clean and the overhead benchmark.
+
+    python tests/loaders/running.py [--seconds S] [--strategy file_system] [--kill]
+
+Prints 'ready <main pid> <worker pids...>' once the first batch arrived. --kill: SIGKILL itself right after,
+as the OOM killer or a scheduler would, leaving file_system segments behind.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Samples(Dataset):
+    def __init__(self, sample_bytes: int):
+        self.sample = torch.ones(sample_bytes // 4)
+
+    def __len__(self) -> int:
+        return 10**9
+
+    def __getitem__(self, idx: int) -> torch.Tensor:
+        return self.sample
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--num-workers", type=int, default=2)
+    p.add_argument("--sample-bytes", type=int, default=256 * 1024)
+    p.add_argument("--step", type=float, default=0.05, help="seconds of 'training' per batch")
+    p.add_argument("--strategy", choices=["file_descriptor", "file_system"], default="file_descriptor")
+    p.add_argument("--kill", action="store_true")
+    args = p.parse_args()
+    torch.multiprocessing.set_sharing_strategy(args.strategy)
+    loader = DataLoader(Samples(args.sample_bytes), batch_size=args.batch_size, num_workers=args.num_workers)
+    it = iter(loader)
+    next(it)
+    time.sleep(0.5)  # let the workers fill the prefetch queue
+    print("ready", os.getpid(), *(w.pid for w in it._workers), flush=True)
+    if args.kill:
+        os.kill(os.getpid(), signal.SIGKILL)
+    end = time.monotonic() + args.seconds
+    while time.monotonic() < end:
+        next(it)
+        time.sleep(args.step)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
