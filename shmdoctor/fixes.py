@@ -9,6 +9,10 @@ MARGIN = 1.25  # over the computed need: allocator slack, a validation iterator,
 IPC_HOST_CAVEAT = "shares the host's IPC namespace: the container can read and write every host process's shared memory"
 
 
+# Swarm ignores `ipc: host`: bind the host's /dev/shm instead.
+SWARM_HOST_SHM = "volumes:\n  - type: bind\n    source: /dev/shm\n    target: /dev/shm"
+
+
 def capacity(facts: Facts) -> int | None:
     """The most /dev/shm a loader can take today: free space, capped by the memory cgroup's headroom."""
     caps = []
@@ -33,17 +37,27 @@ def page_floor(n: int) -> int:
 def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
     limit = memory_limit or nice_size(int(size * 1.5))
     return (
-        "# pod spec: a memory-backed emptyDir at /dev/shm (its pages count against the memory limit)\n"
+        "# in the pod spec: a memory-backed emptyDir\n"
         "volumes:\n"
         "  - name: dshm\n"
         f"    emptyDir: {{medium: Memory, sizeLimit: {k8s_quantity(size)}}}\n"
-        "containers:\n"
-        "  - name: trainer\n"
-        "    volumeMounts:\n"
-        "      - {name: dshm, mountPath: /dev/shm}\n"
-        "    resources:\n"
-        f"      limits: {{memory: {k8s_quantity(limit)}}}  # at least sizeLimit + what the process itself needs\n"
+        "# in the container that runs the DataLoader: mount it at /dev/shm; its pages count against the limit\n"
+        "volumeMounts:\n"
+        "  - {name: dshm, mountPath: /dev/shm}\n"
+        "resources:\n"
+        f"  limits: {{memory: {k8s_quantity(limit)}}}  # at least sizeLimit + what the process itself needs\n"
     )
+
+
+def compose_shm(size: int, facts: Facts) -> str:
+    """compose's way to a /dev/shm of `size`: shm_size, unless a tmpfs overrides it there or Swarm ignores it."""
+    owner = f"# on service {facts.ipc.owner}, the IPC owner\n" if facts.ipc.mode == "container" and facts.ipc.owner else ""
+    if "swarm" in facts.flags:  # docker stack ignores shm_size (moby#26714); a tmpfs mount is honoured
+        return (f"volumes:  # Swarm ignores shm_size: mount a tmpfs at /dev/shm\n  - type: tmpfs\n"
+                f"    target: /dev/shm\n    tmpfs: {{size: {size}}}  # {docker_size(size)}")
+    if facts.shm.source == "tmpfs":  # a tmpfs at /dev/shm overrides shm_size: grow the tmpfs itself
+        return f"tmpfs:\n  - /dev/shm:size={docker_size(size)}"
+    return owner + f'shm_size: "{docker_size(size)}"'
 
 
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
@@ -64,13 +78,13 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
         Fix(
             summary=f"give /dev/shm {format_size(size)}: {why}",
             docker_args=args + ((f"--memory={docker_size(new_mem)}",) if new_mem else ()),
-            compose=f'shm_size: "{docker_size(size)}"' + (f'\nmem_limit: "{docker_size(new_mem)}"' if new_mem else ""),
-            kubernetes=kubernetes_volume(size, new_mem),
+            compose=compose_shm(size, facts) + (f'\nmem_limit: "{docker_size(new_mem)}"' if new_mem else ""),
+            kubernetes=kubernetes_volume(size, new_mem or mem),
         ),
         Fix(
             summary="use the host's /dev/shm",
             docker_args=("--ipc=host",),
-            compose="ipc: host",
+            compose=SWARM_HOST_SHM if "swarm" in facts.flags else "ipc: host",
             kubernetes="hostIPC: true  # pod spec",
             caveat=IPC_HOST_CAVEAT,
         ),

@@ -135,6 +135,34 @@ def ipc_host(facts, need):
         )
 
 
+@rule("swarm-ignores-shm-size", "warning", "Swarm (docker stack) ignores shm_size and ipc: /dev/shm stays 64 MiB")
+def swarm_ignores_shm_size(facts, need):
+    # Flags from the compose probe: "swarm", "swarm-ignores-shm-size=<bytes>", "swarm-ignores-ipc=<mode>".
+    ignored = dict(f[len("swarm-ignores-"):].split("=", 1) for f in facts.flags if f.startswith("swarm-ignores-"))
+    if "swarm" not in facts.flags or facts.shm.source != "docker-shm" or not ignored:
+        return None
+    written = " and ".join(f"{key.replace('-', '_')}: " + (format_size(int(v)) if key == "shm-size" else v)
+                           for key, v in sorted(ignored.items()))
+    msg = (f"this file is meant for Swarm (docker stack deploy), which ignores {written} (moby#26714): "
+           f"the service gets the default {format_size(facts.shm.size_bytes)} /dev/shm")
+    size = fixes.shm_size_for(need, facts) if _workers(need) else int(ignored.get("shm-size", 0))
+    if size:
+        return msg, (Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),)
+    return msg, (Fix("bind the host's /dev/shm instead", compose=fixes.SWARM_HOST_SHM, caveat=fixes.IPC_HOST_CAVEAT),)
+
+
+@rule("shm-on-disk", "warning", "/dev/shm is a disk-backed emptyDir, not memory")
+def shm_on_disk(facts, need):
+    if facts.shm.source != "k8s-emptydir-disk":
+        return None
+    msg = ("/dev/shm is a disk-backed emptyDir (no medium: Memory): shared batches go through the node's disk and "
+           "count as ephemeral storage (the pod is evicted past sizeLimit)")
+    size = fixes.shm_size_for(need, facts) if _workers(need) else facts.shm.size_bytes
+    if size:
+        return msg, (Fix(f"make it memory-backed, {format_size(size)}", kubernetes=fixes.kubernetes_volume(size)),)
+    return msg, (Fix("make it memory-backed", kubernetes="emptyDir: {medium: Memory}  # and a sizeLimit for your loader"),)
+
+
 def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error") -> Report:
     findings = []
     for r in RULES:

@@ -79,6 +79,18 @@ CASES = {
         (dict(flags=frozenset({"oom-killed"}), shm=shm(2 * GiB), memory=Memory(700 * MiB, None)), seed(), True),
         (dict(), seed(), False),
     ],
+    "swarm-ignores-shm-size": [  # lint: a compose file meant for docker stack deploy
+        (dict(flags=frozenset({"swarm", f"swarm-ignores-shm-size={2 * GiB}"})), None, True),
+        (dict(flags=frozenset({"swarm", "swarm-ignores-ipc=host"})), seed(), True),
+        (dict(flags=frozenset({"swarm"})), None, False),  # nothing ignored: default-shm says the rest
+        (dict(flags=frozenset({"swarm", f"swarm-ignores-shm-size={GiB}"}), shm=shm(2 * GiB, source="tmpfs")), None, False),
+        (dict(), None, False),
+    ],
+    "shm-on-disk": [  # lint: an emptyDir without medium: Memory at /dev/shm
+        (dict(shm=shm(GiB, source="k8s-emptydir-disk"), runtime="kubernetes"), None, True),
+        (dict(shm=Shm(True, None, None, None, "k8s-emptydir-disk"), runtime="kubernetes"), seed(), True),
+        (dict(shm=shm(GiB, source="k8s-emptydir"), runtime="kubernetes"), None, False),
+    ],
 }
 
 

@@ -17,6 +17,7 @@ SOURCES = {
     "host": "the host's /dev/shm, bound in",
     "host-ipc": "the host's /dev/shm (IPC host)",
     "k8s-emptydir": "a memory-backed emptyDir",
+    "k8s-emptydir-disk": "a disk-backed emptyDir (not memory)",
     "system": "this machine's own",
     "none": "none",
     "unknown": "unknown origin",
@@ -70,6 +71,8 @@ def shm_summary(report: Report) -> str:
     shm = report.facts.shm
     if not shm.present:
         return "none"
+    if shm.used_bytes is None:  # a file (lint): nothing runs, nothing is used
+        return format_size(shm.size_bytes)
     return f"{format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used"
 
 
@@ -150,9 +153,22 @@ def render_table(reports: list[Report], title: str) -> str:
     return "\n".join(lines)
 
 
+def fixes_by_target(reports: list[Report]) -> str:
+    """lint: each target's fix in full, in its own language (a compose or manifest snippet does not fit a table)."""
+    out = []
+    for r in reports:
+        top = next((f for f in r.findings if f.severity != "info" and f.fixes), None)
+        if top:
+            out.append(f"\n{r.facts.target.name}  ({top.id})")
+            out.extend("  " + line for line in fix_lines(list(top.fixes), _language(r)))
+    return "\n".join(out)
+
+
 def _short_fix(fix: Fix, language: str) -> str:
-    if language == "compose" and fix.compose:
+    if language == "compose" and fix.compose and "\n" not in fix.compose:
         return fix.compose
+    if language in ("compose", "kubernetes") and (fix.compose or fix.kubernetes):  # a snippet: its summary
+        return fix.summary
     if fix.docker_args:
         return " ".join(fix.docker_args)
     if fix.loader:

@@ -1,0 +1,74 @@
+"""shmdoctor lint: compose files and Kubernetes manifests (or `kubectl get -o json`), judged before anything runs."""
+from __future__ import annotations
+
+import dataclasses
+
+import click
+
+from ..errors import UsageError
+from ..loader import parse_loader_spec
+from ..model import Report, Severity
+from ..options import loader_kwargs, loader_options, output_options, requirement_from
+from ..render import json as render_json
+from ..render import text as render_text
+from ..rules import judge
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, metavar="FILE|DIR|-...")
+@click.option("--swarm/--no-swarm", default=None,
+              help="Compose files are for Swarm (docker stack deploy), or not. Default: told by Swarm-only deploy keys.")
+@loader_options
+@output_options
+def command(paths, swarm, fmt, fail_on, **loader) -> int:
+    """Judge compose services and Kubernetes workloads from their files: one report per service or container.
+
+    Directories are searched for *.yml, *.yaml and *.json; '-' reads stdin. A workload's own label or annotation
+    `shmdoctor.loader: "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.
+
+    \b
+    shmdoctor lint docker-compose.yml k8s/ --batch-size 100 --num-workers 4 --sample-bytes 1MiB
+    helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
+    kubectl get pods -A -o json | shmdoctor lint - --format json
+    """
+    from ..probe import compose, documents, kubernetes  # lazy: PyYAML is imported only here
+
+    base = loader_kwargs(**loader)
+    reports: list[Report] = []
+    passed_over: list[str] = []
+    sources: list[str] = []
+    for doc in documents.read(list(paths)):
+        if doc.source not in sources:
+            sources.append(doc.source)
+        if compose.is_compose(doc.body):
+            found = compose.probe(doc, swarm)
+        elif kubernetes.is_manifest(doc.body):
+            found, skipped = kubernetes.probe(doc)
+            passed_over.extend(f"{doc.source}:{name}" for name in skipped)
+        else:
+            raise UsageError(f"{documents.where(doc.source, doc.body)}: not a compose file (services:) or a "
+                             f"Kubernetes manifest (apiVersion, kind) (document {doc.index + 1})")
+        reports.extend(_judge(d, base, fail_on) for d in found)
+
+    if fmt == "json":
+        click.echo(render_json.render_many(reports, skipped=len(passed_over), passed_over=passed_over))
+    else:
+        title = f"shmdoctor lint: {len(reports)} services and workloads in {len(sources)} files"
+        click.echo(render_text.render_table(reports, title) + render_text.fixes_by_target(reports) if reports else title)
+        if passed_over:
+            click.echo(f"passed over {len(passed_over)} objects without a pod template: " + ", ".join(passed_over))
+    return max((r.exit_code for r in reports), default=0)
+
+
+def _judge(found, base: dict | None, fail_on: Severity) -> Report:
+    """One target, with its own loader spec (a label or annotation) over the command line's, key by key."""
+    notes: tuple[str, ...] = ()
+    if found.loader_spec:
+        try:
+            need = requirement_from(base, parse_loader_spec(found.loader_spec))
+        except UsageError as e:
+            raise UsageError(f"{found.loader_at}: {found.facts.target.name}: shmdoctor.loader: {e}") from None
+        notes = (f"loader from its shmdoctor.loader label/annotation: {found.loader_spec}",)
+    else:
+        need = requirement_from(base)
+    return dataclasses.replace(judge(found.facts, need, fail_on=fail_on), notes=notes)

@@ -1,0 +1,125 @@
+"""Read compose files and Kubernetes manifests: paths, directories and stdin -> parsed documents, with lines.
+
+YAML mappings come back as `Node` (a dict that remembers its line) so that a bad value can be reported as
+`file:line`. JSON (`kubectl get -o json`) is read with the json module: faster, and its errors carry a line too.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ..errors import UsageError
+from ..model import Facts
+
+SUFFIXES = (".yml", ".yaml", ".json")
+STDIN = "<stdin>"
+
+
+class Node(dict):
+    """A YAML mapping with the line it starts on (1-based)."""
+
+    line: int | None = None
+
+
+def line_of(node: Any) -> int | None:
+    return getattr(node, "line", None)
+
+
+def where(source: str, node: Any = None) -> str:
+    """'file:line' for an error message, or 'file' when the line is not known (JSON)."""
+    line = line_of(node)
+    return f"{source}:{line}" if line else source
+
+
+@dataclass(frozen=True)
+class Document:
+    source: str  # the path as given or found, or <stdin>
+    index: int  # 0-based position in a multi-document file
+    body: Any
+
+
+def _yaml_loader():
+    import yaml  # lazy: only lint reads YAML
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    def mapping(loader, node):
+        loader.flatten_mapping(node)  # honour `<<: *anchor` merge keys
+        out = Node(loader.construct_pairs(node, deep=True))
+        out.line = node.start_mark.line + 1
+        return out
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return yaml, Loader
+
+
+def parse(text: str, source: str) -> list[Document]:
+    """All documents of one input; empty documents (a trailing `---`) are dropped. UsageError with file:line."""
+    if source.endswith(".json") or (source == STDIN and text.lstrip()[:1] in "{["):
+        try:
+            return [Document(source, 0, json.loads(text))]
+        except json.JSONDecodeError as e:
+            if source != STDIN:
+                raise UsageError(f"{source}:{e.lineno}: not JSON: {e.msg}") from None
+    yaml, loader = _yaml_loader()
+    try:
+        bodies = list(yaml.load_all(text, Loader=loader))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UsageError(f"{source}{at}: not YAML: {problem}") from None
+    return [Document(source, i, body) for i, body in enumerate(bodies) if body is not None]
+
+
+def _files(path: str) -> Iterator[str]:
+    if path == "-":
+        yield path
+    elif os.path.isdir(path):
+        found = False
+        for root, dirs, names in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                if name.endswith(SUFFIXES):
+                    found = True
+                    yield os.path.join(root, name)
+        if not found:
+            raise UsageError(f"{path}: no *.yml, *.yaml or *.json file in this directory")
+    elif os.path.exists(path):
+        yield path
+    else:
+        raise UsageError(f"{path}: no such file or directory")
+
+
+def read(paths: list[str]) -> Iterator[Document]:
+    """Every document of every input, in order: files, directories (*.yml, *.yaml, *.json, recursively), '-'."""
+    for path in paths:
+        for name in _files(path):
+            if name == "-":
+                yield from parse(sys.stdin.read(), STDIN)
+                continue
+            try:
+                with open(name, encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError) as e:
+                reason = getattr(e, "strerror", None) or str(e)
+                raise UsageError(f"{name}: cannot read: {reason}") from None
+            yield from parse(text, name)
+
+
+LOADER_KEY = "shmdoctor.loader"  # a label or annotation: "batch_size=100,num_workers=4,sample_bytes=1MiB"
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One target read from a file: its facts and, where it carries one, its own loader spec (unparsed)."""
+
+    facts: Facts
+    loader_spec: str | None = None
+    loader_at: str = ""  # file:line of the spec, for its error message

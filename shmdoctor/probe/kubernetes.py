@@ -1,0 +1,167 @@
+"""Kubernetes manifests (and `kubectl get -o json` Lists) -> one Facts per container of every pod template.
+
+Pod templates are found generically: any mapping whose `spec` has a `containers` list, wherever it is nested
+(a Pod, template.spec, jobTemplate.spec.template.spec, a CRD's replica specs such as PyTorchJob's). Objects
+without one (ConfigMap, Service, ...) are passed over and counted, never guessed at.
+
+/dev/shm of a container: a volume mounted at /dev/shm decides; a memory-backed emptyDir is sized by its
+sizeLimit capped by the pod's memory limits (the sum of its containers' limits), or by those limits alone; without
+a mount the runtime gives 64 MiB (or the node's own /dev/shm with hostIPC).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..errors import UsageError
+from ..model import Facts, Ipc, Memory, Shm, Target
+from ..sizes import MiB, format_size, parse_quantity
+from .documents import LOADER_KEY, Definition, Document, line_of, where
+
+SHM = "/dev/shm"
+RUNTIME_DEFAULT_SHM = 64 * MiB
+# Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
+_STRUCTURAL = {"spec", "template", "jobTemplate"}
+
+
+def is_manifest(body: Any) -> bool:
+    return isinstance(body, dict) and isinstance(body.get("kind"), str) and "apiVersion" in body
+
+
+def objects(body: dict) -> Iterator[dict]:
+    """The object itself, or the items of a List (`kubectl get ... -o json`), recursively."""
+    if body.get("kind") == "List" or (body["kind"].endswith("List") and isinstance(body.get("items"), list)):
+        for item in body.get("items") or []:
+            if is_manifest(item):
+                yield from objects(item)
+    else:
+        yield body
+
+
+def pod_templates(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], dict]]:
+    """(where it sits, template) for every mapping whose spec has a containers list; not looked into further."""
+    if isinstance(node, dict):
+        spec = node.get("spec")
+        if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
+            yield path, node
+            return
+        for key, value in node.items():
+            yield from pod_templates(value, path + (str(key),))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            label = value.get("name") if isinstance(value, dict) and isinstance(value.get("name"), str) else str(i)
+            yield from pod_templates(value, path + (label,))
+
+
+def _template_label(path: tuple[str, ...]) -> str:
+    """('spec', 'pytorchReplicaSpecs', 'Worker', 'template') -> 'Worker'; a Deployment's template -> ''."""
+    named = [p for p in path if p not in _STRUCTURAL]
+    return named[-1] if named else ""
+
+
+class _Pod:
+    def __init__(self, doc: Document, obj: dict, path: tuple[str, ...], template: dict):
+        self.doc, self.obj, self.template, self.spec = doc, obj, template, template["spec"]
+        meta = obj.get("metadata") or {}
+        self.name = f"{obj['kind']}/{meta.get('name') or meta.get('generateName') or '?'}"
+        label = _template_label(path)
+        self.name += f"/{label}" if label else ""
+        self.id = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else None
+        self.containers = [c for c in self.spec["containers"] if isinstance(c, dict)]
+        self.volumes = {v.get("name"): v for v in self.spec.get("volumes") or [] if isinstance(v, dict)}
+
+    def quantity(self, value: Any, node: Any, what: str) -> int | None:
+        if value in (None, ""):
+            return None
+        try:
+            return parse_quantity(value)
+        except UsageError as e:
+            raise UsageError(f"{where(self.doc.source, node if line_of(node) else self.template)}: "
+                             f"{self.name}: {what}: {e}") from None
+
+    def memory_limit(self, container: dict) -> int | None:
+        limits = ((container.get("resources") or {}).get("limits") or {})
+        return self.quantity(limits.get("memory"), container, "resources.limits.memory")
+
+    def pod_memory_limit(self) -> int | None:
+        """Pod-level resources where given, else the sum of the containers' limits (None if one has none)."""
+        pod_level = ((self.spec.get("resources") or {}).get("limits") or {}).get("memory")
+        if pod_level is not None:
+            return self.quantity(pod_level, self.spec, "spec.resources.limits.memory")
+        limits = [self.memory_limit(c) for c in self.containers]
+        return sum(limits) if limits and all(limits) else None  # type: ignore[arg-type]
+
+    def shm(self, container: dict, unreadable: list[str]) -> Shm:
+        mount = next((m for m in container.get("volumeMounts") or []
+                      if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == SHM), None)
+        if mount is None:
+            if self.spec.get("hostIPC"):
+                return Shm(True, None, None, None, "host-ipc", "hostIPC: true (the node's /dev/shm)")
+            return Shm(True, RUNTIME_DEFAULT_SHM, None, RUNTIME_DEFAULT_SHM, "runtime-shm",
+                       "no volume at /dev/shm: the container runtime's default")
+        volume = self.volumes.get(mount.get("name"))
+        if volume is None:
+            raise UsageError(f"{where(self.doc.source, mount)}: {self.name}: the volumeMount at {SHM} names "
+                             f"volume {mount.get('name')!r}, which the pod does not define")
+        empty_dir = volume.get("emptyDir")
+        if isinstance(empty_dir, dict) or "emptyDir" in volume:
+            empty_dir = empty_dir or {}
+            size_limit = self.quantity(empty_dir.get("sizeLimit"), volume, "emptyDir.sizeLimit")
+            if empty_dir.get("medium") != "Memory":
+                return Shm(True, size_limit, None, size_limit, "k8s-emptydir-disk",
+                           f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)")
+            return self._memory_empty_dir(volume.get("name"), size_limit, unreadable)
+        host_path = (volume.get("hostPath") or {}).get("path", "")
+        if str(host_path).rstrip("/") == SHM:
+            return Shm(True, None, None, None, "host", f"hostPath {SHM} (the node's /dev/shm)")
+        kind = next((k for k in volume if k != "name"), "unknown")
+        return Shm(True, None, None, None, "unknown", f"a {kind} volume at {SHM}")
+
+    def _memory_empty_dir(self, name: str, size_limit: int | None, unreadable: list[str]) -> Shm:
+        pod_limit = self.pod_memory_limit()
+        caps = [c for c in (size_limit, pod_limit) if c is not None]
+        size = min(caps) if caps else None
+        detail = f"emptyDir {name} (medium: Memory" + (f", sizeLimit {format_size(size_limit)})" if size_limit else ")")
+        if pod_limit is not None and (size_limit is None or pod_limit < size_limit):
+            detail += f", capped by the pod's memory limits ({format_size(pod_limit)})"
+        if size is None:
+            unreadable.append(f"the size of {SHM} (a memory-backed emptyDir without sizeLimit, in a pod without "
+                              "memory limits, takes up to the node's memory: not in the manifest)")
+        return Shm(True, size, None, size, "k8s-emptydir", detail)
+
+    def loader_spec(self) -> tuple[str | None, Any]:
+        for meta in (self.template.get("metadata"), self.obj.get("metadata")):
+            for key in ("annotations", "labels"):
+                values = (meta or {}).get(key) or {}
+                if isinstance(values, dict) and values.get(LOADER_KEY):
+                    return str(values[LOADER_KEY]), values
+        return None, None
+
+    def definitions(self) -> list[Definition]:
+        spec, at = self.loader_spec()
+        out = []
+        for container in self.containers:
+            unreadable: list[str] = []
+            name = self.name + (f"/{container.get('name')}" if len(self.containers) > 1 else "")
+            facts = Facts(
+                target=Target("workload", f"{self.doc.source}:{name}", id=self.id),
+                shm=self.shm(container, unreadable),
+                ipc=Ipc("host") if self.spec.get("hostIPC") else Ipc("private"),
+                memory=Memory(limit_bytes=self.memory_limit(container), used_bytes=None),
+                runtime="kubernetes",
+                unreadable=tuple(unreadable),
+            )
+            out.append(Definition(facts, spec, where(self.doc.source, at if line_of(at) else self.template)))
+        return out
+
+
+def probe(doc: Document) -> tuple[list[Definition], list[str]]:
+    """(one Definition per container of every pod template, 'Kind/name' of the objects passed over)."""
+    found: list[Definition] = []
+    passed_over: list[str] = []
+    for obj in objects(doc.body):
+        templates = list(pod_templates(obj))
+        if not templates:
+            passed_over.append(f"{obj['kind']}/{(obj.get('metadata') or {}).get('name', '?')}")
+        for path, template in templates:
+            found.extend(_Pod(doc, obj, path, template).definitions())
+    return found, passed_over
