@@ -19,7 +19,7 @@ from ..sizes import parse_size
 
 SHM = "/dev/shm"
 LOADER_LABEL = "shmdoctor.loader"
-CONCURRENCY = 16  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
+CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
 Inspect = dict[str, Any]
 
@@ -258,6 +258,8 @@ class Engine:
             raise ProbeError(
                 f"cannot reach the Docker engine at {self.host}: {_reason(e)}; check DOCKER_HOST and that dockerd runs"
             ) from None
+        if self.host.startswith("unix://"):  # no proxy applies to a socket: spare requests its per-call env lookups
+            self.api.trust_env = False
         self.host_shm = engine_host_shm(self.host)
 
     def _call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -335,7 +337,9 @@ def probe(
             return with_usage(probed, engine.df_shm(cid))
         return probed
 
-    return engine.map(one, list(zip(listed, infos)))
+    if exec_df:  # execs wait on the engine: run them concurrently; the rest is quick arithmetic
+        return engine.map(one, list(zip(listed, infos)))
+    return [one(entry) for entry in zip(listed, infos)]
 
 
 def _owner_id(info: Inspect) -> str:
