@@ -134,11 +134,16 @@ def command(names, yes, directory, fmt) -> int:
         previous = signal.signal(signal.SIGIO, signal.SIG_IGN)  # a broken lease signals SIGIO: not our death
         try:
             for entry in plan.leaked:
-                why = remove(directory, entry)
-                if why is None:
-                    removed.append(entry)
-                else:
-                    failed.append((entry, why))
+                # Ctrl-C lands between two removals, never inside one: what is reported removed is what went.
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+                try:
+                    why = remove(directory, entry)
+                    if why is None:
+                        removed.append(entry)
+                    else:
+                        failed.append((entry, why))
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         except KeyboardInterrupt:
             interrupted = True
         finally:
