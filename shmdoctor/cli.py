@@ -14,6 +14,8 @@ COMMANDS = {
     "check": "check",
     "lint": "lint",
     "audit": "audit",
+    "clean": "clean",
+    "watch": "watch",
 }
 INTERRUPTED = 130
 
