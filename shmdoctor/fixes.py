@@ -60,6 +60,13 @@ def compose_shm(size: int, facts: Facts) -> str:
     return owner + f'shm_size: "{docker_size(size)}"'
 
 
+def compose_memory(limit: int, facts: Facts) -> str:
+    """compose's memory limit, where the file sets it: deploy.resources.limits.memory (flagged by lint) or mem_limit."""
+    if "compose-deploy-memory" in facts.flags or "swarm" in facts.flags:
+        return f'deploy:\n  resources:\n    limits:\n      memory: "{docker_size(limit)}"'
+    return f'mem_limit: "{docker_size(limit)}"'
+
+
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     size = shm_size_for(need, facts)
     mem = facts.memory.limit_bytes
@@ -78,7 +85,7 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
         Fix(
             summary=f"give /dev/shm {format_size(size)}: {why}",
             docker_args=args + ((f"--memory={docker_size(new_mem)}",) if new_mem else ()),
-            compose=compose_shm(size, facts) + (f'\nmem_limit: "{docker_size(new_mem)}"' if new_mem else ""),
+            compose=compose_shm(size, facts) + ("\n" + compose_memory(new_mem, facts) if new_mem else ""),
             kubernetes=kubernetes_volume(size, new_mem or mem),
         ),
         Fix(
@@ -97,7 +104,7 @@ def grow_memory(need: Requirement, facts: Facts) -> Fix:
         summary=f"memory limit of {format_size(limit)} or more: /dev/shm pages are charged to it, "
         "as is the training process",
         docker_args=(f"--memory={docker_size(limit)}",),
-        compose=f'mem_limit: "{docker_size(limit)}"',
+        compose=compose_memory(limit, facts),
         kubernetes=f"resources:\n  limits: {{memory: {k8s_quantity(limit)}}}\n",
     )
 

@@ -67,6 +67,12 @@ class _Service:
         except UsageError as e:
             raise UsageError(f"{where(self.doc.source, self.body)}: service {self.name!r}: {e}") from None
 
+    def deploy_limits(self) -> dict:
+        deploy = self.get("deploy")
+        resources = deploy.get("resources") if isinstance(deploy, dict) else None
+        limits = resources.get("limits") if isinstance(resources, dict) else None
+        return limits if isinstance(limits, dict) else {}
+
     def error(self, message: str) -> UsageError:
         return UsageError(f"{where(self.doc.source, self.body)}: service {self.name!r}: {message}")
 
@@ -155,16 +161,16 @@ class ComposeFile:
         return Shm(True, size, None, size, "docker-shm", detail), ipc_fact
 
     def memory_limit(self, svc: _Service) -> int | None:
-        deploy = svc.get("deploy") or {}
-        limits = ((deploy.get("resources") or {}).get("limits") or {}) if isinstance(deploy, dict) else {}
         given = [svc.size(svc.get("mem_limit"), "mem_limit"),
-                 svc.size(_interpolate(limits.get("memory")), "deploy.resources.limits.memory")]
+                 svc.size(_interpolate(svc.deploy_limits().get("memory")), "deploy.resources.limits.memory")]
         return min((g for g in given if g), default=None)
 
     def flags(self, svc: _Service) -> frozenset[str]:
+        """'compose-deploy-memory': fixes go where the file sets its limit; 'swarm' and what Swarm ignores."""
+        flags = {"compose-deploy-memory"} if svc.deploy_limits().get("memory") else set()
         if not self.swarm:
-            return frozenset()
-        flags = {"swarm"}
+            return frozenset(flags)
+        flags.add("swarm")
         if svc.get("shm_size") not in (None, ""):
             flags.add(f"swarm-ignores-shm-size={svc.size(svc.get('shm_size'), 'shm_size')}")
         if svc.get("ipc"):

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Hashable, Iterator
 
 from ..errors import UsageError
 from ..model import Facts
@@ -51,7 +51,13 @@ def _yaml_loader():
 
     def mapping(loader, node):
         loader.flatten_mapping(node)  # honour `<<: *anchor` merge keys
-        out = Node(loader.construct_pairs(node, deep=True))
+        pairs = loader.construct_pairs(node, deep=True)
+        for (key_node, _), (key, _) in zip(node.value, pairs):
+            if not isinstance(key, Hashable):  # `name: {{ .Values.x }}`: a template that was not rendered
+                raise yaml.constructor.ConstructorError(
+                    None, None, "found a mapping as a key (an unrendered template? run helm template first)",
+                    key_node.start_mark)
+        out = Node(pairs)
         out.line = node.start_mark.line + 1
         return out
 

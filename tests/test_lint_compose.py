@@ -1,0 +1,156 @@
+"""Compose services -> Facts: a table of service definitions and what Docker gives them, then a real-world file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shmdoctor.errors import UsageError
+from shmdoctor.probe import compose, documents
+from shmdoctor.sizes import GiB, MiB
+
+DATA = Path(__file__).parent / "data" / "manifests"
+
+
+def services(text: str, swarm: bool | None = None) -> dict:
+    [doc] = documents.parse(text, "docker-compose.yml")
+    return {d.facts.target.name.split(":", 1)[1]: d for d in compose.probe(doc, swarm)}
+
+
+def one(service_yaml: str, swarm: bool | None = None, extra: str = ""):
+    body = "\n".join("    " + line for line in service_yaml.strip().splitlines())
+    return services(f"services:\n  svc:\n    image: busybox\n{body}\n{extra}", swarm)["svc"].facts
+
+
+# (service keys, size, source, IPC mode)
+CASES = [
+    ("", 64 * MiB, "docker-shm", "private"),
+    ("shm_size: 2g", 2 * GiB, "docker-shm", "private"),
+    ("shm_size: 2147483648", 2 * GiB, "docker-shm", "private"),
+    ("shm_size: '1.5gb'", 1536 * MiB, "docker-shm", "private"),
+    ("shm_size: 256M\nipc: shareable", 256 * MiB, "docker-shm", "shareable"),
+    ("ipc: private\nshm_size: 1g", GiB, "docker-shm", "private"),
+    ("tmpfs: /dev/shm:size=512m", 512 * MiB, "tmpfs", "private"),
+    ("tmpfs:\n  - /run\n  - /dev/shm:size=1g,mode=1777", GiB, "tmpfs", "private"),
+    ("shm_size: 2g\ntmpfs: /dev/shm:size=512m", 512 * MiB, "tmpfs", "private"),  # the mount wins over ShmSize
+    ("volumes:\n  - type: tmpfs\n    target: /dev/shm\n    tmpfs: {size: 1073741824}", GiB, "tmpfs", "private"),
+    ("ipc: host\nshm_size: 2g", None, "host-ipc", "host"),  # shm_size is ignored with the host's IPC
+    ("volumes:\n  - /dev/shm:/dev/shm", None, "host", "private"),
+    ("volumes:\n  - {type: bind, source: /dev/shm, target: /dev/shm}", None, "host", "private"),
+]
+
+
+@pytest.mark.parametrize("keys, size, source, ipc", CASES)
+def test_service_shm(keys, size, source, ipc):
+    facts = one(keys)
+    assert (facts.shm.size_bytes, facts.shm.source, facts.ipc.mode) == (size, source, ipc)
+    assert facts.shm.free_bytes == size and facts.shm.used_bytes is None  # a file: nothing runs yet
+    assert facts.target.kind == "service" and facts.runtime == "compose"
+
+
+def test_ipc_none_has_no_shm():
+    facts = one("ipc: none")
+    assert not facts.shm.present and facts.ipc.mode == "none"
+
+
+def test_tmpfs_without_size_is_unknown_and_said():
+    facts = one("tmpfs: [/dev/shm]")
+    assert facts.shm.size_bytes is None and "half the host's memory" in facts.unreadable[0]
+
+
+@pytest.mark.parametrize("keys, limit", [
+    ("mem_limit: 8g", 8 * GiB),
+    ("deploy: {resources: {limits: {memory: 2G}}}", 2 * GiB),
+    ("mem_limit: 8g\ndeploy: {resources: {limits: {memory: 2G}}}", 2 * GiB),  # the tighter one
+    ("", None),
+])
+def test_memory_limit(keys, limit):
+    assert one(keys).memory.limit_bytes == limit
+
+
+def test_ipc_service_and_container_resolve_to_the_owner():
+    found = services("""
+services:
+  owner: {image: x, ipc: shareable, shm_size: 768m, container_name: the-owner}
+  by-service: {image: x, ipc: "service:owner"}
+  by-container: {image: x, ipc: "container:the-owner"}
+  chained: {image: x, ipc: "service:by-service"}
+  outside: {image: x, ipc: "container:dcgm-exporter"}
+""")
+    for name in ("by-service", "by-container", "chained"):
+        facts = found[name].facts
+        assert facts.shm.size_bytes == 768 * MiB and facts.ipc.mode == "container", name
+    assert found["by-service"].facts.ipc.owner == "owner"
+    outside = found["outside"].facts
+    assert outside.shm.size_bytes is None and "'dcgm-exporter' is not defined in this file" in outside.unreadable[0]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("services:\n  a: {image: x, ipc: 'service:nope'}\n", "docker-compose.yml:2: service 'a': ipc: service:nope: no service"),
+    ("services:\n  a: {image: x, ipc: 'service:b'}\n  b: {image: x, ipc: 'service:a'}\n", "a cycle"),
+    ("services:\n  a: {image: x, ipc: sometimes}\n", "ipc: unknown mode 'sometimes'"),
+    ("services:\n  a:\n    image: x\n    shm_size: plenty\n", "docker-compose.yml:3: service 'a': shm_size: cannot read 'plenty'"),
+    ("services:\n  a: just-a-string\n", "service 'a' is not a mapping"),
+])
+def test_bad_services_name_file_and_line(text, message):
+    with pytest.raises(UsageError, match=None) as e:
+        services(text)
+    assert message in str(e.value)
+
+
+def test_interpolation_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TRAIN_SHM", "3g")
+    assert one("shm_size: ${TRAIN_SHM}").shm.size_bytes == 3 * GiB
+    assert one("shm_size: ${UNSET_SHM_FOR_TEST:-1g}").shm.size_bytes == GiB
+
+
+@pytest.mark.parametrize("extra_service, swarm", [
+    ("deploy: {mode: replicated, replicas: 2}", True),
+    ("deploy: {placement: {constraints: [node.role == worker]}}", True),
+    ("deploy: {update_config: {parallelism: 1}}", True),
+    ("deploy: {replicas: 2, resources: {limits: {memory: 4G}}}", False),  # docker compose honours these too
+    ("", False),
+])
+def test_swarm_is_told_by_swarm_only_deploy_keys(extra_service, swarm):
+    facts = one(f"shm_size: 2g\n{extra_service}")
+    assert ("swarm" in facts.flags) == swarm
+    assert facts.shm.size_bytes == (64 * MiB if swarm else 2 * GiB)
+
+
+def test_swarm_by_overlay_network_and_by_flag():
+    assert "swarm" in one("shm_size: 2g", extra="networks:\n  net: {driver: overlay}").flags
+    assert "swarm" in one("shm_size: 2g", swarm=True).flags
+    assert "swarm" not in one("shm_size: 2g\ndeploy: {mode: global}", swarm=False).flags
+
+
+def test_swarm_ignores_shm_size_and_ipc_but_honours_a_tmpfs():
+    facts = one("shm_size: 2g\nipc: host", swarm=True)
+    assert facts.shm.size_bytes == 64 * MiB and facts.ipc.mode == "private"
+    assert {f"swarm-ignores-shm-size={2 * GiB}", "swarm-ignores-ipc=host"} <= facts.flags
+    tmpfs = one("volumes:\n  - {type: tmpfs, target: /dev/shm, tmpfs: {size: 2147483648}}", swarm=True)
+    assert (tmpfs.shm.size_bytes, tmpfs.shm.source) == (2 * GiB, "tmpfs")
+
+
+def test_loader_label_as_mapping_or_list():
+    mapping = services("services:\n  a: {image: x, labels: {shmdoctor.loader: 'batch_size=8,sample_bytes=1m'}}\n")
+    assert mapping["a"].loader_spec == "batch_size=8,sample_bytes=1m"
+    found = services("services:\n  a:\n    image: x\n    labels:\n      - team=vision\n"
+                     "      - shmdoctor.loader=batch_size=8,num_workers=2,sample_bytes=1m\n")
+    assert found["a"].loader_spec == "batch_size=8,num_workers=2,sample_bytes=1m"
+    assert found["a"].loader_at == "docker-compose.yml:3"
+
+
+def test_the_real_world_compose_file():
+    [doc] = documents.parse((DATA / "docker-compose.yml").read_text(), "docker-compose.yml")
+    found = {d.facts.target.name: d for d in compose.probe(doc)}
+    size = {name.split(":")[1]: d.facts.shm.size_bytes for name, d in found.items()}
+    assert size == {
+        "trainer": 2 * GiB, "evaluator": 64 * MiB, "preprocess": 512 * MiB, "augment": GiB,
+        "feature-store": 256 * MiB, "feature-reader": 256 * MiB, "feature-follower": 256 * MiB,
+        "monitor": None, "notebook": None, "bigshm-smallmem": 4 * GiB,
+    }
+    trainer = found["docker-compose.yml:trainer"]
+    assert trainer.facts.memory.limit_bytes == 16 * GiB  # mem_limit, with the x-common anchor merged in
+    assert trainer.loader_spec == "batch_size=100,num_workers=4,sample_bytes=1MiB"
+    assert found["docker-compose.yml:preprocess"].facts.memory.limit_bytes == 2 * GiB
+    assert not any("swarm" in d.facts.flags for d in found.values())  # GPU reservations are not Swarm
