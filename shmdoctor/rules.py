@@ -163,6 +163,24 @@ def shm_on_disk(facts, need):
     return msg, (Fix("make it memory-backed", kubernetes="emptyDir: {medium: Memory}  # and a sizeLimit for your loader"),)
 
 
+@rule("shm-read-only", "error", "/dev/shm is mounted read-only: workers cannot create segments")
+def shm_read_only(facts, need):
+    if "shm-read-only" in facts.flags and (need is None or _workers(need)):
+        return "/dev/shm is mounted read-only: DataLoader workers fail with 'Read-only file system (30)'", (
+            Fix("mount it read-write: drop ':ro' from --tmpfs /dev/shm (readOnly from its volume mount)"),
+            Fix("load in the training process", loader={"num_workers": 0}),
+        )
+
+
+@rule("shm-full", "warning", "/dev/shm is (nearly) full before the loader starts")
+def shm_full(facts, need):
+    shm = facts.shm
+    if shm.present and shm.size_bytes and shm.free_bytes is not None and shm.free_bytes * 20 < shm.size_bytes:
+        msg = (f"/dev/shm is {'full' if shm.free_bytes == 0 else 'nearly full'}: {format_size(shm.used_bytes)} of "
+               f"{format_size(shm.size_bytes)} in use; segments of killed loaders stay until removed")
+        return msg, (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)
+
+
 def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error") -> Report:
     findings = []
     for r in RULES:

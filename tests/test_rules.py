@@ -91,6 +91,18 @@ CASES = {
         (dict(shm=Shm(True, None, None, None, "k8s-emptydir-disk"), runtime="kubernetes"), seed(), True),
         (dict(shm=shm(GiB, source="k8s-emptydir"), runtime="kubernetes"), None, False),
     ],
+    "shm-read-only": [  # --tmpfs /dev/shm:ro
+        (dict(flags=frozenset({"shm-read-only"}), shm=shm(GiB, source="tmpfs")), None, True),
+        (dict(flags=frozenset({"shm-read-only"}), shm=shm(GiB, source="tmpfs")), seed(), True),
+        (dict(flags=frozenset({"shm-read-only"}), shm=shm(GiB, source="tmpfs")), seed(num_workers=0), False),
+        (dict(), seed(), False),
+    ],
+    "shm-full": [  # leftovers of killed loaders, or another job
+        (dict(shm=shm(64 * MiB, used=64 * MiB)), None, True),
+        (dict(shm=shm(GiB, used=GiB - MiB)), seed(), True),
+        (dict(shm=shm(GiB, used=GiB // 2)), None, False),
+        (dict(shm=Shm(True, None, None, None, "k8s-emptydir"), runtime="kubernetes"), None, False),  # lint: unknown use
+    ],
 }
 
 

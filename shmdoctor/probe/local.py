@@ -68,6 +68,7 @@ def probe(shm_path: str = "/dev/shm") -> Facts:
         except OSError as e:
             unreadable.append(f"/dev/shm usage (statvfs: {e.strerror})")
     shm = Shm(present=present, size_bytes=size, used_bytes=used, free_bytes=free, source=source, detail=detail)
+    flags = {"shm-read-only"} if present and mount is not None and "ro" in mount.options else set()
 
     if ipc_host:
         ipc = Ipc("host")
@@ -87,4 +88,5 @@ def probe(shm_path: str = "/dev/shm") -> Facts:
         nofile=None if nofile == resource.RLIM_INFINITY else nofile,
         cpus=cgroup.cpus(),
         unreadable=tuple(unreadable),
+        flags=frozenset(flags),
     )
