@@ -1,7 +1,7 @@
 """How `shmdoctor audit` scales: 1 container vs 60, next to `docker inspect` of all at once and a shell loop of
 `docker inspect` per container. Starts 60 busybox containers (sdt-audit-bench-*), prints the figures, removes them.
 
-    .venv/bin/python benchmarks/audit_bench.py [--containers 60] [--runs 7]
+    .venv/bin/python benchmarks/audit_bench.py [--containers 60] [--runs 11]
 
 The goal (issue 3): auditing 60 running containers costs at most 1.5x auditing one.
 """
@@ -44,7 +44,7 @@ def timed(argv: list[str], runs: int, shell: bool = False) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--containers", type=int, default=60)
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=11)
     args = parser.parse_args()
     n = args.containers
     audit = [sys.executable, "-m", "shmdoctor", "audit", "--format", "json", *LOADER]

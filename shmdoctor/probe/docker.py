@@ -242,6 +242,14 @@ def engine_host_shm(docker_host: str) -> int | None:
     return st.f_blocks * st.f_frsize
 
 
+def _one_pool_per_adapter(api: Any, base: type) -> None:
+    """docker-py keys its unix-socket, named-pipe and ssh connection pools by the whole URL: each container's inspect
+    would open a new connection (over ssh, a new ssh session). Key them by the adapter, so connections are reused."""
+    for prefix, adapter in api.adapters.items():
+        if isinstance(adapter, base):
+            adapter.get_connection = lambda url, proxies=None, get=adapter.get_connection, key=prefix: get(key, proxies)
+
+
 class Engine:
     """The Docker engine named by DOCKER_HOST (or the local socket), through the Docker SDK."""
 
@@ -260,6 +268,7 @@ class Engine:
             ) from None
         if self.host.startswith("unix://"):  # no proxy applies to a socket: spare requests its per-call env lookups
             self.api.trust_env = False
+        _one_pool_per_adapter(self.api, docker.transport.basehttpadapter.BaseHTTPAdapter)
         self.host_shm = engine_host_shm(self.host)
 
     def _call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
