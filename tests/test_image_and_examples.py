@@ -1,5 +1,7 @@
 """The top-level Dockerfile and examples/, run for real: none of them is decoration."""
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +50,22 @@ def test_entrypoint_execs_training_when_it_fits():
     proc = docker_run("--shm-size=1536m", cmd=["sh", "-c", SHIM + "sh examples/entrypoint.sh python examples/train.py --batches 4"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("OK") and proc.stdout.rstrip().endswith("trained on 4 batches")
+
+
+def test_image_audits_a_running_container_through_the_read_only_socket(image):
+    name = "sdt-lead-audited"
+    subprocess.run(["docker", "run", "-d", "--name", name, "--network", "none", "shmdoctor-test/busybox:1", "sleep", "600"],
+                   check=True, capture_output=True)
+    try:
+        gid = str(Path("/var/run/docker.sock").stat().st_gid)
+        proc = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", "-v", "/var/run/docker.sock:/var/run/docker.sock:ro",
+             "--group-add", gid, image, "audit", name, *SEED, "--format", "json"],
+            capture_output=True, text=True, timeout=120)
+        doc = json.loads(proc.stdout)
+        assert proc.returncode == 1 and doc["verdict"] == "fail", proc.stderr
+        [report] = doc["reports"]
+        assert report["target"]["name"] == name and report["shm"]["size_bytes"] == 64 * 2**20
+        assert "--shm-size=1536m" in report["findings"][0]["fixes"][0]["docker_args"]
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
