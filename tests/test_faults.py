@@ -1,0 +1,224 @@
+"""When the patient is failing: Ctrl-C in every command, and /dev/shm full, absent, read-only, /proc partly unreadable.
+
+Each fault is made for real in a container and `check`, `watch` and `clean` run inside it: a finding or a one-line
+error with a defined exit code, never a traceback. Interrupts are real SIGINTs sent to real subprocesses.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import PYTHON, REPO, docker_run
+
+INTERRUPTED = 130
+WAIT = 30  # seconds a step may take before the test gives up (a hang, not a speed limit)
+
+
+# --- Ctrl-C -------------------------------------------------------------------------------------------------------
+
+def _start(*args: str, cwd=REPO, env=None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "shmdoctor", *args], cwd=cwd, stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+
+
+def _interrupt(proc: subprocess.Popen) -> tuple[int, str, str]:
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("still running after SIGINT")
+    assert "Traceback" not in err, err
+    # Click writes an empty line first (after the terminal's ^C) when the interrupt reaches it
+    return proc.returncode, out, "\n".join(line for line in err.splitlines() if line)
+
+
+def _wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up waiting for {what}")
+        time.sleep(0.01)
+
+
+def test_ctrl_c_in_check_while_it_imports_a_dataset(tmp_path):
+    marker = tmp_path / "importing"
+    (tmp_path / "slowset.py").write_text(f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(600)\n")
+    proc = _start("check", "--batch-size", "8", "--num-workers", "2", "--dataset", "slowset:data", cwd=tmp_path)
+    _wait_for(marker.exists, "the dataset module to be imported")
+    code, _, err = _interrupt(proc)
+    assert code == INTERRUPTED and err.splitlines() == ["shmdoctor: interrupted"]
+
+
+def test_ctrl_c_in_watch_prints_the_summary_then_exits_130():
+    proc = _start("watch", "--interval", "0.1")
+    assert proc.stdout.readline().startswith("watching /dev/shm")
+    assert "used" in proc.stdout.readline()  # the first sample
+    code, out, err = _interrupt(proc)
+    assert code == INTERRUPTED and err.splitlines() == ["shmdoctor: interrupted"]
+    assert "\nSummary  " in out and "(interrupted)" in out
+
+
+def test_ctrl_c_in_clean_reports_exactly_what_it_removed():
+    directory = f"/dev/shm/sdt-faults-{os.getpid()}"  # a tmpfs: its size shrinks with each removal
+    os.mkdir(directory)
+    try:
+        n = 30000
+        for i in range(n):
+            open(os.path.join(directory, f"nccl-{i:06d}"), "w").close()
+        full = os.stat(directory).st_size
+        proc = _start("clean", "--yes", "--path", directory, "--format", "json")
+        _wait_for(lambda: os.stat(directory).st_size < full, "the first removal")
+        code, out, err = _interrupt(proc)
+        doc = json.loads(out)
+        left = len(os.listdir(directory))
+        assert code == INTERRUPTED, "it finished before the SIGINT landed"
+        assert err.splitlines() == ["shmdoctor: interrupted"]
+        assert doc["interrupted"] and 0 < len(doc["removed"]) == n - left
+    finally:
+        for name in os.listdir(directory):
+            os.unlink(os.path.join(directory, name))
+        os.rmdir(directory)
+
+
+@pytest.fixture
+def silent_engine(tmp_path):
+    """A unix socket that accepts connections and never answers: an engine that hangs."""
+    path = str(tmp_path / "docker.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(16)
+    yield f"unix://{path}"
+    server.close()
+
+
+def test_ctrl_c_in_audit_while_the_engine_hangs(silent_engine, tmp_path):
+    proc = _start("audit", env={"DOCKER_HOST": silent_engine})
+    time.sleep(1.0)  # let it connect and wait for an answer that never comes
+    code, _, err = _interrupt(proc)
+    assert code == INTERRUPTED and err.splitlines() == ["shmdoctor: interrupted"]
+
+
+def test_ctrl_c_in_lint_while_it_reads_stdin():
+    proc = _start("lint", "-", stdin=subprocess.PIPE)  # nothing written, never closed: it waits
+    time.sleep(1.0)
+    code, _, err = _interrupt(proc)
+    assert code == INTERRUPTED and err.splitlines() == ["shmdoctor: interrupted"]
+
+
+# --- faults, made for real in containers --------------------------------------------------------------------------
+
+RUN_ALL = """
+import json, subprocess, sys
+out = {}
+for spec in sys.argv[1:]:
+    p = subprocess.run([sys.executable, "-m", "shmdoctor", *spec.split()], capture_output=True, text=True)
+    out[spec] = {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
+print(json.dumps(out))
+"""
+CHECK, WATCH, CLEAN, CLEAN_YES = "check --format json", "watch --duration 1 --format json", "clean --format json", \
+    "clean --yes --format json"
+
+
+def _fault(*docker_args: str, setup: str = "", user: str = "", commands=(CHECK, WATCH, CLEAN)) -> dict:
+    """Run the commands inside a container made with docker_args after `setup` (as root); user: setpriv to it."""
+    drop = f"setpriv --reuid={user} --regid={user} --clear-groups " if user else ""
+    script = f"{setup}\nexec {drop}python -c \"$RUN_ALL\" " + " ".join(f"'{c}'" for c in commands)
+    proc = docker_run("--name", f"sdt-faults-{os.getpid()}-{time.monotonic_ns()}", "-e", f"RUN_ALL={RUN_ALL}",
+                      *docker_args, cmd=["sh", "-c", script], image=PYTHON, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout.splitlines()[-1])
+    for spec, r in results.items():
+        assert "Traceback" not in r["stderr"], (spec, r["stderr"])
+        if r["rc"] in (2, 3):
+            assert len(r["stderr"].strip().splitlines()) == 1, (spec, r["stderr"])
+    return results
+
+
+def _doc(r: dict) -> dict:
+    return json.loads(r["stdout"])
+
+
+def _jsonl(r: dict) -> list[dict]:
+    return [json.loads(line) for line in r["stdout"].splitlines()]
+
+
+def _ids(r: dict) -> list[str]:
+    return [f["id"] for f in _doc(r)["findings"]]
+
+
+@pytest.mark.docker
+def test_full_shm(images):
+    leak = "dd if=/dev/zero of=/dev/shm/torch_99999_1_0 bs=64k count=64 2>/dev/null"  # 4 MiB into 1 MiB: full
+    r = _fault("--shm-size=1m", setup=leak, commands=(CHECK, WATCH, CLEAN, CLEAN_YES, "check --format json --x"))
+    assert r[CHECK]["rc"] == 0 and "shm-full" in _ids(r[CHECK])
+    summary = _jsonl(r[WATCH])[-1]
+    assert r[WATCH]["rc"] == 0 and summary["peak_bytes"] == summary["size_bytes"] == 1024**2
+    assert r[CLEAN]["rc"] == 0 and [e["name"] for e in _doc(r[CLEAN])["leaked"]] == ["torch_99999_1_0"]
+    assert r[CLEAN_YES]["rc"] == 0 and _doc(r[CLEAN_YES])["freed_bytes"] == 1024**2
+    assert r["check --format json --x"]["rc"] == 2  # a bad flag stays a usage error when the patient is failing
+
+
+@pytest.mark.docker
+def test_full_shm_is_judged_against_a_loader(images):
+    fill = "dd if=/dev/zero of=/dev/shm/fill bs=64k count=64 2>/dev/null"
+    loader = "--batch-size 8 --num-workers 2 --sample-bytes 64k"
+    r = _fault("--shm-size=1m", setup=fill, commands=(f"{CHECK} {loader}", f"{WATCH} {loader}", CLEAN_YES))
+    assert r[f"{CHECK} {loader}"]["rc"] == 1 and _ids(r[f"{CHECK} {loader}"])[0] == "shm-too-small"
+    assert _jsonl(r[f"{WATCH} {loader}"])[-1]["budget_bytes"] == 5 * 8 * 64 * 1024
+    assert r[CLEAN_YES]["rc"] == 0 and _doc(r[CLEAN_YES])["unrecognised"]["count"] == 1  # 'fill' is left alone
+
+
+@pytest.mark.docker
+def test_absent_shm(images):
+    r = _fault("--ipc=none")
+    assert r[CHECK]["rc"] == 1 and _ids(r[CHECK])[0] == "no-shm"
+    for spec, what in ((WATCH, "watch"), (CLEAN, "clean")):
+        assert r[spec]["rc"] == 3
+        assert r[spec]["stderr"].strip() == f"shmdoctor: error: there is no /dev/shm here (--ipc=none?): nothing to {what}"
+
+
+@pytest.mark.docker
+def test_read_only_shm(images):
+    r = _fault("--tmpfs", "/dev/shm:ro")
+    assert r[CHECK]["rc"] == 1 and _ids(r[CHECK])[0] == "shm-read-only"
+    assert r[WATCH]["rc"] == 0 and _jsonl(r[WATCH])[-1]["samples"] >= 2
+    assert r[CLEAN]["rc"] == 0 and _doc(r[CLEAN])["leaked"] == []
+
+
+@pytest.mark.docker
+def test_read_only_shm_with_a_leak_it_cannot_remove(images, tmp_path):
+    (tmp_path / "torch_99999_1_0").write_bytes(b"\0" * 8192)
+    r = _fault("--mount", f"type=bind,src={tmp_path},dst=/dev/shm,readonly", commands=(CHECK, CLEAN_YES))
+    assert _ids(r[CHECK])[0] == "shm-read-only"
+    failed = _doc(r[CLEAN_YES])["failed"]
+    assert r[CLEAN_YES]["rc"] == 1 and [(f["name"], f["why"]) for f in failed] == [
+        ("torch_99999_1_0", "Read-only file system")
+    ]
+    assert (tmp_path / "torch_99999_1_0").exists()
+
+
+@pytest.mark.docker
+def test_proc_partly_unreadable(images):
+    # root holds a segment through a descriptor /proc will not show to nobody; nobody runs shmdoctor.
+    setup = (
+        "head -c 8192 /dev/zero > /dev/shm/nccl-heldbyroot && chown 65534 /dev/shm/nccl-heldbyroot\n"
+        "sleep 600 3</dev/shm/nccl-heldbyroot &"
+    )
+    r = _fault(setup=setup, user="65534", commands=(CHECK, WATCH, CLEAN_YES))
+    assert r[CHECK]["rc"] == 0
+    summary = _jsonl(r[WATCH])[-1]
+    assert r[WATCH]["rc"] == 0 and any("sleep 600" in u for u in summary["unreadable"])
+    doc = _doc(r[CLEAN_YES])
+    assert any("permission denied" in u for u in doc["unreadable"])
+    # /proc could not show the holder; the kernel's lease could, and the segment stays.
+    assert r[CLEAN_YES]["rc"] == 1 and [(f["name"], f["why"]) for f in doc["failed"]] == [
+        ("nccl-heldbyroot", "a process has it open or mapped (one /proc did not show)")
+    ]
