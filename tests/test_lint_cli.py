@@ -110,10 +110,13 @@ def test_bad_files_exit_2_with_file_and_line(capsys, path, message):
 def test_bad_json_unreadable_file_and_empty_directory(capsys, tmp_path):
     (tmp_path / "pods.json").write_text('{"kind": "List",\n "items": [}\n')
     assert lint(capsys, str(tmp_path / "pods.json"))[2].strip().endswith("pods.json:2: not JSON: Expecting value")
+    (tmp_path / "latin1.yaml").write_bytes("services:\n  caf\xe9: {image: x}\n".encode("latin-1"))
+    code, _, err = lint(capsys, str(tmp_path / "latin1.yaml"))
+    assert code == 2 and "latin1.yaml: cannot read: 'utf-8' codec can't decode" in err
     secret = tmp_path / "secret.yaml"
     secret.write_text("kind: x")
     secret.chmod(0)
-    if not secret.open("rb", buffering=0).readable() if False else _unreadable(secret):
+    if _unreadable(secret):  # root reads anything: then this case cannot be made here
         code, _, err = lint(capsys, str(secret))
         assert code == 2 and "cannot read: Permission denied" in err
     empty = tmp_path / "empty"
@@ -127,7 +130,7 @@ def _unreadable(path: Path) -> bool:
         path.read_bytes()
     except PermissionError:
         return True
-    return False  # root reads anything: the case cannot be made here
+    return False
 
 
 def test_bad_loader_annotation_names_the_target(capsys, tmp_path):

@@ -67,7 +67,7 @@ def _yaml_loader():
 
 def parse(text: str, source: str) -> list[Document]:
     """All documents of one input; empty documents (a trailing `---`) are dropped. UsageError with file:line."""
-    if source.endswith(".json") or (source == STDIN and text.lstrip()[:1] in "{["):
+    if source.endswith(".json") or (source == STDIN and text.lstrip()[:1] in ("{", "[")):
         try:
             return [Document(source, 0, json.loads(text))]
         except json.JSONDecodeError as e:
