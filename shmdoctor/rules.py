@@ -143,8 +143,8 @@ def swarm_ignores_shm_size(facts, need):
         return None
     written = " and ".join(f"{key.replace('-', '_')}: " + (format_size(int(v)) if key == "shm-size" else v)
                            for key, v in sorted(ignored.items()))
-    msg = (f"this file is meant for Swarm (docker stack deploy), which ignores {written} (moby#26714): "
-           f"the service gets the default {format_size(facts.shm.size_bytes)} /dev/shm")
+    msg = (f"this file is meant for Swarm: docker stack deploy ignores {written} (moby#26714), so "
+           f"the service gets the engine's default {format_size(facts.shm.size_bytes)} /dev/shm")
     size = fixes.shm_size_for(need, facts) if _workers(need) else int(ignored.get("shm-size", 0))
     if size:
         return msg, (Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),)

@@ -54,7 +54,7 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
         click.echo(render_json.render_many(reports, skipped=len(passed_over), passed_over=passed_over))
     else:
         title = f"shmdoctor lint: {len(reports)} services and workloads in {len(sources)} file" + "s"[len(sources) == 1:]
-        click.echo(render_text.render_table(reports, title) + render_text.fixes_by_target(reports) if reports else title)
+        click.echo(render_text.render_table(reports, title) + "\n" + render_text.fixes_by_target(reports) if reports else title)
         if passed_over:
             click.echo(f"passed over {len(passed_over)} objects without a pod template: " + ", ".join(passed_over))
     return max((r.exit_code for r in reports), default=0)
