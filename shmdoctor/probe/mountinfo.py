@@ -1,6 +1,7 @@
 """Parse /proc/<pid>/mountinfo and tell where a /dev/shm mount comes from (FACTS.md, 'Docker: where /dev/shm ...')."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
@@ -30,9 +31,13 @@ class Mount:
         return f"{self.source} on {self.mount_point} type {self.fstype} ({','.join(self.super_options)})"
 
 
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
 def _unescape(field: str) -> str:
-    # The kernel escapes space, tab, newline and backslash as octal: \040 \011 \012 \134.
-    return field.encode().decode("unicode_escape") if "\\" in field else field
+    # The kernel escapes space, tab, newline and backslash as octal: \040 \011 \012 \134; every other byte is
+    # written as is (UTF-8 included), so only those escapes are undone.
+    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field) if "\\" in field else field
 
 
 def _tmpfs_size(text: str) -> int | None:
@@ -48,7 +53,8 @@ def _tmpfs_size(text: str) -> int | None:
 def parse_line(line: str) -> Mount:
     """One mountinfo line: 'ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS'."""
     head, sep, tail = line.rstrip("\n").partition(" - ")
-    fields, rest = head.split(), tail.split()
+    # Fields are separated by single spaces; other whitespace (\x1c-\x1f, \v, \f) may be part of a path.
+    fields, rest = head.split(" "), tail.split(" ")
     if not sep or len(fields) < 6 or len(rest) < 2:
         raise UsageError(f"not a mountinfo line: {line.strip()[:80]!r}")
     try:
