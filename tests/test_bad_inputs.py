@@ -1,0 +1,152 @@
+"""The catalogue of bad inputs, across every command: each is one row, with its exit code and its one-line message.
+
+Run as a user runs them (a subprocess): exactly one line on stderr, no traceback, nothing half-done.
+{d} in an argument is a directory holding the bad files below; commands run from it (--dataset imports from it).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+FILES = {
+    "badsyntax.py": "def broken(:\n",
+    "notds.py": "x = 1\n",
+    "raises.py": "raise RuntimeError('no GPU here')\n",
+    "bad.yml": "services: [\n",
+    "empty.json": "{}\n",
+    "notjson.json": "{'services': 1}\n",
+    "badsize.yml": "services:\n  a:\n    shm_size: lots\n",
+    "badquantity.yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                         "  - {name: a, image: x, resources: {limits: {memory: 2Zi}}}\n"),
+    "badlabel.yml": "services:\n  a:\n    labels: {shmdoctor.loader: 'batch_size=ten'}\n",
+    "notes.txt": "not a segment\n",
+}
+USAGE, PROBE = 2, 3
+NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+LOADER = ["--batch-size", "8", "--num-workers", "2", "--sample-bytes", "1m"]
+
+# (id, argv, environment, exit code, the message: a fragment of its one line)
+CASES = [
+    # flags and values, any command
+    ("unknown command", ["frobnicate"], {}, USAGE, "No such command 'frobnicate'"),
+    ("unknown flag", ["check", "--frobnicate"], {}, USAGE, "No such option '--frobnicate'"),
+    ("integer flag given text", ["check", "--batch-size", "abc"], {}, USAGE, "'abc' is not a valid integer"),
+    ("unknown format", ["check", "--format", "xml"], {}, USAGE, "'xml' is not one of 'text', 'json'"),
+    ("unknown threshold", ["check", "--fail-on", "fatal"], {}, USAGE, "'fatal' is not one of 'error', 'warning'"),
+    ("a flag given a value", ["check", "--pin-memory=yes"], {}, USAGE, "'--pin-memory' does not take a value"),
+    # the loader
+    ("batch size zero", ["check", "--batch-size", "0", "--sample-bytes", "1m"], {}, USAGE,
+     "batch_size must be an integer of at least 1, got 0"),
+    ("negative workers", ["check", "--batch-size", "8", "--num-workers", "-1", "--sample-bytes", "1m"], {}, USAGE,
+     "num_workers must be an integer of at least 0, got -1"),
+    ("zero ranks", ["check", "--ranks", "0", *LOADER], {}, USAGE, "ranks must be an integer of at least 1, got 0"),
+    ("prefetch without workers", ["check", "--batch-size", "8", "--prefetch-factor", "2", "--sample-bytes", "1m"],
+     {}, USAGE, "prefetch_factor needs num_workers > 0"),
+    ("prefetch zero", ["check", *LOADER, "--prefetch-factor", "0"], {}, USAGE,
+     "prefetch_factor must be an integer of at least 1"),
+    ("loader without batch size", ["check", "--num-workers", "2", "--sample-bytes", "1m"], {}, USAGE,
+     "a loader needs --batch-size"),
+    ("loader without a sample size", ["check", "--batch-size", "8", "--num-workers", "2"], {}, USAGE,
+     "a loader needs a sample size"),
+    # sizes
+    ("size with a unit nobody uses", ["check", "--batch-size", "8", "--sample-bytes", "12xb"], {}, USAGE,
+     "sample_bytes: cannot read '12xb' as a size"),
+    ("size zero", ["check", "--batch-size", "8", "--sample-bytes", "0"], {}, USAGE,
+     "sample_bytes: must be greater than zero"),
+    ("negative size", ["check", "--batch-size", "8", "--sample-bytes", "-5k"], {}, USAGE,
+     "sample_bytes: cannot read '-5k' as a size"),
+    # dataset specs
+    ("dataset without a colon", ["check", "--batch-size", "8", "--dataset", "nocolon"], {}, USAGE,
+     "expected MODULE:ATTR"),
+    ("dataset module missing", ["check", "--batch-size", "8", "--dataset", "no.such.module:x"], {}, USAGE,
+     "cannot import no.such.module: ModuleNotFoundError"),
+    ("dataset module with a syntax error", ["check", "--batch-size", "8", "--dataset", "badsyntax:x"], {}, USAGE,
+     "cannot import badsyntax: SyntaxError"),
+    ("dataset module raising on import", ["check", "--batch-size", "8", "--dataset", "raises:x"], {}, USAGE,
+     "cannot import raises: RuntimeError: no GPU here"),
+    ("dataset attribute missing", ["check", "--batch-size", "8", "--dataset", "notds:missing"], {}, USAGE,
+     "notds has no attribute 'missing'"),
+    ("dataset is not a dataset", ["check", "--batch-size", "8", "--dataset", "notds:x"], {}, USAGE,
+     "int is not a dataset"),
+    ("dataset and sample size both", ["check", "--batch-size", "8", "--dataset", "notds:x", "--sample-bytes", "1m"],
+     {}, USAGE, "give --sample-bytes or --dataset, not both"),
+    # clean
+    ("clean a path that is not there", ["clean", "--path", "{d}/nowhere"], {}, USAGE, "is not a directory"),
+    ("clean a file", ["clean", "--path", "{d}/notes.txt"], {}, USAGE, "is not a directory"),
+    ("clean a name it does not know", ["clean", "--yes", "--path", "{d}", "notes.txt"], {}, USAGE,
+     "'notes.txt' is not a segment shmdoctor knows"),
+    ("clean a path instead of a name", ["clean", "--yes", "--path", "{d}", "../torch_1_2_3"], {}, USAGE,
+     "give segment names as listed in the directory, not paths"),
+    ("clean --yes given a value", ["clean", "--yes=no"], {}, USAGE, "'--yes' does not take a value"),
+    ("clean in an unknown format", ["clean", "--format", "yaml"], {}, USAGE, "'yaml' is not one of 'text', 'json'"),
+    # watch
+    ("watch every 0 s", ["watch", "--interval", "0"], {}, USAGE, "--interval must be a number of seconds greater than"),
+    ("watch every -1 s", ["watch", "--interval", "-1"], {}, USAGE, "--interval must be a number of seconds"),
+    ("watch every nan s", ["watch", "--interval", "nan"], {}, USAGE, "--interval must be a number of seconds"),
+    ("watch every abc s", ["watch", "--interval", "abc"], {}, USAGE, "'abc' is not a valid float"),
+    ("watch for -5 s", ["watch", "--duration", "-5"], {}, USAGE, "--duration must be a number of seconds"),
+    ("watch forever, spelled inf", ["watch", "--duration", "inf"], {}, USAGE, "--duration must be a number of seconds"),
+    ("watch holders every -1 s", ["watch", "--holders-every", "-1"], {}, USAGE, "--holders-every must be 0 (never)"),
+    ("watch a path that is not there", ["watch", "--path", "{d}/nowhere"], {}, USAGE, "is not a directory"),
+    ("watch with half a loader", ["watch", "--batch-size", "8"], {}, USAGE, "a loader needs a sample size"),
+    # audit: the engine and container names
+    ("engine refuses", ["audit"], {"DOCKER_HOST": "tcp://127.0.0.1:1"}, PROBE,
+     "cannot reach the Docker engine at tcp://127.0.0.1:1: connection refused"),
+    ("engine socket missing", ["audit"], NO_ENGINE, PROBE, "cannot reach the Docker engine at unix:///nonexistent"),
+    ("DOCKER_HOST with an unknown scheme", ["audit"], {"DOCKER_HOST": "bogus://x"}, PROBE,
+     "cannot reach the Docker engine at bogus://x"),
+    ("audit filter without =", ["audit", "--filter", "label"], NO_ENGINE, USAGE, "--filter 'label': expected KEY=VALUE"),
+    ("audit a container that does not exist", ["audit", "sdt-bad-inputs-no-such-container"], {}, USAGE,
+     "no such container: sdt-bad-inputs-no-such-container"),
+    ("audit a container name no engine allows", ["audit", "bad/name!"], {}, USAGE, "no such container: bad/name!"),
+    # lint: files
+    ("lint a file that is not there", ["lint", "{d}/nowhere.yml"], {}, USAGE, "nowhere.yml: no such file or directory"),
+    ("lint without a file", ["lint"], {}, USAGE, "Missing argument"),
+    ("lint broken YAML", ["lint", "{d}/bad.yml"], {}, USAGE, "bad.yml:2: not YAML"),
+    ("lint broken JSON", ["lint", "{d}/notjson.json"], {}, USAGE, "notjson.json:1: not JSON"),
+    ("lint a file that is neither compose nor Kubernetes", ["lint", "{d}/empty.json"], {}, USAGE,
+     "not a compose file (services:) or a Kubernetes manifest"),
+    ("lint a directory without manifests", ["lint", "{d}/empty-dir"], {}, USAGE, "no *.yml, *.yaml or *.json file"),
+    ("lint a compose size nobody can read", ["lint", "{d}/badsize.yml"], {}, USAGE,
+     "badsize.yml:3: service 'a': shm_size: cannot read 'lots' as a size"),
+    ("lint a Kubernetes quantity nobody can read", ["lint", "{d}/badquantity.yaml"], {}, USAGE,
+     "resources.limits.memory: cannot read '2Zi' as a Kubernetes quantity"),
+    ("lint a loader label that is not a loader", ["lint", "{d}/badlabel.yml"], {}, USAGE,
+     "batch_size must be an integer"),
+]
+ENGINE_ROWS = {"audit a container that does not exist", "audit a container name no engine allows"}
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad-inputs")
+    for name, text in FILES.items():
+        (d / name).write_text(text)
+    (d / "empty-dir").mkdir()
+    return d
+
+
+@pytest.mark.parametrize("argv, env, code, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input(request, bad_files, argv, env, code, message):
+    if request.node.callspec.id in ENGINE_ROWS:
+        request.getfixturevalue("engine")
+    args = [a.format(d=bad_files) for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "shmdoctor", *args], capture_output=True, text=True, timeout=120,
+                          cwd=bad_files, env={**os.environ, **env})
+    lines = proc.stderr.splitlines()
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("shmdoctor: error: "), proc.stderr
+    assert message in lines[0]
+    assert proc.returncode == code
+    assert proc.stdout == ""  # nothing half-done on stdout
+
+
+def test_the_catalogue_covers_every_command_and_30_kinds():
+    from shmdoctor.cli import COMMANDS
+
+    covered = {argv[0] for _, argv, *_ in CASES}
+    assert len({c[0] for c in CASES}) == len(CASES) >= 30
+    assert set(COMMANDS) <= covered, f"no bad input for {set(COMMANDS) - covered}"
