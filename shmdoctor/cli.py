@@ -12,6 +12,7 @@ from .errors import ShmDoctorError
 # so `check` never pays for the Docker SDK, torch or YAML.
 COMMANDS = {
     "check": "check",
+    "bench": "bench",
     "lint": "lint",
     "audit": "audit",
     "clean": "clean",

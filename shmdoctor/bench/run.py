@@ -1,0 +1,106 @@
+"""The sweep itself: each config through isolate.run, its prediction from the core's formula, and the findings."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .. import fixes
+from ..loader import loader_config, requirement
+from ..model import Facts, Finding, Requirement
+from ..rules import judge
+from ..sizes import format_size
+from . import isolate
+from .model import Config, Result
+
+DEFAULT_BUDGET = 60.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    batch_size: int
+    batch_bytes: int  # one collated batch, page-rounded per tensor (the core's figure)
+    sample_bytes: int | None
+    tensors_per_batch: int = 1
+    dataset: str | None = None  # MODULE:ATTR; None: the synthetic dataset
+    item_latency: float = 0.0
+    step_time: float = 0.0
+    batches: int | None = None  # a fixed count of timed batches instead of the settle rule
+    budget: float = DEFAULT_BUDGET  # seconds of loop per config, at most
+    device: str = "cpu"
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+
+def need(workload: Workload, config: Config) -> Requirement:
+    """The core's prediction. pin_memory only takes effect with CUDA: on the CPU the batch stays in /dev/shm."""
+    return requirement(loader_config(
+        batch_size=workload.batch_size, num_workers=config.num_workers, prefetch_factor=config.prefetch_factor,
+        sample_bytes=workload.sample_bytes, batch_bytes=workload.batch_bytes,
+        tensors_per_batch=workload.tensors_per_batch, pin_memory=config.pin_memory and workload.cuda,
+    ))
+
+
+def job(workload: Workload, config: Config) -> dict:
+    return {
+        "device": workload.device, "dataset": workload.dataset, "sample_bytes": workload.sample_bytes,
+        "item_latency": workload.item_latency, "batch_size": workload.batch_size, "step_time": workload.step_time,
+        "batches": workload.batches, "budget": workload.budget, "num_workers": config.num_workers,
+        "prefetch_factor": config.prefetch_factor, "pin_memory": config.pin_memory,
+        "non_blocking": config.non_blocking,
+    }
+
+
+MEASURED = ("batches", "stable", "batch_seconds", "data_wait_seconds", "h2d_seconds", "to_call_seconds", "batch_bytes",
+            "worker_startup_seconds", "first_batch_seconds", "loop_seconds", "loader_overhead_bytes")
+
+
+def run_one(workload: Workload, config: Config, shm_path: str = isolate.SHM) -> Result:
+    out = isolate.run(job(workload, config), timeout=workload.budget + isolate.GRACE, shm_path=shm_path)
+    ok = out.status == "ok"
+    return Result(
+        config=config,
+        status=out.status,  # type: ignore[arg-type]
+        predicted_shm_bytes=need(workload, config).bytes,
+        peak_shm_bytes=out.peak_shm_bytes,
+        message=out.message,
+        wall_seconds=out.wall_seconds,
+        leftover_shm_bytes=out.leftover_shm_bytes,
+        removed_segments=out.removed_segments,
+        **{k: out.measured.get(k) for k in MEASURED if ok and k in out.measured},
+    )
+
+
+def sweep(workload: Workload, configs: Sequence[Config], done: Callable[[Result], None] = lambda r: None) -> list[Result]:
+    results = []
+    for config in configs:
+        results.append(run_one(workload, config))
+        done(results[-1])
+    return results
+
+
+def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tuple[Finding, ...]:
+    """One error finding when configs ran out of shared memory, with the fixes the rules give the most demanding."""
+    failed = [r for r in results if r.status == "shm-exhausted"]
+    out = []
+    if failed:
+        worst = max(failed, key=lambda r: r.predicted_shm_bytes)
+        demand = need(workload, worst.config)
+        report = judge(facts, demand)
+        fixes_ = tuple(fx for f in report.findings if f.severity == "error" for fx in f.fixes)
+        which = "; ".join(f"{r.config.label(workload.cuda)} ({r.message})" for r in failed)
+        out.append(Finding(
+            "bench-shm-exhausted", "error",
+            f"{len(failed)} of {len(results)} configs ran out of shared memory: {which}. The most demanding needs "
+            f"{format_size(demand.bytes)} of /dev/shm; {format_size(fixes.capacity(facts))} is available",
+            fixes_ or fixes.grow_shm(demand, facts),
+        ))
+    errors = [r for r in results if r.status == "error"]
+    if errors:
+        out.append(Finding(
+            "bench-error", "warning",
+            f"{len(errors)} configs failed for another reason: "
+            + "; ".join(f"{r.config.label(workload.cuda)}: {r.message}" for r in errors),
+        ))
+    return tuple(out)

@@ -1,0 +1,160 @@
+"""One bench config in a child process: `python -m shmdoctor.bench.runner JOB.json RESULT.json`.
+
+The job and the result are JSON files. This side builds the loader and times the loop; the parent (isolate.py)
+watches /dev/shm and the process tree, and tells a crash or a kill from the exit status. torch is imported here.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from functools import partial
+from typing import Any, Callable
+
+from ..measure import _tensors, load_dataset
+from .sampler import shm_used
+from .sweep import settled, window
+from .synthetic import SyntheticDataset
+
+SHM = "/dev/shm"
+MAX_BATCHES = 1000  # a cap for the settle rule, far above what settling takes
+
+
+def _to_device(obj: Any, device: str, non_blocking: bool, torch: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=non_blocking)
+    if isinstance(obj, dict):
+        return {k: _to_device(v, device, non_blocking, torch) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to_device(v, device, non_blocking, torch) for v in obj]
+    return obj
+
+
+def _dataset(job: dict) -> Any:
+    if job.get("dataset"):
+        return load_dataset(job["dataset"])
+    length = job["batch_size"] * ((job.get("batches") or MAX_BATCHES) + 1)
+    return SyntheticDataset(length, job["sample_bytes"], job.get("item_latency") or 0.0)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _gate(event: Any, worker_id: int) -> None:
+    """worker_init_fn: hold the workers until the iterator's own /dev/shm has been read."""
+    event.wait()
+
+
+def measure(job: dict, emit: Callable[[dict], None]) -> None:
+    """Times the loop until per-batch time settles (or `batches` are timed, or the budget is spent), then emits.
+
+    emit() runs while the iterator is alive, so shutting the workers down is not timed.
+    """
+    import torch
+    from torch.utils.data import DataLoader
+
+    device, workers = job["device"], job["num_workers"]
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.set_device(device)
+        torch.zeros(1, device=device)  # the CUDA context, before any timing
+        start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    gate = multiprocessing.Event()
+    extra = {"prefetch_factor": job["prefetch_factor"], "worker_init_fn": partial(_gate, gate)} if workers else {}
+    loader = DataLoader(_dataset(job), batch_size=job["batch_size"], num_workers=workers,
+                        pin_memory=job["pin_memory"], **extra)
+    step, fixed, budget = job.get("step_time") or 0.0, job.get("batches"), job["budget"]
+
+    times: list[float] = []
+    waits: list[float] = []
+    copies: list[float] = []
+    calls: list[float] = []
+    before = shm_used(SHM)
+    t0 = time.perf_counter()
+    it = iter(loader)
+    startup = time.perf_counter() - t0
+    after = shm_used(SHM)  # no batch yet: the workers wait at the gate
+    gate.set()
+    overhead = None if before is None or after is None else max(0, after - before)
+    first = batch_bytes = None
+    stable = False
+    while True:
+        a = time.perf_counter()
+        try:
+            batch = next(it)
+        except StopIteration:
+            break
+        b = time.perf_counter()
+        if batch_bytes is None:
+            batch_bytes = sum(t.nbytes for t in _tensors(batch, torch))
+        if cuda:
+            start_ev.record()
+            batch = _to_device(batch, device, job["non_blocking"], torch)
+            end_ev.record()
+            c = time.perf_counter()
+        if step:
+            time.sleep(step)  # the training step, as the seed emulates it
+        if cuda:
+            end_ev.synchronize()
+        end = time.perf_counter()
+        if first is None:
+            first = b - t0
+        else:
+            times.append(end - a)
+            waits.append(b - a)
+            if cuda:
+                copies.append(start_ev.elapsed_time(end_ev) / 1000)
+                calls.append(c - b)
+        if fixed:
+            if len(times) >= fixed:
+                break
+        elif settled(times, workers):
+            stable = True
+            break
+        if end - t0 > budget or len(times) >= MAX_BATCHES:
+            break
+    loop = time.perf_counter() - t0
+    # Figures over the settled window (the last two), or over every timed batch when a count was asked for.
+    span = len(times) if fixed or not stable else 2 * window(workers)
+    emit({
+        "batches": len(times),
+        "stable": stable or bool(fixed and len(times) >= fixed),
+        "batch_seconds": _mean(times[-span:]),
+        "data_wait_seconds": _mean(waits[-span:]),
+        "h2d_seconds": _mean(copies[-span:]) if cuda else None,
+        "to_call_seconds": _mean(calls[-span:]) if cuda else None,
+        "batch_bytes": batch_bytes,
+        "worker_startup_seconds": startup,
+        "first_batch_seconds": first,
+        "loop_seconds": loop,
+        "loader_overhead_bytes": overhead,
+        "worker_pids": [w.pid for w in getattr(it, "_workers", [])],
+    })
+
+
+def main(argv: list[str]) -> int:
+    job_path, result_path = argv
+
+    def emit(result: dict) -> None:
+        tmp = result_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(result, f)
+        os.replace(tmp, result_path)
+
+    with open(job_path) as f:
+        job = json.load(f)
+    try:
+        measure(job, emit)
+    except BaseException as e:  # the parent classifies it: every end of a config is a result
+        text = str(e) if type(e).__name__ in str(e) else f"{type(e).__name__}: {e}"
+        emit({"error": text, "traceback": traceback.format_exc(limit=-3)})
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,64 @@
+"""What a config's end means: ok, shm-exhausted or error, told from the real texts PyTorch prints (FACTS.md).
+
+Pure: the error text the child caught, its log and its exit status in; (status, one telling line) out.
+"""
+from __future__ import annotations
+
+import re
+import signal
+
+from .model import Status
+
+# Each pattern, matched in the caught error and the child's log, means the loader ran out of shared memory.
+SHM_SIGNS = (
+    # PyTorch >= 2.10 (posix_fallocate); some releases misreport ENOSPC as errno 11 (torch #176069, the seed's text):
+    # "unable to allocate shared memory(shm) for file </torch_...>: Resource temporarily unavailable (11)".
+    re.compile(r"unable to allocate shared memory.*", re.IGNORECASE),
+    # Older PyTorch (ftruncate only): the worker dies of SIGBUS.
+    re.compile(r"^.*bus error.*$", re.IGNORECASE | re.MULTILINE),
+    re.compile(r"^.*insufficient shared memory.*$", re.IGNORECASE | re.MULTILINE),
+    # A worker killed by the OOM killer: /dev/shm pages are charged to the memory cgroup.
+    re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal: Killed\.?"),
+)
+ENOSPC = re.compile(r"^.*No space left on device.*$", re.MULTILINE)
+SHM_CONTEXT = re.compile(r"torch_|/dev/shm|shared memory|DataLoader worker", re.IGNORECASE)
+NOT_FOUND = re.compile(r"^.*FileNotFoundError.*$", re.MULTILINE)
+OOM_KILLED = "killed by SIGKILL (the OOM killer, most likely: /dev/shm pages count toward the memory limit)"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def classify(error: str, log: str, returncode: int | None, *, shm_present: bool = True,
+             timed_out: bool = False) -> tuple[Status, str]:
+    """The status of one finished config and the line that says why.
+
+    error: the exception the child caught (its text, with the worker's traceback); "" when it caught none.
+    log: the child's stdout and stderr (where a dying worker prints its bus error); returncode: the child's exit
+    status (negative: killed by that signal).
+    """
+    text = f"{error}\n{log}"
+    for sign in SHM_SIGNS:
+        m = sign.search(text)
+        if m:
+            return "shm-exhausted", m.group(0).strip()
+    m = ENOSPC.search(text)
+    if m and SHM_CONTEXT.search(text):
+        return "shm-exhausted", m.group(0).strip()
+    m = NOT_FOUND.search(text)
+    if m and not shm_present:
+        return "shm-exhausted", f"there is no /dev/shm: {m.group(0).strip()}"
+    if timed_out:
+        return "error", "timed out: the config did not finish in its time limit"
+    if returncode == -signal.SIGKILL:
+        return "shm-exhausted", OOM_KILLED
+    if returncode == -signal.SIGBUS:
+        return "shm-exhausted", "killed by SIGBUS (a bus error: /dev/shm ran out under a mapped segment)"
+    if error:
+        return "error", _last_line(error)
+    if returncode:
+        why = f"killed by signal {signal.Signals(-returncode).name}" if returncode < 0 else f"exit status {returncode}"
+        return "error", f"{why}: {_last_line(log) or 'no message'}"
+    return "ok", ""

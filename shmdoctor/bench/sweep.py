@@ -1,0 +1,71 @@
+"""The sweep: which configs run, when a config's per-batch time has settled, and which config to recommend.
+
+Pure functions (the child imports `settled` too, so nothing heavy here).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from .model import Config, Result
+
+TOLERANCE = 0.05  # "within a few percent" of the best per-batch time
+SETTLE = 0.05  # two consecutive windows whose mean per-batch times differ by at most this share...
+SETTLE_FLOOR = 0.0005  # ...or by at most half a millisecond (tiny batches jitter more than 5%)
+MIN_WINDOW = 3
+
+
+def configs(workers: Sequence[int], prefetch: Sequence[int], pin: Sequence[bool], non_blocking: Sequence[bool]) -> list[Config]:
+    """The product of the lists, in the order given; num_workers=0 takes no prefetch_factor, so it runs once."""
+    out: list[Config] = []
+    for w, p, pm, nb in itertools.product(workers, prefetch, pin, non_blocking):
+        c = Config(w, p if w else None, pm, nb)
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def window(num_workers: int) -> int:
+    """Batches per window: a whole number of worker rounds (workers hand batches over in turn), at least 3."""
+    return max(MIN_WINDOW, num_workers * math.ceil(MIN_WINDOW / num_workers)) if num_workers else MIN_WINDOW
+
+
+def settled(times: Sequence[float], num_workers: int) -> bool:
+    """Whether the per-batch times have settled: the last two windows agree within SETTLE (or SETTLE_FLOOR)."""
+    k = window(num_workers)
+    if len(times) < 2 * k:
+        return False
+    before, last = sum(times[-2 * k:-k]) / k, sum(times[-k:]) / k
+    return abs(before - last) <= max(SETTLE * max(before, last), SETTLE_FLOOR)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    choice: Result  # the fewest workers within TOLERANCE of the fastest config that fits
+    best_fit: Result  # the fastest config that fits the shared memory available
+    best: Result  # the fastest config measured; may need more shared memory than is available
+    capacity: int | None  # /dev/shm a loader can take here (free space capped by the memory limit)
+    tolerance: float = TOLERANCE
+
+    @property
+    def best_fits(self) -> bool:
+        return self.best is self.best_fit or fits(self.best, self.capacity)
+
+
+def fits(result: Result, capacity: int | None) -> bool:
+    return capacity is None or result.predicted_shm_bytes <= capacity
+
+
+def recommend(results: Sequence[Result], capacity: int | None, tolerance: float = TOLERANCE) -> Recommendation | None:
+    """The fewest workers within `tolerance` of the fastest config that ran and fits; None when none did."""
+    timed = [r for r in results if r.status == "ok" and r.batch_seconds]
+    fitting = [r for r in timed if fits(r, capacity)]
+    if not fitting:
+        return None
+    best_fit = min(fitting, key=lambda r: r.batch_seconds)
+    near = [r for r in fitting if r.batch_seconds <= best_fit.batch_seconds * (1 + tolerance)]
+    choice = min(near, key=lambda r: (r.config.num_workers, r.batch_seconds))
+    best = min(timed, key=lambda r: r.batch_seconds)
+    return Recommendation(choice=choice, best_fit=best_fit, best=best, capacity=capacity, tolerance=tolerance)
