@@ -23,6 +23,9 @@ FILES = {
                          "  - {name: a, image: x, resources: {limits: {memory: 2Zi}}}\n"),
     "badlabel.yml": "services:\n  a:\n    labels: {shmdoctor.loader: 'batch_size=ten'}\n",
     "notes.txt": "not a segment\n",
+    "volumes-not-a-list.yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  volumes: 3\n"
+                                "  containers: [{name: a, image: x}]\n"),
+    "tmpfs-not-a-path.yml": "services:\n  a:\n    image: x\n    tmpfs: true\n",
 }
 USAGE, PROBE = 2, 3
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
@@ -114,6 +117,10 @@ CASES = [
      "badsize.yml:3: service 'a': shm_size: cannot read 'lots' as a size"),
     ("lint a Kubernetes quantity nobody can read", ["lint", "{d}/badquantity.yaml"], {}, USAGE,
      "resources.limits.memory: cannot read '2Zi' as a Kubernetes quantity"),
+    ("lint a pod whose volumes are not a list", ["lint", "{d}/volumes-not-a-list.yaml"], {}, USAGE,
+     "volumes-not-a-list.yaml:5: spec.volumes must be a list, not int"),
+    ("lint a service whose tmpfs is not a path", ["lint", "{d}/tmpfs-not-a-path.yml"], {}, USAGE,
+     "service 'a': tmpfs must be a path or a list of paths, not bool"),
     ("lint a loader label that is not a loader", ["lint", "{d}/badlabel.yml"], {}, USAGE,
      "batch_size must be an integer"),
 ]

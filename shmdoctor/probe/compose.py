@@ -89,14 +89,20 @@ def _tmpfs_size(options: str) -> str | None:
 def _mount_at_shm(svc: _Service) -> tuple[str, Any, str] | None:
     """A tmpfs or a bind at /dev/shm: (kind 'tmpfs' | 'host', size as written or None, how it was told)."""
     tmpfs = svc.get("tmpfs")
+    if tmpfs is not None and not isinstance(tmpfs, (str, list)):
+        raise svc.error(f"tmpfs must be a path or a list of paths, not {type(tmpfs).__name__}")
     for entry in [tmpfs] if isinstance(tmpfs, str) else tmpfs or []:
         path, _, options = _interpolate(str(entry)).partition(":")
         if path.rstrip("/") == SHM:
             return "tmpfs", _tmpfs_size(options), f"tmpfs: {entry}"
-    for volume in svc.get("volumes") or []:
+    volumes = svc.get("volumes")
+    if volumes is not None and not isinstance(volumes, list):
+        raise svc.error(f"volumes must be a list, not {type(volumes).__name__}")
+    for volume in volumes or []:
         if isinstance(volume, dict) and str(volume.get("target", "")).rstrip("/") == SHM:
             if volume.get("type") == "tmpfs":
-                size = (volume.get("tmpfs") or {}).get("size")
+                options = volume.get("tmpfs")
+                size = options.get("size") if isinstance(options, dict) else None
                 return "tmpfs", _interpolate(size), f"volumes: tmpfs at {SHM}" + (f", size {size}" if size else "")
             if volume.get("type") == "bind" and str(volume.get("source", "")).rstrip("/") == SHM:
                 return "host", None, f"volumes: the host's {SHM} bound in"
@@ -113,7 +119,7 @@ class ComposeFile:
         self.swarm = meant_for_swarm(doc.body) if swarm is None else swarm
         self.services = {name: _Service(doc, str(name), body) for name, body in doc.body["services"].items()}
         self.by_container_name = {
-            s.get("container_name"): s for s in self.services.values() if s.get("container_name")
+            str(s.get("container_name")): s for s in self.services.values() if s.get("container_name")
         }
 
     def shm(self, svc: _Service, unreadable: list[str], seen: tuple[str, ...] = ()) -> tuple[Shm, Ipc]:

@@ -27,10 +27,27 @@ def is_manifest(body: Any) -> bool:
     return isinstance(body, dict) and isinstance(body.get("kind"), str) and "apiVersion" in body
 
 
+def _mapping(value: Any, what: str, source: str, node: Any) -> dict:
+    """A field that must be a mapping: absent (or null) is empty; another type is bad input, with file:line."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UsageError(f"{where(source, node)}: {what} must be a mapping, not {type(value).__name__}")
+    return value
+
+
+def _sequence(value: Any, what: str, source: str, node: Any) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UsageError(f"{where(source, node)}: {what} must be a list, not {type(value).__name__}")
+    return value
+
+
 def objects(body: dict) -> Iterator[dict]:
     """The object itself, or the items of a List (`kubectl get ... -o json`), recursively."""
     if body.get("kind") == "List" or (body["kind"].endswith("List") and isinstance(body.get("items"), list)):
-        for item in body.get("items") or []:
+        for item in body["items"] if isinstance(body.get("items"), list) else []:
             if is_manifest(item):
                 yield from objects(item)
     else:
@@ -61,13 +78,14 @@ def _template_label(path: tuple[str, ...]) -> str:
 class _Pod:
     def __init__(self, doc: Document, obj: dict, path: tuple[str, ...], template: dict):
         self.doc, self.obj, self.template, self.spec = doc, obj, template, template["spec"]
-        meta = obj.get("metadata") or {}
+        meta = _mapping(obj.get("metadata"), "metadata", doc.source, obj)
         self.name = f"{obj['kind']}/{meta.get('name') or meta.get('generateName') or '?'}"
         label = _template_label(path)
         self.name += f"/{label}" if label else ""
         self.id = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else None
         self.containers = [c for c in self.spec["containers"] if isinstance(c, dict)]
-        self.volumes = {v.get("name"): v for v in self.spec.get("volumes") or [] if isinstance(v, dict)}
+        volumes = _sequence(self.spec.get("volumes"), "spec.volumes", doc.source, self.spec)
+        self.volumes = {v["name"]: v for v in volumes if isinstance(v, dict) and isinstance(v.get("name"), str)}
 
     def quantity(self, value: Any, node: Any, what: str) -> int | None:
         if value in (None, ""):
@@ -79,38 +97,40 @@ class _Pod:
                              f"{self.name}: {what}: {e}") from None
 
     def memory_limit(self, container: dict) -> int | None:
-        limits = ((container.get("resources") or {}).get("limits") or {})
+        resources = _mapping(container.get("resources"), "resources", self.doc.source, container)
+        limits = _mapping(resources.get("limits"), "resources.limits", self.doc.source, container)
         return self.quantity(limits.get("memory"), container, "resources.limits.memory")
 
     def pod_memory_limit(self) -> int | None:
         """Pod-level resources where given, else the sum of the containers' limits (None if one has none)."""
-        pod_level = ((self.spec.get("resources") or {}).get("limits") or {}).get("memory")
+        resources = _mapping(self.spec.get("resources"), "spec.resources", self.doc.source, self.spec)
+        pod_level = _mapping(resources.get("limits"), "spec.resources.limits", self.doc.source, self.spec).get("memory")
         if pod_level is not None:
             return self.quantity(pod_level, self.spec, "spec.resources.limits.memory")
         limits = [self.memory_limit(c) for c in self.containers]
         return sum(limits) if limits and all(limits) else None  # type: ignore[arg-type]
 
     def shm(self, container: dict, unreadable: list[str]) -> Shm:
-        mount = next((m for m in container.get("volumeMounts") or []
+        mounts = _sequence(container.get("volumeMounts"), "volumeMounts", self.doc.source, container)
+        mount = next((m for m in mounts
                       if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == SHM), None)
         if mount is None:
             if self.spec.get("hostIPC"):
                 return Shm(True, None, None, None, "host-ipc", "hostIPC: true (the node's /dev/shm)")
             return Shm(True, RUNTIME_DEFAULT_SHM, None, RUNTIME_DEFAULT_SHM, "runtime-shm",
                        "no volume at /dev/shm: the container runtime's default")
-        volume = self.volumes.get(mount.get("name"))
+        volume = self.volumes.get(mount.get("name")) if isinstance(mount.get("name"), str) else None
         if volume is None:
             raise UsageError(f"{where(self.doc.source, mount)}: {self.name}: the volumeMount at {SHM} names "
                              f"volume {mount.get('name')!r}, which the pod does not define")
-        empty_dir = volume.get("emptyDir")
-        if isinstance(empty_dir, dict) or "emptyDir" in volume:
-            empty_dir = empty_dir or {}
+        if "emptyDir" in volume:
+            empty_dir = _mapping(volume["emptyDir"], "emptyDir", self.doc.source, volume)
             size_limit = self.quantity(empty_dir.get("sizeLimit"), volume, "emptyDir.sizeLimit")
             if empty_dir.get("medium") != "Memory":
                 return Shm(True, size_limit, None, size_limit, "k8s-emptydir-disk",
                            f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)")
             return self._memory_empty_dir(volume.get("name"), size_limit, unreadable)
-        host_path = (volume.get("hostPath") or {}).get("path", "")
+        host_path = _mapping(volume.get("hostPath"), "hostPath", self.doc.source, volume).get("path", "")
         if str(host_path).rstrip("/") == SHM:
             return Shm(True, None, None, None, "host", f"hostPath {SHM} (the node's /dev/shm)")
         kind = next((k for k in volume if k != "name"), "unknown")
@@ -131,7 +151,7 @@ class _Pod:
     def loader_spec(self) -> tuple[str | None, Any]:
         for meta in (self.template.get("metadata"), self.obj.get("metadata")):
             for key in ("annotations", "labels"):
-                values = (meta or {}).get(key) or {}
+                values = (meta if isinstance(meta, dict) else {}).get(key) or {}
                 if isinstance(values, dict) and values.get(LOADER_KEY):
                     return str(values[LOADER_KEY]), values
         return None, None
@@ -161,7 +181,7 @@ def probe(doc: Document) -> tuple[list[Definition], list[str]]:
     for obj in objects(doc.body):
         templates = list(pod_templates(obj))
         if not templates:
-            passed_over.append(f"{obj['kind']}/{(obj.get('metadata') or {}).get('name', '?')}")
+            passed_over.append(f"{obj['kind']}/{_mapping(obj.get('metadata'), 'metadata', doc.source, obj).get('name', '?')}")
         for path, template in templates:
             found.extend(_Pod(doc, obj, path, template).definitions())
     return found, passed_over
