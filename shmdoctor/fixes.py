@@ -80,6 +80,8 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
         args = ("(drop -v /dev/shm:/dev/shm)",) + args
     if facts.ipc.mode == "container" and facts.ipc.owner:  # --ipc=container:X: the /dev/shm is X's
         args = (f"(on {facts.ipc.owner}, the IPC owner)",) + args
+    if facts.ipc.mode == "none" and not facts.shm.present:  # --shm-size means nothing under --ipc=none
+        args = ("--ipc=private",) + args
     why = f"{format_size(need.bytes)} needed + 25%" + (", and memory to hold it" if memory_too else "")
     return (
         Fix(
