@@ -99,6 +99,7 @@ def test_every_kind_of_container_against_the_seed_loader(fleet):
     assert reports["bind"]["ipc"]["mode"] == "private" and reports["bind"]["verdict"] == "ok"
 
     assert shm("ipcnone")[::2] == (False, "none") and errors(reports["ipcnone"]) == ["no-shm"]
+    assert first_fix(reports["ipcnone"]) == ["--ipc=private", "--shm-size=1536m"]
 
     assert shm("owner") == (True, 256 * MiB, "docker-shm") and reports["owner"]["ipc"]["mode"] == "shareable"
     joiner = reports["joiner"]
