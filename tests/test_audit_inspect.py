@@ -50,8 +50,13 @@ def test_shm_and_ipc_from_inspect(name, options, shm, ipc):
 
 def test_host_shm_is_unknown_when_the_engine_is_remote():
     for name in ("ipchost", "bind"):
-        shm = probe.facts_from_inspect(captured(name), host_shm=None).facts.shm
+        probed = probe.facts_from_inspect(captured(name), host_shm=None)
+        shm = probed.facts.shm
         assert shm.present and shm.size_bytes is None and "remote engine" in shm.detail
+        report = _judge(probed, SEED, requirement_from(SEED), "error")
+        assert "probe-incomplete" in [f.id for f in report.findings] and report.verdict == "warn"
+        completed = probe.with_usage(probed, (GiB, 0, GiB)).facts  # --exec: df inside tells the size
+        assert completed.unreadable == () and completed.shm.size_bytes == GiB
 
 
 def test_joiner_gets_the_owners_shm_and_names_it():
@@ -62,6 +67,7 @@ def test_joiner_gets_the_owners_shm_and_names_it():
     assert facts.shm.size_bytes == 256 * MiB and "sdt-audit-cap-owner" in facts.shm.detail
     alone = probe.facts_from_inspect(joiner).facts  # the owner could not be inspected
     assert alone.shm.size_bytes is None and alone.ipc.owner == owner["Id"][:12]
+    assert alone.unreadable and "could not be inspected" in alone.unreadable[0]
 
 
 def test_limits_and_gpus():

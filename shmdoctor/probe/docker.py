@@ -19,6 +19,7 @@ from ..sizes import parse_size
 
 SHM = "/dev/shm"
 LOADER_LABEL = "shmdoctor.loader"
+SIZE_UNKNOWN = "the size of /dev/shm"
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
 Inspect = dict[str, Any]
@@ -154,6 +155,7 @@ def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: in
         cpus=cpus_of(host),
         gpus=gpus,
         flags=frozenset(flags),
+        unreadable=(f"{SIZE_UNKNOWN} ({shm.detail})",) if shm.present and shm.size_bytes is None else (),
     )
     labels = (info.get("Config") or {}).get("Labels") or {}
     return Probed(facts, labels.get(LOADER_LABEL), tuple(notes))
@@ -165,9 +167,10 @@ def with_usage(probed: Probed, usage: tuple[int, int, int] | str) -> Probed:
     if isinstance(usage, str):
         return replace(probed, facts=replace(facts, unreadable=facts.unreadable + (f"/dev/shm use ({usage})",)))
     size, used, free = usage
+    unreadable = tuple(u for u in facts.unreadable if not u.startswith(SIZE_UNKNOWN))  # df told it
     shm = replace(facts.shm, size_bytes=size, used_bytes=used, free_bytes=free,
                   detail=facts.shm.detail + "; use read with df inside (--exec)")
-    return replace(probed, facts=replace(facts, shm=shm))
+    return replace(probed, facts=replace(facts, shm=shm, unreadable=unreadable))
 
 
 def gone(name: str, cid: str | None = None) -> Probed:
