@@ -94,7 +94,8 @@ def test_every_kind_of_container_against_the_seed_loader(fleet):
 
     host = os.statvfs("/dev/shm")  # the engine runs on this machine: its /dev/shm is the host's
     assert shm("ipchost") == (True, host.f_blocks * host.f_frsize, "host-ipc")
-    assert reports["ipchost"]["ipc"]["mode"] == "host" and "ipc-host" in [f["id"] for f in reports["ipchost"]["findings"]]
+    assert reports["ipchost"]["ipc"]["mode"] == "host"
+    assert "ipc-host" in [f["id"] for f in reports["ipchost"]["findings"]]
     assert shm("bind") == (True, host.f_blocks * host.f_frsize, "host")
     assert reports["bind"]["ipc"]["mode"] == "private" and reports["bind"]["verdict"] == "ok"
 
@@ -256,7 +257,8 @@ def test_container_removed_mid_audit_is_said_and_the_audit_goes_on(fleet, monkey
 
 def test_oom_killed_container_with_all(images):
     # 100 MiB into a 256 MiB /dev/shm under a 32 MiB memory limit: tmpfs pages are charged to the cgroup.
-    name = start("oom", "--memory=32m", "--shm-size=256m", cmd=("dd", "if=/dev/zero", "of=/dev/shm/x", "bs=1M", "count=100"))
+    fill = ("dd", "if=/dev/zero", "of=/dev/shm/x", "bs=1M", "count=100")
+    name = start("oom", "--memory=32m", "--shm-size=256m", cmd=fill)
     try:
         assert docker("wait", name).stdout.strip() == "137"
         assert docker("inspect", "-f", "{{.State.OOMKilled}}", name).stdout.strip() == "true"

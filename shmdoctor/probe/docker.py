@@ -59,7 +59,8 @@ def _mounted_shm(info: Inspect, host_shm: int | None) -> Shm | None:
     tmpfs = (host.get("Tmpfs") or {}).get(SHM)
     if tmpfs is not None:
         size = _tmpfs_size(tmpfs)
-        return _shm(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}" + ("" if size else ": no size, half the host's memory"))
+        unsized = "" if size else ": no size, the kernel's default of half the host's memory"
+        return _shm(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}{unsized}")
     for mount in host.get("Mounts") or []:
         if mount.get("Target") == SHM and mount.get("Type") == "tmpfs":
             size = (mount.get("TmpfsOptions") or {}).get("SizeBytes") or None
@@ -144,7 +145,7 @@ def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: in
         notes.append(f"not running: {status}")
     gpus = gpus_of(host)
     if gpus:
-        notes.append(f"GPUs requested: {gpus} (one DDP rank per GPU: give --ranks or ranks= in the {LOADER_LABEL} label)")
+        notes.append(f"GPUs requested: {gpus} (a DDP rank per GPU: give --ranks, or ranks= in the {LOADER_LABEL} label)")
     facts = Facts(
         target=Target(kind="container", name=name_of(info), id=info.get("Id")),
         shm=shm,
