@@ -95,6 +95,17 @@ CASES = [
     ("watch holders every -1 s", ["watch", "--holders-every", "-1"], {}, USAGE, "--holders-every must be 0 (never)"),
     ("watch a path that is not there", ["watch", "--path", "{d}/nowhere"], {}, USAGE, "is not a directory"),
     ("watch with half a loader", ["watch", "--batch-size", "8"], {}, USAGE, "a loader needs a sample size"),
+    # bench
+    ("bench without data", ["bench", "--batch-size", "8"], {}, USAGE, "give --sample-bytes SIZE (the synthetic"),
+    ("bench without a batch size", ["bench", "--sample-bytes", "1m"], {}, USAGE, "Missing option '--batch-size'"),
+    ("bench workers not a list", ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--num-workers", "0,two"], {},
+     USAGE, "--num-workers: expected a comma list of integers"),
+    ("bench prefetch zero", ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--prefetch-factor", "0,2"], {},
+     USAGE, "--prefetch-factor: expected integers of at least 1"),
+    ("bench pin_memory neither true nor false", ["bench", "--batch-size", "8", "--sample-bytes", "1m",
+     "--pin-memory", "maybe"], {}, USAGE, "--pin-memory: expected a comma list of true/false"),
+    ("bench on a device nobody has", ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--device", "tpu"], {},
+     USAGE, "--device 'tpu': expected auto, cpu, cuda or cuda:N"),
     # audit: the engine and container names
     ("engine refuses", ["audit"], {"DOCKER_HOST": "tcp://127.0.0.1:1"}, PROBE,
      "cannot reach the Docker engine at tcp://127.0.0.1:1: connection refused"),

@@ -34,6 +34,7 @@ class Outcome:
     leftover_shm_bytes: int | None
     removed_segments: tuple[str, ...]
     wall_seconds: float
+    pids: frozenset[int] = frozenset()  # the child and every process seen under it
 
 
 def _end_group(pgid: int, pids: set[int]) -> None:
@@ -125,6 +126,7 @@ def run(job: dict, *, timeout: float, shm_path: str = SHM) -> Outcome:
         leftover_shm_bytes=None if baseline is None or after is None else max(0, after - baseline),
         removed_segments=removed,
         wall_seconds=wall,
+        pids=frozenset(pids),
     )
 
 

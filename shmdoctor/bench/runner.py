@@ -63,6 +63,7 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)  # the CUDA context, before any timing
         start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    before = shm_used(SHM)  # the iterator's own pages from here: the gate's semaphores, then its queues'
     gate = multiprocessing.Event()
     extra = {"prefetch_factor": job["prefetch_factor"], "worker_init_fn": partial(_gate, gate)} if workers else {}
     loader = DataLoader(_dataset(job), batch_size=job["batch_size"], num_workers=workers,
@@ -73,7 +74,6 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
     waits: list[float] = []
     copies: list[float] = []
     calls: list[float] = []
-    before = shm_used(SHM)
     t0 = time.perf_counter()
     it = iter(loader)
     startup = time.perf_counter() - t0

@@ -40,10 +40,12 @@ def classify(error: str, log: str, returncode: int | None, *, shm_present: bool 
     status (negative: killed by that signal).
     """
     text = f"{error}\n{log}"
-    for sign in SHM_SIGNS:
-        m = sign.search(text)
-        if m:
-            return "shm-exhausted", m.group(0).strip()
+    for source in (error, log):  # the main process's words first; a dying worker's own in the log
+        for sign in SHM_SIGNS:
+            m = sign.search(source)
+            if m:
+                said = m.group(0).strip()
+                return "shm-exhausted", said if source is error or not error else f"{said} ({_last_line(error)})"
     m = ENOSPC.search(text)
     if m and SHM_CONTEXT.search(text):
         return "shm-exhausted", m.group(0).strip()

@@ -29,24 +29,23 @@ def bool_list(text: str, what: str) -> list[bool]:
 
 def resolve_device(name: str) -> tuple[str, dict]:
     """auto | cpu | cuda | cuda:N -> (torch device string, what the JSON says about it). Imports torch."""
+    name = name.strip().lower()
+    name = "cuda:0" if name == "cuda" else name
+    index = name.partition(":")[2]
+    if name not in ("auto", "cpu") and not (name.startswith("cuda:") and index.isdigit()):
+        raise UsageError(f"--device {name!r}: expected auto, cpu, cuda or cuda:N")
     try:
         import torch
+        import torch.multiprocessing as mp
     except ImportError:
         raise UsageError("shmdoctor bench needs torch: pip install 'shmdoctor[bench]'") from None
-    import torch.multiprocessing as mp
 
-    name = name.strip().lower()
     available = torch.cuda.is_available()
     if name == "auto":
-        name = "cuda:0" if available else "cpu"
-    elif name == "cuda":
-        name = "cuda:0"
+        name, index = ("cuda:0", "0") if available else ("cpu", "")
     info = {"name": name, "torch": torch.__version__, "sharing_strategy": mp.get_sharing_strategy()}
     if name == "cpu":
         return name, info
-    index = name.partition(":")[2]
-    if not name.startswith("cuda:") or not index.isdigit():
-        raise UsageError(f"--device {name!r}: expected auto, cpu, cuda or cuda:N")
     if not available or int(index) >= torch.cuda.device_count():
         raise UsageError(f"--device {name}: CUDA device not available (torch sees {torch.cuda.device_count()})")
     info["model"] = torch.cuda.get_device_name(int(index))

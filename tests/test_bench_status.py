@@ -1,0 +1,50 @@
+"""How a config's end is told: the real texts PyTorch prints (FACTS.md, the seed article) and exit statuses."""
+import signal
+
+import pytest
+
+from shmdoctor.bench.status import classify
+
+WORKER = "Caught RuntimeError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n  ...\n"
+ENOSPC = WORKER + ("RuntimeError: unable to allocate shared memory(shm) for file </torch_5170_2925381151_1>: "
+                   "No space left on device (28)")
+SEED = WORKER + ("RuntimeError: unable to allocate shared memory(shm) for file </torch_826048_2310082876_0>: "
+                 "Resource temporarily unavailable (11)")
+BUS_LOG = ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+           "(shm).\n")
+BUS_MAIN = ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that "
+            "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.")
+WORKER_OOM = "RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed. "
+NO_SHM = "FileNotFoundError: [Errno 2] No such file or directory"
+ANCDATA = "RuntimeError: received 0 items of ancdata"
+
+
+@pytest.mark.parametrize(
+    "error, log, rc, present, status, says",
+    [
+        (ENOSPC, "", 1, True, "shm-exhausted", "No space left on device (28)"),
+        (SEED, "", 1, True, "shm-exhausted", "Resource temporarily unavailable (11)"),
+        ("", BUS_LOG, 1, True, "shm-exhausted", "Unexpected bus error"),
+        (BUS_MAIN, "", 1, True, "shm-exhausted", "killed by signal: Bus error"),
+        (WORKER_OOM, "", 1, True, "shm-exhausted", "is killed by signal: Killed"),
+        (NO_SHM, "", 1, False, "shm-exhausted", "there is no /dev/shm"),
+        ("", "", -signal.SIGKILL, True, "shm-exhausted", "SIGKILL"),
+        ("", "", -signal.SIGBUS, True, "shm-exhausted", "SIGBUS"),
+        # not shared memory
+        (NO_SHM, "", 1, True, "error", "FileNotFoundError"),
+        (ANCDATA, "", 1, True, "error", "received 0 items of ancdata"),
+        ("OSError: [Errno 28] No space left on device: '/data/cache.bin'", "", 1, True, "error", "/data/cache.bin"),
+        ("ValueError: bad sample", "", 1, True, "error", "ValueError: bad sample"),
+        ("", "Segmentation fault", -signal.SIGSEGV, True, "error", "SIGSEGV"),
+        ("", "", 0, True, "ok", ""),
+    ],
+)
+def test_classify(error, log, rc, present, status, says):
+    got, message = classify(error, log, rc, shm_present=present)
+    assert got == status
+    assert says in message
+
+
+def test_a_timeout_is_an_error_unless_shm_ran_out_first():
+    assert classify("", "", -signal.SIGKILL, timed_out=True)[0] == "error"
+    assert classify(ENOSPC, "", -signal.SIGKILL, timed_out=True)[0] == "shm-exhausted"
