@@ -97,8 +97,9 @@ def thin_headroom(facts, need):
 @rule("default-shm", "warning", "the container has the engine's default 64 MiB /dev/shm")
 def default_shm(facts, need):
     if need is None and facts.shm.source in ("docker-shm", "runtime-shm") and facts.shm.size_bytes == DOCKER_DEFAULT_SHM:
+        most = fixes.page_floor(DOCKER_DEFAULT_SHM // 9)  # 4 workers, prefetch 2: (2·4 + 1) batches in flight
         msg = (
-            "/dev/shm is the default 64 MiB: a DataLoader with workers and batches over ~20 MiB will fail here. "
+            f"/dev/shm is the default 64 MiB: 4 workers fail with batches over {format_size(most)}. "
             "Give shmdoctor your loader (--batch-size, --num-workers, --sample-bytes) for the size it needs"
         )
         return msg, ()

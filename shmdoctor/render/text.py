@@ -90,7 +90,8 @@ def render(report: Report) -> str:
     if report.findings:
         out.append("\nFindings")
         for f in report.findings:
-            out.append(f"  {_style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<17}{f.message}")
+            message = "(the verdict above)" if f.message == report.headline() else f.message
+            out.append(f"  {_style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<17}{message}")
 
     where = "not in a container" if facts.runtime == "none" else f"{facts.runtime} container"
     out.append(f"\nFacts   {facts.target.name} ({where})")
