@@ -10,15 +10,17 @@ from conftest import run_cli
 from shmdoctor.bench import isolate
 from shmdoctor.bench.model import Config
 from shmdoctor.bench.run import Workload, job
+from shmdoctor.bench.zygote import Zygote
 
 pytestmark = pytest.mark.usefixtures("torch_module")
 FAULTS = "tests.loaders.bench_faults"
 
 
-def run(dataset, workers, shm_path=isolate.SHM):
+def run(dataset, workers):
     work = Workload(batch_size=4, batch_bytes=16384, sample_bytes=4096, dataset=dataset, budget=20)
-    return isolate.run(job(work, Config(workers, 2 if workers else None, False, False)), timeout=120,
-                       shm_path=shm_path)
+    with Zygote() as zygote:
+        return isolate.run(job(work, Config(workers, 2 if workers else None, False, False)), timeout=120,
+                           zygote=zygote)
 
 
 def alive(pids):

@@ -6,8 +6,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -17,12 +15,12 @@ import psutil
 
 from .sampler import ShmSampler, shm_used
 from .status import classify
+from .zygote import Zygote
 
 SHM = "/dev/shm"
-GRACE = 120  # seconds over the budget before a config is killed: interpreter, torch import, worker shutdown
+GRACE = 120  # seconds over the budget before a config is killed: the dataset's import, CUDA, the first batch
 LOG_TAIL = 20_000
 SEGMENT = re.compile(r"^torch_(\d+)_")  # PyTorch's names: torch_<pid of the creating process>_<random>_<n>
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ def _end_group(pgid: int, pids: set[int]) -> None:
     except (ProcessLookupError, PermissionError):
         return
     others = []
-    for pid in pids - {pgid}:  # the child itself is reaped by its Popen
+    for pid in pids - {pgid}:  # the child itself is reaped by the zygote
         try:
             if os.getpgid(pid) != pgid:
                 continue
@@ -85,36 +83,31 @@ def remove_segments(path: str, pids: set[int]) -> tuple[str, ...]:
     return tuple(removed)
 
 
-def run(job: dict, *, timeout: float, shm_path: str = SHM) -> Outcome:
+def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Outcome:
+    """One config in a child forked by `zygote`, /dev/shm sampled meanwhile; then its process group ended and the
+    segments its processes left removed, whatever the end was (Ctrl-C included)."""
     baseline = shm_used(shm_path)
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp:
         job_path, result_path, log_path = (os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt"))
         with open(job_path, "w") as f:
             json.dump(job, f)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
-        timed_out = False
-        with open(log_path, "wb") as log:
-            started = time.perf_counter()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "shmdoctor.bench.runner", job_path, result_path],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            )
-            sampler = ShmSampler(shm_path, proc.pid)
-            sampler.start()
-            try:
-                returncode = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:  # Ctrl-C too: the child has its own session, so no one else ends it
-                wall = time.perf_counter() - started
-                measured = _read(result_path)
-                pids = sampler.pids | set(measured.get("worker_pids", ()))
-                _end_group(proc.pid, pids)
-                returncode = proc.wait()
-                sampler.stop()
-                removed = remove_segments(shm_path, pids)
-        log_text = Path(log_path).read_text(errors="replace")[-LOG_TAIL:]
+        started = time.perf_counter()
+        pid = zygote.start(job_path, result_path, log_path)
+        sampler = ShmSampler(shm_path, pid)
+        sampler.start()
+        returncode = None
+        try:
+            returncode = zygote.wait(pid, timeout)
+        finally:
+            wall, timed_out = time.perf_counter() - started, returncode is None
+            measured = _read(result_path)
+            pids = sampler.pids | set(measured.get("worker_pids", ()))
+            _end_group(pid, pids)  # its workers; and the child itself when it ran past the timeout
+            if returncode is None:
+                returncode = zygote.wait(pid, None)
+            sampler.stop()
+            removed = remove_segments(shm_path, pids)
+        log_text = Path(log_path).read_text(errors="replace")[-LOG_TAIL:] if os.path.exists(log_path) else ""
     status, message = classify(measured.get("error", ""), log_text, returncode,
                                shm_present=os.path.isdir(shm_path), timed_out=timed_out)
     after = shm_used(shm_path)

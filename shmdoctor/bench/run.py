@@ -11,6 +11,7 @@ from ..rules import judge
 from ..sizes import format_size
 from . import isolate
 from .model import Config, Result
+from .zygote import Zygote
 
 DEFAULT_BUDGET = 60.0
 
@@ -56,8 +57,8 @@ MEASURED = ("batches", "stable", "batch_seconds", "data_wait_seconds", "h2d_seco
             "worker_startup_seconds", "first_batch_seconds", "loop_seconds", "loader_overhead_bytes")
 
 
-def run_one(workload: Workload, config: Config, shm_path: str = isolate.SHM) -> Result:
-    out = isolate.run(job(workload, config), timeout=workload.budget + isolate.GRACE, shm_path=shm_path)
+def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = isolate.SHM) -> Result:
+    out = isolate.run(job(workload, config), timeout=workload.budget + isolate.GRACE, zygote=zygote, shm_path=shm_path)
     ok = out.status == "ok"
     return Result(
         config=config,
@@ -74,9 +75,10 @@ def run_one(workload: Workload, config: Config, shm_path: str = isolate.SHM) -> 
 
 def sweep(workload: Workload, configs: Sequence[Config], done: Callable[[Result], None] = lambda r: None) -> list[Result]:
     results = []
-    for config in configs:
-        results.append(run_one(workload, config))
-        done(results[-1])
+    with Zygote() as zygote:
+        for config in configs:
+            results.append(run_one(workload, config, zygote))
+            done(results[-1])
     return results
 
 

@@ -1,4 +1,4 @@
-"""One bench config in a child process: `python -m shmdoctor.bench.runner JOB.json RESULT.json`.
+"""One bench config, in a child process the zygote forked: main(JOB.json, RESULT.json).
 
 The job and the result are JSON files. This side builds the loader and times the loop; the parent (isolate.py)
 watches /dev/shm and the process tree, and tells a crash or a kill from the exit status. torch is imported here.
@@ -50,10 +50,7 @@ def _gate(event: Any, worker_id: int) -> None:
 
 
 def measure(job: dict, emit: Callable[[dict], None]) -> None:
-    """Times the loop until per-batch time settles (or `batches` are timed, or the budget is spent), then emits.
-
-    emit() runs while the iterator is alive, so shutting the workers down is not timed.
-    """
+    """Times the loop until per-batch time settles (or `batches` are timed, or the budget is spent), then emits."""
     import torch
     from torch.utils.data import DataLoader
 
@@ -64,7 +61,7 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         torch.zeros(1, device=device)  # the CUDA context, before any timing
         start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     before = shm_used(SHM)  # the iterator's own pages from here: the gate's semaphores, then its queues'
-    gate = multiprocessing.Event()
+    gate = multiprocessing.Event() if workers else None
     extra = {"prefetch_factor": job["prefetch_factor"], "worker_init_fn": partial(_gate, gate)} if workers else {}
     loader = DataLoader(_dataset(job), batch_size=job["batch_size"], num_workers=workers,
                         pin_memory=job["pin_memory"], **extra)
@@ -78,7 +75,8 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
     it = iter(loader)
     startup = time.perf_counter() - t0
     after = shm_used(SHM)  # no batch yet: the workers wait at the gate
-    gate.set()
+    if gate:
+        gate.set()
     overhead = None if before is None or after is None else max(0, after - before)
     first = batch_bytes = None
     stable = False
@@ -137,13 +135,18 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """Emitting the result ends the process at once: the parent then ends the workers (SIGKILL to the process group)
+    and removes what they leave, so a loader's shutdown (up to seconds when a worker died) is never waited for."""
     job_path, result_path = argv
 
-    def emit(result: dict) -> None:
+    def emit(result: dict, code: int = 0) -> None:
         tmp = result_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(result, f)
         os.replace(tmp, result_path)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
     with open(job_path) as f:
         job = json.load(f)
@@ -151,10 +154,7 @@ def main(argv: list[str]) -> int:
         measure(job, emit)
     except BaseException as e:  # the parent classifies it: every end of a config is a result
         text = str(e) if type(e).__name__ in str(e) else f"{type(e).__name__}: {e}"
-        emit({"error": text, "traceback": traceback.format_exc(limit=-3)})
-        return 1
-    return 0
+        emit({"error": text, "traceback": traceback.format_exc(limit=-3)}, 1)
+    emit({"error": "the loop ended without a result"}, 1)
+    return 1
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
