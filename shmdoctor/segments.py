@@ -83,9 +83,11 @@ def classify(files: list[File], holders: Holders, *, creators_visible: bool = Tr
             pids = held_by[f.inode]
             kept.append(Entry(f.name, f.inode, f.bytes, kind, "held by pid " + ", ".join(map(str, sorted(pids)))))
         elif creator is not None and not creators_visible:
-            kept.append(Entry(f.name, f.inode, f.bytes, kind, "its creator may live in a PID namespace not visible here"))
+            why = "its creator may live in a PID namespace not visible here"
+            kept.append(Entry(f.name, f.inode, f.bytes, kind, why))
         elif creator is not None and creator in holders.pids:
-            kept.append(Entry(f.name, f.inode, f.bytes, kind, f"its creator, pid {creator}, is alive (a batch in flight)"))
+            why = f"its creator, pid {creator}, is alive (a batch in flight)"
+            kept.append(Entry(f.name, f.inode, f.bytes, kind, why))
         else:
             leaked.append(Entry(f.name, f.inode, f.bytes, kind))
     return Plan(tuple(leaked), tuple(kept), tuple(unrecognised))

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import PYTHON, docker_run, run_cli
+from conftest import docker_run, run_cli
 from shmdoctor.commands import clean
 from shmdoctor.probe import holders
 from shmdoctor.probe.holders import Holder, Holders, Segment

@@ -25,7 +25,8 @@ WAIT = 30  # seconds a step may take before the test gives up (a hang, not a spe
 
 def _start(*args: str, cwd=REPO, env=None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "shmdoctor", *args], cwd=cwd, stdin=stdin,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
 
 
 def _interrupt(proc: subprocess.Popen) -> tuple[int, str, str]:
@@ -50,7 +51,9 @@ def _wait_for(condition, what: str) -> None:
 
 def test_ctrl_c_in_check_while_it_imports_a_dataset(tmp_path):
     marker = tmp_path / "importing"
-    (tmp_path / "slowset.py").write_text(f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(600)\n")
+    (tmp_path / "slowset.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(600)\n"
+    )
     proc = _start("check", "--batch-size", "8", "--num-workers", "2", "--dataset", "slowset:data", cwd=tmp_path)
     _wait_for(marker.exists, "the dataset module to be imported")
     code, _, err = _interrupt(proc)
@@ -182,7 +185,8 @@ def test_absent_shm(images):
     assert r[CHECK]["rc"] == 1 and _ids(r[CHECK])[0] == "no-shm"
     for spec, what in ((WATCH, "watch"), (CLEAN, "clean")):
         assert r[spec]["rc"] == 3
-        assert r[spec]["stderr"].strip() == f"shmdoctor: error: there is no /dev/shm here (--ipc=none?): nothing to {what}"
+        message = f"shmdoctor: error: there is no /dev/shm here (--ipc=none?): nothing to {what}"
+        assert r[spec]["stderr"].strip() == message
 
 
 @pytest.mark.docker

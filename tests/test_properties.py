@@ -179,7 +179,8 @@ def test_a_pod_with_any_value_anywhere_is_judged_or_a_usage_error(where, value):
     container = {"name": "trainer", "image": "x", "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}
     volume = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}
     meta = {"name": "p", "annotations": {"shmdoctor.loader": "batch_size=4,num_workers=2,sample_bytes=1m"}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container], "volumes": [volume]}}
+    spec = {"containers": [container], "volumes": [volume]}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     owner, key = where.split(".") if "." in where else ("pod", where)
     {"pod": pod, "spec": pod["spec"], "container": container, "volume": volume, "meta": meta,
      "mount": container["volumeMounts"][0]}[owner][key] = value

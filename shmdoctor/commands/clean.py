@@ -41,7 +41,7 @@ def list_files(directory: str) -> list[File]:
 
 
 def creators_visible(directory: str) -> bool:
-    """False when the directory is shared with processes this PID namespace cannot see (their pids mean nothing here)."""
+    """False when processes this PID namespace cannot see share the directory (their pids mean nothing here)."""
     try:
         if os.stat("/proc/self/ns/pid").st_ino == HOST_PID_NAMESPACE:
             return True
@@ -187,7 +187,8 @@ def render_json(*, directory, size, used, plan, yes, removed, failed, unreadable
 def render_text(*, directory, size, used, plan, yes, removed, failed, unreadable, interrupted) -> str:
     out = [f"{directory}: {format_size(size)}, {format_size(used)} used"]
     if plan.leaked:
-        out.append(f"Leaked: {_count(len(plan.leaked), 'segment')}, {format_size(plan.leaked_bytes)}, that no process holds")
+        n = _count(len(plan.leaked), "segment")
+        out.append(f"Leaked: {n}, {format_size(plan.leaked_bytes)}, that no process holds")
         out += [f"  {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in plan.leaked]
     else:
         out.append("Leaked: none")

@@ -201,7 +201,8 @@ class _Text:
         out = [f"\nSummary  {w.samples} samples over {elapsed:.1f} s" + (" (interrupted)" if interrupted else "")]
         out.append(
             f"  peak     {format_size(w.peak)} at {w.peak_t:.1f}s, {_share(w.peak, w.size)} of {format_size(w.size)} "
-            f"({format_size(max(0, w.peak - (w.start_used or 0)))} above the {format_size(w.start_used)} in use at the start)"
+            f"({format_size(max(0, w.peak - (w.start_used or 0)))} above the {format_size(w.start_used)} in use "
+            "at the start)"
         )
         if self.budget:
             # Slack: the loader's semaphores and queues take a few pages besides its batches.

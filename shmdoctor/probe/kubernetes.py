@@ -181,7 +181,8 @@ def probe(doc: Document) -> tuple[list[Definition], list[str]]:
     for obj in objects(doc.body):
         templates = list(pod_templates(obj))
         if not templates:
-            passed_over.append(f"{obj['kind']}/{_mapping(obj.get('metadata'), 'metadata', doc.source, obj).get('name', '?')}")
+            meta = _mapping(obj.get("metadata"), "metadata", doc.source, obj)
+            passed_over.append(f"{obj['kind']}/{meta.get('name', '?')}")
         for path, template in templates:
             found.extend(_Pod(doc, obj, path, template).definitions())
     return found, passed_over
