@@ -16,6 +16,8 @@ import time
 import pytest
 
 from conftest import PYTHON, REPO, docker_run
+from shmdoctor.probe import holders
+from shmdoctor.segments import creator_pid
 
 INTERRUPTED = 130
 WAIT = 30  # seconds a step may take before the test gives up (a hang, not a speed limit)
@@ -114,6 +116,34 @@ def test_ctrl_c_in_lint_while_it_reads_stdin():
     time.sleep(1.0)
     code, _, err = _interrupt(proc)
     assert code == INTERRUPTED and err.splitlines() == ["shmdoctor: interrupted"]
+
+
+@pytest.mark.torch
+def test_ctrl_c_in_bench_leaves_no_worker_and_no_segment(torch_module):
+    import psutil
+
+    # As a terminal does: SIGINT to the whole foreground process group, while configs run in their own sessions.
+    proc = subprocess.Popen([sys.executable, "-m", "shmdoctor", "bench", "--sample-bytes", "256k", "--batch-size", "8",
+                             "--num-workers", "2", "--step-time", "0.2", "--budget", "60"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    tree = psutil.Process(proc.pid)
+    workers = lambda: [p for p in tree.children(recursive=True) if p.name() == "pt_data_worker"]  # noqa: E731
+    _wait_for(lambda: len(workers()) == 2, "a config's DataLoader workers")
+    descendants = tree.children(recursive=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("bench still running after Ctrl-C")
+    assert proc.returncode == INTERRUPTED and "Traceback" not in err
+    assert [line for line in err.splitlines() if line][-1] == "shmdoctor: interrupted"
+    _wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in descendants),
+              "the workers to be gone")
+    pids = {p.pid for p in descendants}
+    held = [h.pid for h in holders.scan("/dev/shm").holders if h.pid in pids]
+    named = [n for n in os.listdir("/dev/shm") if creator_pid(n) in pids]
+    assert held == [] and named == []
 
 
 # --- faults, made for real in containers --------------------------------------------------------------------------
