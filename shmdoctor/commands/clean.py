@@ -186,12 +186,18 @@ def render_json(*, directory, size, used, plan, yes, removed, failed, unreadable
 
 def render_text(*, directory, size, used, plan, yes, removed, failed, unreadable, interrupted) -> str:
     out = [f"{directory}: {format_size(size)}, {format_size(used)} used"]
-    if plan.leaked:
+    if not plan.leaked:
+        out.append("Leaked: none")
+    elif not yes:
         n = _count(len(plan.leaked), "segment")
         out.append(f"Leaked: {n}, {format_size(plan.leaked_bytes)}, that no process holds")
         out += [f"  {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in plan.leaked]
     else:
-        out.append("Leaked: none")
+        freed = sum(e.bytes for e in removed)
+        out.append(f"Freed {format_size(freed)}: removed {len(removed)} of {_count(len(plan.leaked), 'leaked segment')}"
+                   + (" before the interrupt" if interrupted else ""))
+        out += [f"  removed {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in removed]
+        out += [f"  kept    {e.name:<40} {format_size(e.bytes):>10}  could not remove: {why}" for e, why in failed]
     for e in plan.kept[:KEPT_SHOWN]:
         out.append(f"Kept    {e.name}  {format_size(e.bytes)}: {e.why}")
     if len(plan.kept) > KEPT_SHOWN:
@@ -204,13 +210,6 @@ def render_text(*, directory, size, used, plan, yes, removed, failed, unreadable
             f"note: could not read {_count(len(unreadable), 'process', 'processes')} ({'; '.join(unreadable[:3])}): "
             "holders may be missing; removal stays safe (a kernel lease refuses any segment still open or mapped)"
         )
-    if not yes:
-        if plan.leaked:
-            out.append(f"Nothing removed: `shmdoctor clean --yes` would free {format_size(plan.leaked_bytes)}.")
-        return "\n".join(out)
-    freed = sum(e.bytes for e in removed)
-    out.append(f"Freed {format_size(freed)}: removed {len(removed)} of {len(plan.leaked)} leaked segments"
-               + (" before the interrupt" if interrupted else ""))
-    out += [f"  removed {e.name}" for e in removed]
-    out += [f"  could not remove {e.name}: {why}" for e, why in failed]
+    if not yes and plan.leaked:
+        out.append(f"Nothing removed: `shmdoctor clean --yes` would free {format_size(plan.leaked_bytes)}.")
     return "\n".join(out)
