@@ -183,19 +183,20 @@ class _Text:
         click.echo(line + "; Ctrl-C to stop")
 
     def sample(self, t, size, used, w: Watch, fresh) -> None:
-        if used != self.printed_used or t - self.printed_t >= HEARTBEAT_S:
+        holders = [(h.pid, h.bytes) for h in fresh.holders] if fresh is not None else self.printed_holders
+        if used != self.printed_used or t - self.printed_t >= HEARTBEAT_S or holders != self.printed_holders:
             line = f"{t:8.1f}s  used {format_size(used):>10} ({_share(used, size):>4} of {format_size(size)})"
             line += f"  peak {format_size(w.peak)}"
             if self.budget:
                 line += f"  budget {_share(used, self.budget)}"
             click.echo(line)
             self.printed_used, self.printed_t = used, t
-        if fresh is not None:
-            shown = [(h.pid, h.bytes) for h in fresh.holders]
-            if shown != self.printed_holders:
-                for h in fresh.holders[:HOLDERS_SHOWN]:
-                    click.echo(_holder_line(h))
-                self.printed_holders = shown
+        if holders != self.printed_holders:  # the holders, under the sample they were scanned at
+            for h in fresh.holders[:HOLDERS_SHOWN]:
+                click.echo(_holder_line(h))
+            if len(fresh.holders) > HOLDERS_SHOWN:
+                click.echo(f"           and {len(fresh.holders) - HOLDERS_SHOWN} more (--format json lists them all)")
+            self.printed_holders = holders
 
     def summary(self, w: Watch, elapsed: float, interrupted: bool) -> None:
         out = [f"\nSummary  {w.samples} samples over {elapsed:.1f} s" + (" (interrupted)" if interrupted else "")]
@@ -217,6 +218,8 @@ class _Text:
             out.append(f"  holders  {len(biggest)} process{'es' if len(biggest) != 1 else ''} seen in {w.scans} scans"
                        + (", biggest hold of each:" if biggest else ""))
             out += [_holder_line(h) for h in biggest[:HOLDERS_SHOWN]]
+            if len(biggest) > HOLDERS_SHOWN:
+                out.append(f"           and {len(biggest) - HOLDERS_SHOWN} more (--format json lists them all)")
         if w.unreadable:
             out.append(f"note: could not read {len(w.unreadable)} process(es): {'; '.join(sorted(w.unreadable)[:3])}")
         click.echo("\n".join(out))
