@@ -46,9 +46,11 @@ def write(doc: dict[str, Any], path: str) -> None:
                label="peak /dev/shm (measured)", color="tab:green")
     bottom.bar([i + width / 2 for i in x], [r["predicted_shm_bytes"] / mib for r in results], width,
                label="predicted need", color="tab:gray")
-    if doc["shm"]["available_bytes"]:
-        bottom.axhline(doc["shm"]["available_bytes"] / mib, color="red", linestyle="--", label="available")
-    bottom.set_ylabel("MiB")
+    available, tallest = doc["shm"]["available_bytes"], max(
+        [r["predicted_shm_bytes"] for r in results] + [r["peak_shm_bytes"] or 0 for r in results])
+    if available and available <= 2 * tallest:  # a line far above the bars would flatten them
+        bottom.axhline(available / mib, color="red", linestyle="--", label="available")
+    bottom.set_ylabel(f"MiB ({available / mib:.0f} available)" if available else "MiB")
     bottom.set_xticks(list(x), labels)
     bottom.legend()
     fig.tight_layout()

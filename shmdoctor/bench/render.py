@@ -112,9 +112,10 @@ def render_text(doc: dict[str, Any]) -> str:
         fast = rec["best_fitting"]
         out.append(f"{_style('RECOMMEND', 'green')}  {_label(rec, cuda)}: {rec['batch_seconds']:.3f} s a batch, "
                    f"{_size(rec['predicted_shm_bytes'])} of /dev/shm")
-        out.append(f"           the fewest workers within {rec['tolerance']:.0%} of the fastest that fits "
-                   f"({_label(fast, cuda)}: {fast['batch_seconds']:.3f} s a batch); "
-                   f"{_size(rec['available_shm_bytes'])} of /dev/shm available")
+        why = ("the fastest config that fits" if fast == {k: rec[k] for k in fast} else
+               f"the fewest workers within {rec['tolerance']:.0%} of the fastest that fits "
+               f"({_label(fast, cuda)}: {fast['batch_seconds']:.3f} s a batch)")
+        out.append(f"           {why}; {_size(rec['available_shm_bytes'])} of /dev/shm available")
         best = rec["best"]
         if not best["fits"]:
             out.append(f"           the fastest ({_label(best, cuda)}: {best['batch_seconds']:.3f} s) needs "

@@ -1,0 +1,31 @@
+"""The bench's text and chart, from the JSON the H200 run produced (docs/gpu-bench/): a captured real input."""
+import json
+
+from conftest import REPO, run_cli
+from shmdoctor.bench.render import render_text
+
+GPU_RUN = REPO / "docs" / "gpu-bench" / "bench-seed-workers.json"
+
+
+def test_text_from_the_gpu_run_leads_with_the_recommendation(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    doc = json.loads(GPU_RUN.read_text())
+    lines = render_text(doc).splitlines()
+    assert lines[0].startswith("RECOMMEND  num_workers=3, prefetch_factor=2, pin_memory=true")
+    header = next(line for line in lines if line.startswith("WORKERS"))
+    assert header.split()[:4] == ["WORKERS", "PREFETCH", "PIN", "NB"] and "H2D" in header
+    rows = [line.split() for line in lines if line.split()[:1] and line.split()[0].isdigit()]
+    assert len(rows) == len(doc["results"]) == 20 and all(row[4] == "ok" for row in rows)
+
+
+def test_plot_writes_a_png_or_says_what_it_needs(tmp_path):
+    out = tmp_path / "sweep.png"
+    proc = run_cli("bench", "--sample-bytes", "64k", "--batch-size", "2", "--num-workers", "0", "--batches", "3",
+                   "--plot", str(out), timeout=300)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert proc.returncode == 2 and "--plot needs matplotlib" in proc.stderr and not out.exists()
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
