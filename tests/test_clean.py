@@ -220,7 +220,7 @@ def test_the_lease_keeps_a_segment_proc_did_not_show(tmp_path, hold):
     _write(path)
     hold(path, "map")
     entry = Entry("torch_1_2_3", os.stat(path).st_ino, SIZE, "PyTorch")
-    assert clean.remove(str(tmp_path), entry) == "a process has it open or mapped (one /proc did not show)"
+    assert clean.remove(str(tmp_path), entry) == "a process /proc did not show has it open or mapped"
     assert os.path.exists(path)
 
 
@@ -274,3 +274,33 @@ def test_sigkilled_file_system_loader_leak_is_listed_then_freed(images):
     assert listed["leaked_bytes"] > 0 and listed["used_bytes"] >= listed["leaked_bytes"]
     assert sorted(e["name"] for e in freed["removed"]) == sorted(names)
     assert freed["freed_bytes"] == listed["leaked_bytes"]
+
+
+OTHER_USER = """
+setpriv --reuid=1000 --regid=1000 --clear-groups sh -c '
+  head -c 8192 /dev/zero > /dev/shm/torch_99999_1_0
+  head -c 8192 /dev/zero > /dev/shm/nccl-held
+  exec sleep 600 3</dev/shm/nccl-held' &
+while [ ! -s /dev/shm/nccl-held ]; do sleep 0.1; done; sleep 0.3
+python -m shmdoctor clean --format json > /tmp/list.json; echo "list: $?"
+python -m shmdoctor clean --yes --format json > /tmp/yes.json; echo "yes: $?"
+ls /dev/shm
+python -c 'import json; print(json.dumps([json.load(open("/tmp/list.json")), json.load(open("/tmp/yes.json"))]))'
+"""
+
+
+@pytest.mark.docker
+def test_a_containers_root_cleans_what_its_training_user_left(images):
+    # Docker drops CAP_SYS_PTRACE and CAP_LEASE: root in the container can neither read uid 1000's descriptors in
+    # /proc nor take a lease on its files. The lease is taken as the file's owner; it still finds the holder.
+    proc = docker_run("--name", f"sdt-clean-user-{os.getpid()}", "--init", cmd=["sh", "-c", OTHER_USER], timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:3] == ["list: 0", "yes: 0", "nccl-held"], proc.stdout + proc.stderr
+    listed, freed = json.loads(lines[3])
+    assert [e["name"] for e in listed["leaked"]] == ["torch_99999_1_0"]
+    assert [(e["name"], e["why"]) for e in listed["kept"]] == [
+        ("nccl-held", "a process /proc did not show has it open or mapped")
+    ]
+    assert any("(sleep 600): permission denied" in u for u in listed["unreadable"])
+    assert [e["name"] for e in freed["removed"]] == ["torch_99999_1_0"] and freed["failed"] == []

@@ -1,12 +1,15 @@
 """shmdoctor clean: list the leaked segments of /dev/shm and, with --yes, remove exactly those."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import errno
 import fcntl
 import json
 import os
 import signal
 import stat
+from typing import Iterator
 
 import click
 
@@ -21,6 +24,7 @@ from ..sizes import format_size
 DEFAULT_PATH = "/dev/shm"
 HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process of the machine
 KEPT_SHOWN = 10
+GONE = "gone already"
 SHARED_SOURCES = ("host", "host-ipc", "runtime-shm", "k8s-emptydir")  # used by processes of other containers too
 
 
@@ -51,34 +55,81 @@ def creators_visible(directory: str) -> bool:
     return facts.ipc.mode != "host" and facts.shm.source not in SHARED_SOURCES
 
 
-def remove(directory: str, entry: Entry) -> str | None:
-    """Unlink one segment under a write lease: the kernel grants it only if no other process has the file open or
-    mapped (whatever its PID namespace), and makes anyone opening it meanwhile wait. None, or why it stays."""
-    path = os.path.join(directory, entry.name)
+class Kept(Exception):
+    """Why a segment stays; held: the kernel says a process has it open or mapped."""
+
+    def __init__(self, why: str, held: bool = False):
+        super().__init__(why)
+        self.held = held
+
+
+def _lease(fd: int, owner: int) -> None:
+    """A write lease on fd. The kernel grants leases to the file's owner, or to CAP_LEASE, which a container's root
+    lacks (Docker drops it): root then takes the lease as the owner, for that one call."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    except PermissionError:
+        if os.geteuid() != 0 or owner == 0:
+            raise
+        os.seteuid(owner)
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        finally:
+            os.seteuid(0)
+
+
+@contextlib.contextmanager
+def leased(path: str, inode: int) -> Iterator[None]:
+    """The segment at path, under a write lease: the kernel grants it only if no other process has the file open or
+    mapped (whatever its PID namespace) and makes anyone opening it meanwhile wait until the block ends. Raises
+    Kept with the reason otherwise. The file itself is not changed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as e:
-        return "gone already" if e.errno == errno.ENOENT else e.strerror
-    try:
-        if os.fstat(fd).st_ino != entry.inode:
-            return "replaced by another file since it was listed"
+        raise Kept(GONE if e.errno == errno.ENOENT else e.strerror) from None
+    try:  # closing fd ends the lease
+        st = os.fstat(fd)
+        if st.st_ino != inode:
+            raise Kept("replaced by another file since it was listed")
         try:
-            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+            _lease(fd, st.st_uid)
         except OSError as e:
             if e.errno == errno.EAGAIN:
-                return "a process has it open or mapped (one /proc did not show)"
-            return f"cannot make sure nobody holds it ({e.strerror})"
-        try:
+                raise Kept("a process /proc did not show has it open or mapped", held=True) from None
+            raise Kept(f"cannot make sure nobody holds it ({e.strerror})") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove(directory: str, entry: Entry) -> str | None:
+    """Unlink one segment under its lease. None, or why it stays."""
+    path = os.path.join(directory, entry.name)
+    try:
+        with leased(path, entry.inode):
             if os.lstat(path).st_ino != entry.inode:
                 return "replaced by another file since it was listed"
             os.unlink(path)
-        except OSError as e:
-            return e.strerror
-        finally:
-            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
-    finally:
-        os.close(fd)
+    except Kept as e:
+        return str(e)
+    except OSError as e:
+        return e.strerror
     return None
+
+
+def confirm(directory: str, plan: Plan) -> Plan:
+    """The leaked ones the kernel says someone holds after all (a holder /proc could not show) move to kept."""
+    leaked, kept = [], list(plan.kept)
+    for entry in plan.leaked:
+        try:
+            with leased(os.path.join(directory, entry.name), entry.inode):
+                leaked.append(entry)
+        except Kept as e:
+            if e.held:
+                kept.append(dataclasses.replace(entry, why=str(e)))
+            elif str(e) != GONE:  # not ours to lease, or replaced: the listing stays as /proc saw it
+                leaked.append(entry)
+    return Plan(tuple(leaked), tuple(kept), plan.unrecognised)
 
 
 def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
@@ -126,28 +177,27 @@ def command(names, yes, directory, fmt) -> int:
     files = list_files(directory)
     held = holders_probe.scan(directory, namespaces=True)
     plan = _only(classify(files, held, creators_visible=creators_visible(directory)), names)
-
     removed: list[Entry] = []
     failed: list[tuple[Entry, str]] = []
     interrupted = False
-    if yes and plan.leaked:
-        previous = signal.signal(signal.SIGIO, signal.SIG_IGN)  # a broken lease signals SIGIO: not our death
-        try:
-            for entry in plan.leaked:
-                # Ctrl-C lands between two removals, never inside one: what is reported removed is what went.
-                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-                try:
-                    why = remove(directory, entry)
-                    if why is None:
-                        removed.append(entry)
-                    else:
-                        failed.append((entry, why))
-                finally:
-                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            signal.signal(signal.SIGIO, previous)
+    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)  # a broken lease signals SIGIO: not our death
+    try:
+        plan = confirm(directory, plan)
+        for entry in plan.leaked if yes else ():
+            # Ctrl-C lands between two removals, never inside one: what is reported removed is what went.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                why = remove(directory, entry)
+                if why is None:
+                    removed.append(entry)
+                else:
+                    failed.append((entry, why))
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGIO, previous)
 
     result = dict(directory=directory, size=size, used=used, plan=plan, yes=yes, removed=removed, failed=failed,
                   unreadable=held.unreadable, interrupted=interrupted)
