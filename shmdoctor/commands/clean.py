@@ -152,13 +152,15 @@ def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
 @click.option("--yes", is_flag=True, help="Remove the leaked segments (without it, nothing changes).")
 @click.option("--path", "directory", default=DEFAULT_PATH, show_default=True, metavar="DIR",
               help="The tmpfs directory to clean.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Output format.")
 def command(names, yes, directory, fmt) -> int:
     """Leaked segments (torch_*, nccl-*, sem.mp-*) that no live process holds, with their sizes; --yes removes them.
 
     A segment held by a live process (descriptor or map, unlinked ones included), one whose creator is still
-    alive (a batch in flight) and any file shmdoctor does not recognise are never touched. NAME limits the
-    work to those segments.
+    alive (a batch in flight) and any file shmdoctor does not recognise are never touched. Each removal happens
+    under a kernel write lease, granted only while no process has the file open or mapped, even one /proc does
+    not show. NAME limits the work to those segments. Exit 1 when a leaked segment could not be removed.
 
     \b
     shmdoctor clean
