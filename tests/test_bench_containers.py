@@ -44,3 +44,16 @@ def test_64_mib_runs_0_workers_and_2_workers_run_out_leaving_nothing_behind():
     finding = next(f for f in doc["findings"] if f["id"] == "bench-shm-exhausted")
     assert finding["fixes"][0]["docker_args"][0].startswith("--shm-size=")
     assert used == 0 and names == []  # no segment of the failed run, named or unlinked, is left in /dev/shm
+
+
+def test_a_memory_limit_that_cannot_hold_the_batches_is_an_oom_kill_and_a_result():
+    # 128 MiB batches, 4 workers: (2·4+1) × 128 MiB of /dev/shm, charged to a 1 GiB memory limit
+    rc, doc, used, names = bench_in("--shm-size=2g", "--memory=1g", args=[
+        "--sample-bytes", "8MiB", "--batch-size", "16", "--num-workers", "0,4", "--step-time", "0.1", "--batches", "6"])
+    zero, four = doc["results"]
+    assert zero["status"] == "ok"
+    assert four["status"] == "shm-exhausted" and "OOM" in four["message"], four
+    assert rc == 1 and doc["recommendation"]["num_workers"] == 0
+    finding = next(f for f in doc["findings"] if f["id"] == "bench-shm-exhausted")
+    assert any(arg.startswith("--memory=") for fix in finding["fixes"] for arg in fix["docker_args"])
+    assert used == 0 and names == []

@@ -45,6 +45,13 @@ def test_classify(error, log, rc, present, status, says):
     assert says in message
 
 
+def test_a_worker_the_oom_killer_ended_is_told_by_the_cgroup_counter():
+    exited = "RuntimeError: DataLoader worker (pid(s) 17) exited unexpectedly"  # the real words for it
+    assert classify(exited, "", 1)[0] == "error"
+    status, message = classify(exited, "", 1, oom_killed=True)
+    assert status == "shm-exhausted" and "OOM killer" in message and "exited unexpectedly" in message
+
+
 def test_a_timeout_is_an_error_unless_shm_ran_out_first():
     assert classify("", "", -signal.SIGKILL, timed_out=True)[0] == "error"
     assert classify(ENOSPC, "", -signal.SIGKILL, timed_out=True)[0] == "shm-exhausted"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from .sampler import ShmSampler, shm_used
+from .sampler import ShmSampler, oom_kills, shm_used
 from .status import classify
 from .zygote import Zygote
 
@@ -86,7 +86,7 @@ def remove_segments(path: str, pids: set[int]) -> tuple[str, ...]:
 def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Outcome:
     """One config in a child forked by `zygote`, /dev/shm sampled meanwhile; then its process group ended and the
     segments its processes left removed, whatever the end was (Ctrl-C included)."""
-    baseline = shm_used(shm_path)
+    baseline, kills = shm_used(shm_path), oom_kills()
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp:
         job_path, result_path, log_path = (os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt"))
         with open(job_path, "w") as f:
@@ -109,7 +109,8 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
             removed = remove_segments(shm_path, pids)
         log_text = Path(log_path).read_text(errors="replace")[-LOG_TAIL:] if os.path.exists(log_path) else ""
     status, message = classify(measured.get("error", ""), log_text, returncode,
-                               shm_present=os.path.isdir(shm_path), timed_out=timed_out)
+                               shm_present=os.path.isdir(shm_path), timed_out=timed_out,
+                               oom_killed=kills is not None and (oom_kills() or 0) > kills)
     after = shm_used(shm_path)
     return Outcome(
         status=status,

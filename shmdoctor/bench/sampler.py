@@ -7,8 +7,32 @@ import threading
 
 import psutil
 
+from ..probe import cgroup
+
 INTERVAL = 0.001
 TREE_EVERY = 20  # samples between two looks at the process tree (psutil walks /proc: not every millisecond)
+
+
+def oom_kills(sys_fs_cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """OOM kills so far in this process's memory cgroup (v1 memory.oom_control, v2 memory.events), None unknown."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            paths = cgroup.own_paths(f.read())
+    except OSError:
+        return None
+    places = [(d, "memory.oom_control") for d in cgroup._candidates(os.path.join(sys_fs_cgroup, "memory"),
+                                                                      paths.get("memory", "/"))]
+    places += [(d, "memory.events") for d in cgroup._candidates(sys_fs_cgroup, paths.get("", "/"))]
+    for directory, name in places:
+        try:
+            with open(os.path.join(directory, name)) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def shm_used(path: str) -> int | None:

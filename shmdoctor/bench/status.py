@@ -24,6 +24,7 @@ ENOSPC = re.compile(r"^.*No space left on device.*$", re.MULTILINE)
 SHM_CONTEXT = re.compile(r"torch_|/dev/shm|shared memory|DataLoader worker", re.IGNORECASE)
 NOT_FOUND = re.compile(r"^.*FileNotFoundError.*$", re.MULTILINE)
 OOM_KILLED = "killed by SIGKILL (the OOM killer, most likely: /dev/shm pages count toward the memory limit)"
+OOM_COUNTED = "the memory cgroup's OOM killer ended a process of the run (/dev/shm pages count toward the memory limit)"
 
 
 def _last_line(text: str) -> str:
@@ -32,12 +33,13 @@ def _last_line(text: str) -> str:
 
 
 def classify(error: str, log: str, returncode: int | None, *, shm_present: bool = True,
-             timed_out: bool = False) -> tuple[Status, str]:
+             timed_out: bool = False, oom_killed: bool = False) -> tuple[Status, str]:
     """The status of one finished config and the line that says why.
 
     error: the exception the child caught (its text, with the worker's traceback); "" when it caught none.
     log: the child's stdout and stderr (where a dying worker prints its bus error); returncode: the child's exit
-    status (negative: killed by that signal).
+    status (negative: killed by that signal). oom_killed: the memory cgroup counted an OOM kill meanwhile (a worker
+    killed that way only "exited unexpectedly" in the main process's words).
     """
     text = f"{error}\n{log}"
     for source in (error, log):  # the main process's words first; a dying worker's own in the log
@@ -49,6 +51,8 @@ def classify(error: str, log: str, returncode: int | None, *, shm_present: bool 
     m = ENOSPC.search(text)
     if m and SHM_CONTEXT.search(text):
         return "shm-exhausted", m.group(0).strip()
+    if oom_killed:
+        return "shm-exhausted", OOM_COUNTED + (f": {_last_line(error)}" if error else "")
     m = NOT_FOUND.search(text)
     if m and not shm_present:
         return "shm-exhausted", f"there is no /dev/shm: {m.group(0).strip()}"

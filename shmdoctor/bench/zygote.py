@@ -91,8 +91,14 @@ class Zygote:
 
 
 def _child(request: dict) -> None:
-    """In the forked child: a session of its own, the log as stdout and stderr, then the config."""
+    """In the forked child: a session of its own, first in line for the OOM killer (its workers inherit that, so a
+    memory limit kills the run, not the bench), the log as stdout and stderr, then the config."""
     os.setsid()
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
