@@ -71,6 +71,21 @@ def test_ctrl_c_in_watch_prints_the_summary_then_exits_130():
     assert "\nSummary  " in out and "(interrupted)" in out
 
 
+def test_watch_in_a_scripts_background_still_stops_on_sigint_and_sigterm(tmp_path):
+    # A shell starts background jobs with SIGINT ignored; watch installs its own handlers, so both end it cleanly.
+    out = tmp_path / "watch.jsonl"
+    script = ("python -m shmdoctor watch --interval 0.1 > /dev/null & P=$!; sleep 2; kill -INT $P; wait $P; "
+              f"echo int=$?; python -m shmdoctor watch --interval 0.1 --format json > {out} & P=$!; sleep 2; "
+              "kill -TERM $P; wait $P; echo term=$?")
+    path = f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=WAIT, cwd=REPO,
+                          env={**os.environ, "PATH": path})
+    assert proc.stdout.split() == ["int=130", "term=143"], proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    summary = json.loads(out.read_text().splitlines()[-1])
+    assert summary["type"] == "summary" and summary["interrupted"]
+
+
 def test_ctrl_c_in_clean_reports_exactly_what_it_removed():
     directory = f"/dev/shm/sdt-faults-{os.getpid()}"  # a tmpfs: its size shrinks with each removal
     os.mkdir(directory)

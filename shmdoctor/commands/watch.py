@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,6 +22,7 @@ from ..sizes import MiB, format_size
 DEFAULT_PATH = "/dev/shm"
 HEARTBEAT_S = 5.0  # text mode prints a line when usage changes, and at least this often
 HOLDERS_SHOWN = 5
+TERMINATED = 128 + signal.SIGTERM  # 143, as a shell reports a process SIGTERM ended
 
 
 @dataclass
@@ -91,7 +93,8 @@ def _share(part: int, whole: int | None) -> str:
               help="json: one JSON object per sample (JSON lines), then a summary object.")
 def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     """Used / size of /dev/shm over time, the peak, the loader's predicted need as the budget, and who holds it per
-    process (descriptors and maps, unlinked segments included). Ctrl-C ends it with a summary (exit 130).
+    process (descriptors and maps, unlinked segments included). Ctrl-C ends it with a summary (exit 130; SIGTERM:
+    143).
 
     \b
     shmdoctor watch
@@ -114,7 +117,10 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     start = time.monotonic()
     due = start
     last_scan_t, last_scan_used = -math.inf, None
-    interrupted = False
+    stopped = None
+    # Installed here, not inherited: a watch started in a script's background (where SIGINT is ignored) still
+    # stops on `kill -INT`, and SIGTERM (docker stop, timeout) ends it with its summary too.
+    handlers = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         while True:
             t = time.monotonic() - start
@@ -138,13 +144,26 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
             if duration is not None:
                 due = min(due, start + duration)
             time.sleep(max(0.0, due - time.monotonic()))
-    except KeyboardInterrupt:
-        interrupted = True
-    emit.summary(w, time.monotonic() - start, interrupted)
-    if interrupted:
-        click.echo("shmdoctor: interrupted", err=True)
-        return INTERRUPTED
-    return 0
+    except _Stopped as e:
+        stopped = e.signum
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    emit.summary(w, time.monotonic() - start, stopped is not None)
+    if stopped is None:
+        return 0
+    click.echo("shmdoctor: interrupted" if stopped == signal.SIGINT else "shmdoctor: terminated", err=True)
+    return INTERRUPTED if stopped == signal.SIGINT else TERMINATED
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    raise _Stopped(signum)
 
 
 class _JsonLines:
