@@ -280,8 +280,8 @@ OTHER_USER = """
 setpriv --reuid=1000 --regid=1000 --clear-groups sh -c '
   head -c 8192 /dev/zero > /dev/shm/torch_99999_1_0
   head -c 8192 /dev/zero > /dev/shm/nccl-held
-  exec sleep 600 3</dev/shm/nccl-held' &
-while [ ! -s /dev/shm/nccl-held ]; do sleep 0.1; done; sleep 0.3
+  exec 3</dev/shm/nccl-held; touch /tmp/holding; exec sleep 600' &
+while [ ! -e /tmp/holding ]; do sleep 0.05; done
 python -m shmdoctor clean --format json > /tmp/list.json; echo "list: $?"
 python -m shmdoctor clean --yes --format json > /tmp/yes.json; echo "yes: $?"
 ls /dev/shm

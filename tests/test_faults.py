@@ -276,12 +276,13 @@ def test_proc_partly_unreadable(images):
     # root holds a segment through a descriptor /proc will not show to nobody; nobody runs shmdoctor.
     setup = (
         "head -c 8192 /dev/zero > /dev/shm/nccl-heldbyroot && chown 65534 /dev/shm/nccl-heldbyroot\n"
-        "sleep 600 3</dev/shm/nccl-heldbyroot &"
+        "sh -c 'exec 3</dev/shm/nccl-heldbyroot; touch /tmp/holding; exec sleep 600' &\n"
+        "while [ ! -e /tmp/holding ]; do sleep 0.05; done"
     )
     r = _fault(setup=setup, user="65534", commands=(CHECK, WATCH, CLEAN_YES))
     assert r[CHECK]["rc"] == 0
     summary = _jsonl(r[WATCH])[-1]
-    assert r[WATCH]["rc"] == 0 and any("sleep 600" in u for u in summary["unreadable"])
+    assert r[WATCH]["rc"] == 0 and any("(sleep 600): permission denied" in u for u in summary["unreadable"])
     doc = _doc(r[CLEAN_YES])
     assert any("permission denied" in u for u in doc["unreadable"])
     # /proc could not show the holder; the kernel's lease could, and the segment stays.
