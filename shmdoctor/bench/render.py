@@ -132,11 +132,12 @@ def render_text(doc: dict[str, Any]) -> str:
     out.extend(table(doc))
     dev, work, shm = doc["device"], doc["workload"], doc["shm"]
     sample = f" × {format_size(work['sample_bytes'])}" if work["sample_bytes"] else ""
+    latency = f", {work['item_latency_seconds']:g} s a sample" if work["dataset"] == "synthetic" else ""
+    where = f"{_size(shm['size_bytes'])}, {_size(shm['available_bytes'])} available" if shm["size_bytes"] else "none"
     out.append(
         f"\ndevice {dev['name']}{' (' + dev['model'] + ')' if dev.get('model') else ''}, torch {dev['torch']}; "
-        f"/dev/shm {_size(shm['size_bytes'])}, {_size(shm['available_bytes'])} available; "
-        f"{work['dataset']} data, batch {work['batch_size']}{sample}, "
-        f"{work['item_latency_seconds']:g} s a sample, step {work['step_time_seconds']:g} s")
+        f"/dev/shm {where}; {work['dataset']} data, batch {work['batch_size']}{sample}{latency}, "
+        f"step {work['step_time_seconds']:g} s")
     out.append("S/BATCH: one loop iteration (wait + copy + step) once settled; WAIT: blocked in next(); "
                "STARTUP: iter() to the first batch; PEAK SHM: statvfs peak over the baseline")
     return "\n".join(out)

@@ -16,12 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..errors import ProbeError
+
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 START_TIMEOUT = 300  # seconds for the zygote's `import torch` on a cold disk
 
 
-class ZygoteDied(RuntimeError):
-    pass
+class ZygoteDied(ProbeError):
+    """The zygote is gone (killed, or torch failed to import there): the sweep cannot go on. Exit 3."""
 
 
 class Zygote:

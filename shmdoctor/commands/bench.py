@@ -88,8 +88,7 @@ def command(dataset, sample_bytes, item_latency, batch_size, num_workers, prefet
     prefetch = int_list(prefetch_factor, "--prefetch-factor", 1)
     pins = bool_list(pin_memory, "--pin-memory") if pin_memory else None
     blocking = bool_list(non_blocking, "--non-blocking") if non_blocking else None
-    if sample_bytes:
-        parse_size(sample_bytes, what="--sample-bytes")
+    sample = parse_size(sample_bytes, what="--sample-bytes") if sample_bytes else None
     if plot:
         from ..bench import plot as plotting
 
@@ -102,12 +101,11 @@ def command(dataset, sample_bytes, item_latency, batch_size, num_workers, prefet
 
     name, info = resolve_device(device)
     cuda = name.startswith("cuda")
-    spec = loader_kwargs(batch_size, None, None, sample_bytes, dataset, False, 1)
-    sample = spec["sample_bytes"]
+    measured = loader_kwargs(batch_size, None, None, sample, dataset, False, 1)  # a --dataset's batch, measured
     workload = run.Workload(
-        batch_size=batch_size, sample_bytes=parse_size(sample) if sample else None,
-        batch_bytes=spec.get("batch_bytes") or page_round(batch_size * parse_size(sample)),
-        tensors_per_batch=spec.get("tensors_per_batch", 1), dataset=dataset, item_latency=item_latency,
+        batch_size=batch_size, sample_bytes=measured["sample_bytes"],
+        batch_bytes=measured.get("batch_bytes") or page_round(batch_size * sample),
+        tensors_per_batch=measured.get("tensors_per_batch", 1), dataset=dataset, item_latency=item_latency,
         step_time=step_time, batches=batches, budget=budget, device=name,
     )
     default = [True, False] if cuda else [False]
