@@ -10,7 +10,7 @@ import psutil
 from ..probe import cgroup
 
 INTERVAL = 0.001
-TREE_EVERY = 20  # samples between two looks at the process tree (psutil walks /proc: not every millisecond)
+TREE_EVERY = 100  # samples between two looks at the process tree (psutil walks all of /proc: ~10 a second)
 
 
 def oom_kills(sys_fs_cgroup: str = "/sys/fs/cgroup") -> int | None:
