@@ -88,9 +88,10 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
     segments its processes left removed, whatever the end was (Ctrl-C included)."""
     baseline, kills = shm_used(shm_path), oom_kills()
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp:
-        job_path, result_path, log_path = (os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt"))
+        job_path, result_path, log_path, pids_path = (
+            os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt", "pids"))
         with open(job_path, "w") as f:
-            json.dump(job, f)
+            json.dump({**job, "pids_file": pids_path}, f)
         started = time.perf_counter()
         pid = zygote.start(job_path, result_path, log_path)
         sampler = ShmSampler(shm_path, pid)
@@ -101,7 +102,7 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
         finally:
             wall, timed_out = time.perf_counter() - started, returncode is None
             measured = _read(result_path)
-            pids = sampler.pids | set(measured.get("worker_pids", ()))
+            pids = sampler.pids | _worker_pids(pids_path)
             _end_group(pid, pids)  # its workers; and the child itself when it ran past the timeout
             if returncode is None:
                 returncode = zygote.wait(pid, None)
@@ -122,6 +123,15 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
         wall_seconds=wall,
         pids=frozenset(pids),
     )
+
+
+def _worker_pids(path: str) -> set[int]:
+    """The pids the workers wrote as they started (runner._gate): seen even when they die at once."""
+    try:
+        with open(path) as f:
+            return {int(line) for line in f if line.strip().isdigit()}
+    except OSError:
+        return set()
 
 
 def _read(path: str) -> dict:

@@ -44,8 +44,11 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _gate(event: Any, worker_id: int) -> None:
-    """worker_init_fn: hold the workers until the iterator's own /dev/shm has been read."""
+def _gate(event: Any, pids: str, worker_id: int) -> None:
+    """worker_init_fn: note the worker's pid for the parent (whose segments to remove if it dies), then hold the
+    workers until the iterator's own /dev/shm has been read."""
+    with open(pids, "a") as f:
+        f.write(f"{os.getpid()}\n")
     event.wait()
 
 
@@ -62,7 +65,8 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     before = shm_used(SHM)  # the iterator's own pages from here: the gate's semaphores, then its queues'
     gate = multiprocessing.Event() if workers else None
-    extra = {"prefetch_factor": job["prefetch_factor"], "worker_init_fn": partial(_gate, gate)} if workers else {}
+    extra = {} if not workers else {
+        "prefetch_factor": job["prefetch_factor"], "worker_init_fn": partial(_gate, gate, job["pids_file"])}
     loader = DataLoader(_dataset(job), batch_size=job["batch_size"], num_workers=workers,
                         pin_memory=job["pin_memory"], **extra)
     step, fixed, budget = job.get("step_time") or 0.0, job.get("batches"), job["budget"]
@@ -130,7 +134,6 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         "first_batch_seconds": first,
         "loop_seconds": loop,
         "loader_overhead_bytes": overhead,
-        "worker_pids": [w.pid for w in getattr(it, "_workers", [])],
     })
 
 
