@@ -73,7 +73,8 @@ def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = 
     )
 
 
-def sweep(workload: Workload, configs: Sequence[Config], done: Callable[[Result], None] = lambda r: None) -> list[Result]:
+def sweep(workload: Workload, configs: Sequence[Config],
+          done: Callable[[Result], None] = lambda r: None) -> list[Result]:
     results = []
     with Zygote() as zygote:
         for config in configs:

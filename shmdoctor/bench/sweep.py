@@ -17,7 +17,8 @@ SETTLE_FLOOR = 0.0005  # ...or by at most half a millisecond (tiny batches jitte
 MIN_WINDOW = 3
 
 
-def configs(workers: Sequence[int], prefetch: Sequence[int], pin: Sequence[bool], non_blocking: Sequence[bool]) -> list[Config]:
+def configs(workers: Sequence[int], prefetch: Sequence[int], pin: Sequence[bool],
+            non_blocking: Sequence[bool]) -> list[Config]:
     """The product of the lists, in the order given; num_workers=0 takes no prefetch_factor, so it runs once."""
     out: list[Config] = []
     for w, p, pm, nb in itertools.product(workers, prefetch, pin, non_blocking):

@@ -53,7 +53,8 @@ def resolve_device(name: str) -> tuple[str, dict]:
 
 
 @click.command()
-@click.option("--dataset", metavar="MODULE:ATTR", help="Your Dataset (or a callable returning it), imported by each run.")
+@click.option("--dataset", metavar="MODULE:ATTR",
+              help="Your Dataset (or a callable returning it), imported by each run.")
 @click.option("--sample-bytes", metavar="SIZE", help="The synthetic dataset: bytes of one sample (1MiB, 512k).")
 @click.option("--item-latency", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
               help="The synthetic dataset: loading work per sample.")
