@@ -45,7 +45,7 @@ def main() -> int:
             report = shmdoctor.preflight(loader)
         except shmdoctor.InsufficientSharedMemoryError as e:
             print(f"preflight: {e}", file=sys.stderr)
-            return 3
+            return 1
         print(f"preflight: {report.verdict}: needs {report.requirement.bytes >> 20} MiB of /dev/shm", flush=True)
 
     done = 0

@@ -6,6 +6,10 @@ from .model import Facts, Fix, Requirement
 from .sizes import PAGE, docker_size, format_size, k8s_quantity, nice_size
 
 MARGIN = 1.25  # over the computed need: allocator slack, a validation iterator, a second look
+HEADROOM = 1 / MARGIN  # a loader that takes more than this share of what is available is cutting it fine
+# Memory the training process and its workers take beside /dev/shm (Python, torch, samples before collation), per
+# rank: an estimate, so that a memory limit is not judged as if /dev/shm were all it held.
+PROCESS_RESERVE = 256 * 2**20
 IPC_HOST_CAVEAT = "shares the host's IPC namespace: the container can read and write every host process's shared memory"
 
 
@@ -13,16 +17,31 @@ IPC_HOST_CAVEAT = "shares the host's IPC namespace: the container can read and w
 SWARM_HOST_SHM = "volumes:\n  - type: bind\n    source: /dev/shm\n    target: /dev/shm"
 
 
-def capacity(facts: Facts) -> int | None:
-    """The most /dev/shm a loader can take today: free space, capped by the memory cgroup's headroom."""
-    caps = []
-    if facts.shm.present and facts.shm.free_bytes is not None:
-        caps.append(facts.shm.free_bytes)
-    elif not facts.shm.present:
-        caps.append(0)
-    if facts.memory.limit_bytes is not None:
-        caps.append(max(0, facts.memory.limit_bytes - (facts.memory.used_bytes or 0)))
+def shm_available(facts: Facts) -> int | None:
+    """Free /dev/shm; its size where use is unknown (inspect, a file); 0 where there is none."""
+    shm = facts.shm
+    if not shm.present:
+        return 0
+    return shm.free_bytes if shm.free_bytes is not None else shm.size_bytes
+
+
+def memory_room(facts: Facts, ranks: int = 1) -> int | None:
+    """What the memory limit leaves for /dev/shm: the limit, less what is in use and the training processes' own."""
+    if facts.memory.limit_bytes is None:
+        return None
+    return max(0, facts.memory.limit_bytes - (facts.memory.used_bytes or 0) - PROCESS_RESERVE * ranks)
+
+
+def capacity(facts: Facts, ranks: int = 1) -> int | None:
+    """The most /dev/shm a loader can take today: what is available, capped by the memory limit's room."""
+    caps = [c for c in (shm_available(facts), memory_room(facts, ranks)) if c is not None]
     return min(caps) if caps else None
+
+
+def memory_binds(facts: Facts, ranks: int = 1) -> bool:
+    """The memory limit, not /dev/shm, is what runs out first."""
+    room, shm = memory_room(facts, ranks), shm_available(facts)
+    return room is not None and (shm is None or room < shm)
 
 
 def shm_size_for(need: Requirement, facts: Facts) -> int:
@@ -35,7 +54,7 @@ def page_floor(n: int) -> int:
 
 
 def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
-    limit = memory_limit or nice_size(int(size * 1.5))
+    limit = memory_limit or nice_size(size + PROCESS_RESERVE)
     return (
         "# in the pod spec: a memory-backed emptyDir\n"
         "volumes:\n"
@@ -67,11 +86,16 @@ def compose_memory(limit: int, facts: Facts) -> str:
     return f'mem_limit: "{docker_size(limit)}"'
 
 
+def memory_for(shm_bytes: int, facts: Facts, ranks: int = 1) -> int:
+    """A memory limit that holds shm_bytes of /dev/shm beside what is in use and the training processes."""
+    return nice_size(int((facts.memory.used_bytes or 0) + PROCESS_RESERVE * ranks + shm_bytes * MARGIN))
+
+
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     size = shm_size_for(need, facts)
-    mem = facts.memory.limit_bytes
-    memory_too = mem is not None and mem < size + (facts.memory.used_bytes or 0)
-    new_mem = nice_size(int((mem or 0) + size)) if memory_too else None
+    mem, ranks = facts.memory.limit_bytes, need.loader.ranks
+    new_mem = memory_for(need.bytes, facts, ranks) if mem is not None and memory_for(need.bytes, facts, ranks) > mem else None
+    memory_too = new_mem is not None
     if facts.shm.source == "tmpfs":  # a tmpfs at /dev/shm overrides --shm-size: grow the tmpfs itself
         args: tuple[str, ...] = ("--tmpfs", f"/dev/shm:size={docker_size(size)}")
     else:
@@ -101,10 +125,10 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
 
 
 def grow_memory(need: Requirement, facts: Facts) -> Fix:
-    limit = nice_size(int(((facts.memory.used_bytes or 0) + need.bytes) * MARGIN))
+    limit = memory_for(need.bytes, facts, need.loader.ranks)
     return Fix(
-        summary=f"memory limit of {format_size(limit)} or more: /dev/shm pages are charged to it, "
-        "as is the training process",
+        summary=f"memory limit of {format_size(limit)}: the loader's /dev/shm + 25%, the training process, "
+        "what is in use",
         docker_args=(f"--memory={docker_size(limit)}",),
         compose=compose_memory(limit, facts),
         kubernetes=f"resources:\n  limits: {{memory: {k8s_quantity(limit)}}}\n",
@@ -112,14 +136,16 @@ def grow_memory(need: Requirement, facts: Facts) -> Fix:
 
 
 def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
-    """The largest loader settings that fit what the container has now, each knob turned down alone."""
-    cap = capacity(facts)
+    """The largest loader settings that fit what the container has now with room to spare (no thin-headroom),
+    each knob turned down alone."""
     loader = need.loader
+    cap = capacity(facts, loader.ranks)
     if cap is None or loader.num_workers == 0:
         return ()
+    usable = int(cap * HEADROOM)
 
     def fits(w: int, p: int) -> bool:
-        return batches_in_flight(w, p, loader.pin_memory) * loader.batch_bytes * loader.ranks <= cap
+        return batches_in_flight(w, p, loader.pin_memory) * loader.batch_bytes * loader.ranks <= usable
 
     settings = []
     w = next((w for w in range(loader.num_workers - 1, 0, -1) if fits(w, loader.prefetch_factor)), 0)
@@ -130,7 +156,7 @@ def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
         settings.append({"prefetch_factor": p})
     if loader.sample_bytes:
         in_flight = batches_in_flight(loader.num_workers, loader.prefetch_factor, loader.pin_memory)
-        bs = page_floor(cap // (in_flight * loader.ranks)) // loader.sample_bytes
+        bs = page_floor(usable // (in_flight * loader.ranks)) // loader.sample_bytes
         if 0 < bs < loader.batch_size:
             settings.append({"batch_size": bs})
     if not settings:

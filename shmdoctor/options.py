@@ -6,7 +6,7 @@ from typing import Any, Callable
 import click
 
 from .errors import UsageError
-from .loader import loader_config, requirement
+from .loader import loader_config, parse_loader_spec, requirement
 from .model import Requirement
 
 FORMATS = click.Choice(["text", "json"])
@@ -49,7 +49,8 @@ def loader_kwargs(batch_size, num_workers, prefetch_factor, sample_bytes, datase
         from . import measure
 
         batch_bytes, tensors, sample = measure.measure_batch(measure.load_dataset(dataset), batch_size, spec=dataset)
-        kwargs.update(batch_bytes=batch_bytes, tensors_per_batch=tensors, sample_bytes=sample)
+        # A batch with no tensor goes through the workers' pipe, not /dev/shm: it needs none.
+        kwargs.update(batch_bytes=batch_bytes, tensors_per_batch=tensors, sample_bytes=sample or None)
     return kwargs
 
 
@@ -62,3 +63,11 @@ def requirement_from(kwargs: dict | None, override: dict | None = None) -> Requi
         merged.pop("batch_bytes", None)
         merged.pop("tensors_per_batch", None)
     return requirement(loader_config(**merged))
+
+
+def labelled_requirement(kwargs: dict | None, spec: str | None) -> tuple[Requirement | None, tuple[str, ...]]:
+    """The command line's loader, overridden by a target's own shmdoctor.loader label or annotation, and a note
+    that says so. A bad spec raises UsageError: each command decides what that means for its target."""
+    if not spec:
+        return requirement_from(kwargs), ()
+    return requirement_from(kwargs, parse_loader_spec(spec)), (f"loader from its shmdoctor.loader label: {spec}",)

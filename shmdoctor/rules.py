@@ -21,7 +21,6 @@ class Rule:
 
 
 RULES: list[Rule] = []
-HEADROOM = 0.8  # warn when the need takes more than this share of what is available
 DOCKER_DEFAULT_SHM = 64 * MiB
 FD_BASE = 256  # descriptors a training process holds before its loader's segments
 
@@ -59,48 +58,71 @@ def no_shm(facts, need):
 
 @rule("shm-too-small", "error", "the loader needs more /dev/shm than is free")
 def shm_too_small(facts, need):
-    shm = facts.shm
-    if _workers(need) and shm.present and shm.free_bytes is not None and need.bytes > shm.free_bytes:
-        of = f" of {format_size(shm.size_bytes)}" if shm.size_bytes != shm.free_bytes else ""
+    shm, available = facts.shm, fixes.shm_available(facts)
+    if _workers(need) and shm.present and available is not None and need.bytes > available:
+        if shm.free_bytes is None:
+            has = f"it has {format_size(available)} (its use was not read)"
+        else:
+            of = f" of {format_size(shm.size_bytes)}" if shm.size_bytes != shm.free_bytes else ""
+            has = f"{format_size(available)}{of} is free"
         msg = (
-            f"this loader needs {format_size(need.bytes)} of /dev/shm; {format_size(shm.free_bytes)}{of} is free: "
+            f"this loader needs {format_size(need.bytes)} of /dev/shm; {has}: "
             "workers will fail with 'unable to allocate shared memory' or a bus error"
         )
         return msg, fixes.grow_shm(need, facts) + fixes.fit_today(need, facts)
 
 
-@rule("memory-limit", "error", "the memory limit cannot hold the loader's /dev/shm")
+@rule("memory-limit", "error", "the memory limit cannot hold the loader's /dev/shm beside the training process")
 def memory_limit(facts, need):
-    limit, used = facts.memory.limit_bytes, facts.memory.used_bytes or 0
-    if _workers(need) and limit is not None and need.bytes > limit - used:
+    room = fixes.memory_room(facts, need.loader.ranks) if _workers(need) else None
+    if room is not None and need.bytes > room:
+        used = facts.memory.used_bytes
         msg = (
-            f"the memory limit ({format_size(limit)}"
-            + (f", {format_size(used)} in use" if facts.memory.used_bytes is not None else "")
-            + f") cannot hold this loader's "
-            f"{format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container will be "
-            "OOM-killed (exit 137) with no Python error"
+            f"the memory limit ({format_size(facts.memory.limit_bytes)}"
+            + (f", {format_size(used)} in use" if used is not None else "")
+            + f", ~{format_size(fixes.PROCESS_RESERVE * need.loader.ranks)} for the training process) cannot hold "
+            f"this loader's {format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container "
+            "will be OOM-killed (exit 137) with no Python error"
         )
         return msg, (fixes.grow_memory(need, facts),) + fixes.fit_today(need, facts)
 
 
 @rule("thin-headroom", "warning", "the loader fits, with little to spare")
 def thin_headroom(facts, need):
-    cap = fixes.capacity(facts)
-    if _workers(need) and cap and HEADROOM * cap < need.bytes <= cap:
+    cap = fixes.capacity(facts, need.loader.ranks) if _workers(need) else None
+    if cap and fixes.HEADROOM * cap < need.bytes <= cap:
+        what = "under the memory limit" if fixes.memory_binds(facts, need.loader.ranks) else "of /dev/shm"
         msg = (
             f"the loader fits with little to spare: it needs {format_size(need.bytes)} of the "
-            f"{format_size(cap)} available ({need.bytes / cap:.0%}); a validation loader or a second rank would not fit"
+            f"{format_size(cap)} available {what} ({need.bytes / cap:.0%}); a validation loader or a second rank "
+            "would not fit"
         )
+        if fixes.memory_binds(facts, need.loader.ranks):
+            return msg, (fixes.grow_memory(need, facts),)
         return msg, fixes.grow_shm(need, facts)[:1]
 
 
 @rule("default-shm", "warning", "the container has the engine's default 64 MiB /dev/shm")
 def default_shm(facts, need):
     if need is None and facts.shm.source in ("docker-shm", "runtime-shm") and facts.shm.size_bytes == DOCKER_DEFAULT_SHM:
-        most = fixes.page_floor(DOCKER_DEFAULT_SHM // 9)  # 4 workers, prefetch 2: (2·4 + 1) batches in flight
+        # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
+        most = fixes.page_floor(int(DOCKER_DEFAULT_SHM * fixes.HEADROOM) // 9)
         msg = (
-            f"/dev/shm is the default 64 MiB: 4 workers fail with batches over {format_size(most)}. "
-            "Give shmdoctor your loader (--batch-size, --num-workers, --sample-bytes) for the size it needs"
+            "/dev/shm is the default 64 MiB: with 4 workers (prefetch_factor 2), batches over "
+            f"{format_size(most)} do not fit. Give shmdoctor your loader (--batch-size, --num-workers, "
+            "--sample-bytes) for the size it needs"
+        )
+        return msg, ()
+
+
+@rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")
+def shm_over_memory(facts, need):
+    room, size = fixes.memory_room(facts), facts.shm.size_bytes
+    if need is None and room is not None and size and size > room:
+        msg = (
+            f"/dev/shm ({format_size(size)}) is larger than the memory limit ({format_size(facts.memory.limit_bytes)}) "
+            "leaves for it beside the training process: a loader filling it gets the container OOM-killed "
+            "(exit 137), not a 'No space left' error"
         )
         return msg, ()
 

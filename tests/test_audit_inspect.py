@@ -44,7 +44,7 @@ def test_shm_and_ipc_from_inspect(name, options, shm, ipc):
     assert (facts.shm.present, facts.shm.size_bytes, facts.shm.source) == shm, options
     assert facts.ipc.mode == ipc
     assert facts.shm.used_bytes is None  # inspect does not tell; only --exec reads it
-    assert facts.shm.free_bytes == facts.shm.size_bytes
+    assert facts.shm.free_bytes is None  # nor, then, what is free: the rules judge against the size
     assert (facts.target.kind, facts.target.name, facts.runtime) == ("container", f"sdt-audit-cap-{name}", "docker")
 
 

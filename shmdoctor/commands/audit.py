@@ -6,9 +6,8 @@ from dataclasses import replace
 import click
 
 from ..errors import UsageError
-from ..loader import parse_loader_spec
 from ..model import Report
-from ..options import loader_kwargs, loader_options, output_options, requirement_from
+from ..options import labelled_requirement, loader_kwargs, loader_options, output_options, requirement_from
 from ..probe import docker  # stdlib only: the Docker SDK is imported when the engine is reached
 from ..render import json as render_json
 from ..render import text as render_text
@@ -59,11 +58,10 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
 def _judge(probed, kwargs: dict | None, need, fail_on: str) -> Report:
     """The container's own loader label, if it has one, overrides the command line; a bad one is said, not fatal."""
     facts = probed.facts
-    if probed.loader_label is not None:
-        try:
-            need = requirement_from(kwargs, parse_loader_spec(probed.loader_label))
-        except UsageError as e:
-            facts = replace(facts, unreadable=facts.unreadable + (f"label {docker.LOADER_LABEL}: {e}",))
+    try:
+        need, notes = labelled_requirement(kwargs, probed.loader_label)
+    except UsageError as e:  # a bad label is the container's problem, said in its report; the others go on
+        notes = ()
+        facts = replace(facts, unreadable=facts.unreadable + (f"label {docker.LOADER_LABEL}: {e}",))
     report = judge(facts, need, fail_on=fail_on)
-    return replace(report, notes=report.notes + probed.notes)
-
+    return replace(report, notes=report.notes + probed.notes + notes)

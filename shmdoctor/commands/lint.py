@@ -6,9 +6,8 @@ import dataclasses
 import click
 
 from ..errors import UsageError
-from ..loader import parse_loader_spec
 from ..model import Report, Severity
-from ..options import loader_kwargs, loader_options, output_options, requirement_from
+from ..options import labelled_requirement, loader_kwargs, loader_options, output_options
 from ..render import json as render_json
 from ..render import text as render_text
 from ..rules import judge
@@ -53,7 +52,8 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
     if fmt == "json":
         click.echo(render_json.render_many(reports, skipped=len(passed_over), passed_over=passed_over))
     else:
-        title = f"shmdoctor lint: {len(reports)} services and workloads in {len(sources)} file" + "s"[len(sources) == 1:]
+        targets = "1 service or workload" if len(reports) == 1 else f"{len(reports)} services and workloads"
+        title = f"shmdoctor lint: {targets} in {len(sources)} file" + "s"[len(sources) == 1:]
         click.echo(render_text.render_table(reports, title) + "\n" + render_text.fixes_by_target(reports) if reports else title)
         if passed_over:
             click.echo(f"passed over {len(passed_over)} objects without a pod template: " + ", ".join(passed_over))
@@ -62,13 +62,8 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
 
 def _judge(found, base: dict | None, fail_on: Severity) -> Report:
     """One target, with its own loader spec (a label or annotation) over the command line's, key by key."""
-    notes: tuple[str, ...] = ()
-    if found.loader_spec:
-        try:
-            need = requirement_from(base, parse_loader_spec(found.loader_spec))
-        except UsageError as e:
-            raise UsageError(f"{found.loader_at}: {found.facts.target.name}: shmdoctor.loader: {e}") from None
-        notes = (f"loader from its shmdoctor.loader label/annotation: {found.loader_spec}",)
-    else:
-        need = requirement_from(base)
+    try:
+        need, notes = labelled_requirement(base, found.loader_spec)
+    except UsageError as e:
+        raise UsageError(f"{found.loader_at}: {found.facts.target.name}: shmdoctor.loader: {e}") from None
     return dataclasses.replace(judge(found.facts, need, fail_on=fail_on), notes=notes)

@@ -76,8 +76,8 @@ def _mounted_shm(info: Inspect, host_shm: int | None) -> Shm | None:
 
 
 def _shm(size: int | None, source: str, detail: str) -> Shm:
-    # Inspect does not tell what is in use: free is the size at most (the audit is read-only; --exec reads df).
-    return Shm(present=True, size_bytes=size, used_bytes=None, free_bytes=size, source=source, detail=detail)
+    # Inspect does not tell what is in use, so neither what is free (the audit is read-only; --exec reads df).
+    return Shm(present=True, size_bytes=size, used_bytes=None, free_bytes=None, source=source, detail=detail)
 
 
 def shm_of(info: Inspect, owner: Inspect | None = None, host_shm: int | None = None) -> Shm:
@@ -265,8 +265,12 @@ class Engine:
         self._errors = docker.errors
         self.host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         try:  # the SDK's own version round trip: it also proves the engine answers
-            self.api = docker.from_env(max_pool_size=CONCURRENCY, timeout=30).api
+            # ssh:// through the system's ssh client, as the docker CLI does (~/.ssh/config applies; no paramiko)
+            ssh = self.host.startswith("ssh://")
+            self.api = docker.from_env(max_pool_size=CONCURRENCY, timeout=30, use_ssh_client=ssh).api
         except docker.errors.DockerException as e:
+            if "Invalid bind address" in str(e) or "protocol" in str(e).lower() and "not" in str(e).lower():
+                raise UsageError(f"DOCKER_HOST={self.host!r} is not an engine address: {_reason(e)}") from None
             raise ProbeError(
                 f"cannot reach the Docker engine at {self.host}: {_reason(e)}; check DOCKER_HOST and that dockerd runs"
             ) from None

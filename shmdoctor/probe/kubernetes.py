@@ -24,7 +24,10 @@ _STRUCTURAL = {"spec", "template", "jobTemplate"}
 
 
 def is_manifest(body: Any) -> bool:
-    return isinstance(body, dict) and isinstance(body.get("kind"), str) and "apiVersion" in body
+    """An object with apiVersion and kind; a List needs only kind and items (kubectl's output has been seen without)."""
+    if not isinstance(body, dict) or not isinstance(body.get("kind"), str):
+        return False
+    return "apiVersion" in body or (body["kind"] == "List" and isinstance(body.get("items"), list))
 
 
 def _mapping(value: Any, what: str, source: str, node: Any) -> dict:

@@ -48,4 +48,5 @@ class Broken(torch.utils.data.Dataset):
 
 
 broken = Broken()
+words = ["a", "list", "of", "strings"]  # a dataset whose batches hold no tensor
 not_a_dataset = 42
