@@ -4,7 +4,8 @@ The loader is the seed article's: 1 MiB samples, batch 100, 4 workers; it needs 
 ((prefetch 2 × 4 workers + 1) × 100 MiB). In a container with Docker's default 64 MiB, preflight stops it with the fix
 instead of letting the first batch die with "unable to allocate shared memory".
 
-    python examples/train.py [--batches 20] [--workers 4] [--step 0.1] [--no-preflight]
+    python examples/train.py [--batches 20] [--batch-size 100] [--workers 4] [--prefetch-factor 2] [--step 0.1]
+                             [--no-preflight]
 """
 from __future__ import annotations
 
@@ -34,12 +35,15 @@ class Samples(Dataset):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--batch-size", type=int, default=100)
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--prefetch-factor", type=int, default=None)
     ap.add_argument("--step", type=float, default=0.1, help="seconds per training step (slower than loading)")
     ap.add_argument("--no-preflight", action="store_true", help="skip the check, to see the failure it prevents")
     args = ap.parse_args()
 
-    loader = DataLoader(Samples(100 * args.batches), batch_size=100, num_workers=args.workers)
+    loader = DataLoader(Samples(args.batch_size * args.batches), batch_size=args.batch_size, num_workers=args.workers,
+                        prefetch_factor=args.prefetch_factor)
     if not args.no_preflight:
         try:
             report = shmdoctor.preflight(loader)

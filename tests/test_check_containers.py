@@ -90,3 +90,31 @@ def test_preflight_with_settings_returns_the_report():
     assert ok.stdout.split() == ["ok", str(900 * MiB)], ok.stderr
     low = docker_run(cmd=["python", "-c", code])
     assert "InsufficientSharedMemoryError" in low.stderr and low.returncode == 1
+
+
+@pytest.mark.parametrize("docker_args", [[], ["--shm-size=2g", "--memory=700m"], ["--tmpfs", "/dev/shm:size=512m"]])
+def test_every_loader_that_fits_today_runs_for_real(docker_args):
+    """Each 'fits today' alternative check prints, run as a real DataLoader in the same container, trains."""
+    _, report = shmdoctor_in(*docker_args, args=SEED)
+    alternatives = [fix["loader"] for f in report["findings"] for fix in f["fixes"] if fix["loader"]]
+    assert alternatives
+    flags = {"batch_size": "--batch-size", "num_workers": "--workers", "prefetch_factor": "--prefetch-factor"}
+    for loader in alternatives:
+        args = [a for k, v in loader.items() for a in (flags[k], str(v))]
+        proc = docker_run(*docker_args, cmd=["python", "examples/train.py", "--batches", "12", "--step", "0.1",
+                                             "--no-preflight", *args])
+        assert proc.returncode == 0, f"{loader}: {proc.stderr[-500:]}"
+
+
+def test_closed_loop_for_the_memory_limit():
+    """900 MiB of batches in a 1 GiB container: check says OOM; the loader is OOM-killed; the --memory check
+    recommends makes it train."""
+    code, report = shmdoctor_in("--shm-size=2g", "--memory=1g", args=SEED)
+    finding = next(f for f in report["findings"] if f["id"] == "memory-limit")
+    memory = finding["fixes"][0]["docker_args"][0]
+    assert code == 1 and memory.startswith("--memory=")
+    train = ["python", "examples/train.py", "--batches", "12", "--step", "0.1", "--no-preflight"]
+    killed = docker_run("--shm-size=2g", "--memory=1g", cmd=train)
+    assert killed.returncode != 0, killed.stdout
+    fixed = docker_run("--shm-size=2g", memory, cmd=train)
+    assert fixed.returncode == 0 and "trained on 12 batches" in fixed.stdout, fixed.stderr[-500:]
