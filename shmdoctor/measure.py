@@ -17,25 +17,25 @@ def load_dataset(spec: str) -> Any:
     """'pkg.module:attr' (a Dataset, or a callable returning one) -> the dataset, imported from the current dir too."""
     module, sep, attr = spec.partition(":")
     if not sep or not module or not attr:
-        raise UsageError(f"--dataset {spec!r}: expected MODULE:ATTR, e.g. mypkg.data:train_set")
+        raise UsageError(f"dataset {spec}: expected MODULE:ATTR, e.g. mypkg.data:train_set")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         obj: Any = importlib.import_module(module)
     except Exception as e:  # the user's module may raise anything while importing
-        raise UsageError(f"--dataset {spec!r}: cannot import {module}: {type(e).__name__}: {e}") from None
+        raise UsageError(f"dataset {spec}: cannot import {module}: {type(e).__name__}: {e}") from None
     for name in attr.split("."):
         try:
             obj = getattr(obj, name)
         except AttributeError:
-            raise UsageError(f"--dataset {spec!r}: {module} has no attribute {attr!r}") from None
+            raise UsageError(f"dataset {spec}: {module} has no attribute {attr!r}") from None
     if callable(obj) and not _is_dataset(obj):
         try:
             obj = obj()
         except Exception as e:
-            raise UsageError(f"--dataset {spec!r}: calling {attr}() raised {type(e).__name__}: {e}") from None
+            raise UsageError(f"dataset {spec}: calling {attr}() raised {type(e).__name__}: {e}") from None
     if not _is_dataset(obj) or isinstance(obj, type):
-        raise UsageError(f"--dataset {spec!r}: {type(obj).__name__} is not a dataset (needs __getitem__ or __iter__)")
+        raise UsageError(f"dataset {spec}: {type(obj).__name__} is not a dataset (needs __getitem__ or __iter__)")
     return obj
 
 
