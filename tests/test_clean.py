@@ -208,7 +208,7 @@ def test_a_name_it_does_not_know_is_refused(tmp_path):
     proc = run_cli("clean", "--yes", "--path", str(tmp_path), "notes.txt")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "shmdoctor: error: 'notes.txt' is not a segment shmdoctor knows (torch_*, nccl-*, sem.mp-*): it is left alone"
+        "shmdoctor: error: 'notes.txt' is not a segment shmdoctor knows (torch_*, nccl-*, sem.mp-*); nothing was removed"
     ]
     assert os.path.exists(os.path.join(tmp_path, "notes.txt"))
 

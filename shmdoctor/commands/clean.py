@@ -140,7 +140,7 @@ def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
             raise UsageError(f"{name!r}: give segment names as listed in the directory, not paths")
         if recognise(name) is None:
             patterns = ", ".join(p + "*" for p, _ in KNOWN)
-            raise UsageError(f"{name!r} is not a segment shmdoctor knows ({patterns}): it is left alone")
+            raise UsageError(f"{name!r} is not a segment shmdoctor knows ({patterns}); nothing was removed")
     keep = set(names)
     return Plan(
         tuple(e for e in plan.leaked if e.name in keep), tuple(e for e in plan.kept if e.name in keep), ()
