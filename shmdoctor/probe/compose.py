@@ -8,22 +8,29 @@ Swarm (`docker stack deploy`) ignores `shm_size` and `ipc` (moby#26714; docker/c
 a file is taken as meant for Swarm when --swarm says so, or (without --no-swarm) when a service's `deploy:` has a
 key only Swarm acts on (`mode`, `placement`, `update_config`, `rollback_config`, `endpoint_mode`) or a network
 uses the `overlay` driver. `replicas` and `resources` alone are not a sign: `docker compose` honours them too.
+
+Values are interpolated from this environment as the compose spec says (`$VAR`, `${VAR}`, `${VAR:-default}`,
+`${VAR-default}`, `${VAR:?error}`, `${VAR?error}`, `${VAR:+alt}`, `${VAR+alt}`, nested, `$$` for a `$`). An error
+names the variable and quotes the file, never a variable's value: the environment holds secrets.
 """
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
 from ..model import Facts, Ipc, Memory, Shm, Target
-from ..sizes import MiB, parse_size
+from ..rules import DOCKER_DEFAULT_SHM
+from ..sizes import parse_size
 from .documents import LOADER_KEY, Definition, Document, where
 
 SHM = "/dev/shm"
-DOCKER_DEFAULT_SHM = 64 * MiB
+SIZE_UNKNOWN = f"the size of {SHM}"
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
-_VARIABLE = re.compile(r"\$(?:\{(\w+)(?::?-([^}]*))?\}|(\w+))")
+_NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
+_BRACED = re.compile(r"([_a-zA-Z][_a-zA-Z0-9]*)(?:(:?[-?+])(.*))?\Z", re.S)
 
 
 def is_compose(body: Any) -> bool:
@@ -41,34 +48,125 @@ def meant_for_swarm(body: dict) -> bool:
     )
 
 
-def _interpolate(value: Any) -> Any:
-    """Compose's ${VAR}, ${VAR:-default}, ${VAR-default} and $VAR, from this environment."""
-    if not isinstance(value, str) or "$" not in value:
-        return value
-    return _VARIABLE.sub(lambda m: os.environ.get(m.group(1) or m.group(3), m.group(2) or ""), value)
+def interpolate(text: str, environ: Any, unset: set[str]) -> str:
+    """One string with compose's variables substituted; the names of unset variables used bare go into `unset`.
+    UsageError (naming variables, quoting only the file's text) on a bad expression or a required variable."""
+    out, i = [], 0
+    while (start := text.find("$", i)) >= 0:
+        out.append(text[i:start])
+        after = text[start + 1:start + 2]
+        name = _NAME.match(text, start + 1)
+        if after == "$":
+            out.append("$")
+            i = start + 2
+        elif after == "{":
+            end = _closing(text, start + 2)
+            out.append(_braced(text[start + 2:end], environ, unset))
+            i = end + 1
+        elif name:
+            out.append(_lookup(name.group(), environ, unset))
+            i = name.end()
+        else:  # not a variable: kept as written
+            out.append("$")
+            i = start + 1
+    return "".join(out) + text[i:]
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the `}` that closes a `${` whose body starts at `start` (bodies nest)."""
+    depth, i = 1, start
+    while i < len(text):
+        if text.startswith("$$", i) or text.startswith("${", i):
+            depth += text[i + 1] == "{"
+            i += 2
+            continue
+        depth -= text[i] == "}"
+        if depth == 0:
+            return i
+        i += 1
+    raise UsageError(f"invalid interpolation: {text[start - 2:]!r} has no closing '}}'")
+
+
+def _lookup(name: str, environ: Any, unset: set[str]) -> str:
+    value = environ.get(name)
+    if value is None:
+        unset.add(name)  # compose warns and substitutes an empty string
+    return value or ""
+
+
+def _braced(body: str, environ: Any, unset: set[str]) -> str:
+    match = _BRACED.match(body)
+    if not match:
+        raise UsageError(f"invalid interpolation: '${{{body}}}' (compose takes ${{VAR}}, ${{VAR:-default}}, "
+                         "${VAR-default}, ${VAR:?error}, ${VAR?error}, ${VAR:+alt}, ${VAR+alt})")
+    name, operator, operand = match.groups()
+    if operator is None:
+        return _lookup(name, environ, unset)
+    value = environ.get(name)
+    missing = value is None or (operator.startswith(":") and value == "")
+    if operator.endswith("-"):
+        return interpolate(operand, environ, unset) if missing else value
+    if operator.endswith("+"):
+        return "" if missing else interpolate(operand, environ, unset)
+    if missing:  # ${VAR:?error} / ${VAR?error}: the message as written, its own variables not substituted
+        state = "unset or empty" if operator == ":?" else "unset"
+        raise UsageError(f"variable {name} is {state}" + (f": {operand}" if operand else ""))
+    return value
+
+
+def _interpolated(value: Any, unset: set[str]) -> Any:
+    """A value of the file with every string in it interpolated, mappings and lists included."""
+    if isinstance(value, str):
+        return interpolate(value, os.environ, unset) if "$" in value else value
+    if isinstance(value, dict):
+        return {k: _interpolated(v, unset) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolated(v, unset) for v in value]
+    return value
 
 
 class _Service:
-    """One service's keys, read with the file's name and line for error messages."""
+    """One service's keys, interpolated as they are read, with the file's name and line for error messages."""
 
     def __init__(self, doc: Document, name: str, body: Any):
         if not isinstance(body, dict):
             raise UsageError(f"{where(doc.source, body)}: service {name!r} is not a mapping")
         self.doc, self.name, self.body = doc, name, body
+        self.unset: set[str] = set()  # variables read here that the environment does not set
+
+    def expand(self, written: Any, key: str) -> tuple[Any, set[str]]:
+        """(the value interpolated, the unset variables it used), without noting them for the service."""
+        unset: set[str] = set()
+        try:
+            return _interpolated(written, unset), unset
+        except UsageError as e:
+            raise self.error(f"{key}: {e}") from None
+
+    def value(self, written: Any, key: str) -> Any:
+        value, unset = self.expand(written, key)
+        self.unset |= unset
+        return value
 
     def get(self, key: str) -> Any:
-        return _interpolate(self.body.get(key))
+        return self.value(self.body.get(key), key)
 
-    def size(self, value: Any, key: str) -> int | None:
+    def size(self, key: str, value: Any, written: Any) -> int | None:
+        """A size in bytes, or None for none given; an error quotes the file's text, not an interpolated value."""
         if value in (None, ""):
             return None
         try:
             return parse_size(value if isinstance(value, int) else str(value), what=key)
         except UsageError as e:
-            raise UsageError(f"{where(self.doc.source, self.body)}: service {self.name!r}: {e}") from None
+            if "$" in str(written):
+                raise self.error(f"{key}: cannot read {written!r} as a size once its variables are substituted") from None
+            raise self.error(str(e)) from None
+
+    def size_of(self, key: str) -> int | None:
+        return self.size(key, self.get(key), self.body.get(key))
 
     def deploy_limits(self) -> dict:
-        deploy = self.get("deploy")
+        """deploy.resources.limits, as written."""
+        deploy = self.body.get("deploy")
         resources = deploy.get("resources") if isinstance(deploy, dict) else None
         limits = resources.get("limits") if isinstance(resources, dict) else None
         return limits if isinstance(limits, dict) else {}
@@ -86,31 +184,58 @@ def _tmpfs_size(options: str) -> str | None:
     return None
 
 
-def _mount_at_shm(svc: _Service) -> tuple[str, Any, str] | None:
-    """A tmpfs or a bind at /dev/shm: (kind 'tmpfs' | 'host', size as written or None, how it was told)."""
-    tmpfs = svc.get("tmpfs")
+def _tmpfs_bytes(svc: _Service, value: Any, written: Any) -> int | None:
+    """A tmpfs size= in bytes; None for none or a share of RAM ('50%'): the host's memory decides."""
+    return None if value is None or str(value).endswith("%") else svc.size("tmpfs size", value, written)
+
+
+def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str] | None:
+    """A mount at /dev/shm: (source 'tmpfs' | 'host' | 'unknown', its size in bytes where the file tells, detail)."""
+    tmpfs = svc.body.get("tmpfs")
     if tmpfs is not None and not isinstance(tmpfs, (str, list)):
         raise svc.error(f"tmpfs must be a path or a list of paths, not {type(tmpfs).__name__}")
     for entry in [tmpfs] if isinstance(tmpfs, str) else tmpfs or []:
-        path, _, options = _interpolate(str(entry)).partition(":")
+        expanded, unset = svc.expand(str(entry), "tmpfs")
+        path, _, options = expanded.partition(":")
         if path.rstrip("/") == SHM:
-            return "tmpfs", _tmpfs_size(options), f"tmpfs: {entry}"
-    volumes = svc.get("volumes")
+            svc.unset |= unset
+            return "tmpfs", _tmpfs_bytes(svc, _tmpfs_size(options), entry), f"tmpfs: {entry}"
+    volumes = svc.body.get("volumes")
     if volumes is not None and not isinstance(volumes, list):
         raise svc.error(f"volumes must be a list, not {type(volumes).__name__}")
-    for volume in volumes or []:
-        if isinstance(volume, dict) and str(volume.get("target", "")).rstrip("/") == SHM:
-            if volume.get("type") == "tmpfs":
-                options = volume.get("tmpfs")
-                size = options.get("size") if isinstance(options, dict) else None
-                return "tmpfs", _interpolate(size), f"volumes: tmpfs at {SHM}" + (f", size {size}" if size else "")
-            if volume.get("type") == "bind" and str(volume.get("source", "")).rstrip("/") == SHM:
-                return "host", None, f"volumes: the host's {SHM} bound in"
-        elif isinstance(volume, str):
-            parts = _interpolate(volume).split(":")
-            if len(parts) >= 2 and parts[1].rstrip("/") == SHM and parts[0].rstrip("/") == SHM:
-                return "host", None, f"volumes: {volume}"
+    for written in volumes or []:
+        volume, unset = svc.expand(written, "volumes")
+        mount = _volume_at_shm(svc, volume, written)
+        if mount:
+            svc.unset |= unset
+            return mount
     return None
+
+
+def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int | None, str] | None:
+    """One entry of `volumes:` (short or long syntax) if it mounts at /dev/shm: a tmpfs, the host's, or unknown."""
+    if isinstance(volume, dict):
+        if str(volume.get("target", "")).rstrip("/") != SHM:
+            return None
+        kind, source = volume.get("type") or "volume", volume.get("source")
+        if kind == "tmpfs":
+            options, written_options = volume.get("tmpfs"), written.get("tmpfs")
+            size = options.get("size") if isinstance(options, dict) else None
+            written_size = written_options.get("size") if isinstance(written_options, dict) else None
+            return ("tmpfs", _tmpfs_bytes(svc, size, written_size),
+                    f"volumes: tmpfs at {SHM}" + (f", size {written_size}" if written_size else ""))
+    elif isinstance(volume, str):
+        parts = volume.split(":")
+        source, target = (parts[0], parts[1]) if len(parts) > 1 else (None, parts[0])
+        if target.rstrip("/") != SHM:
+            return None
+        kind = "bind" if source and source.startswith(("/", ".", "~")) else "volume"
+    else:
+        return None
+    if kind == "bind" and str(source).rstrip("/") == SHM:
+        return "host", None, f"volumes: the host's {SHM} bound in"
+    what = f"{kind} {written.get('source', '')}".rstrip() if isinstance(written, dict) else f"{kind} {written}"
+    return "unknown", None, f"volumes: a {what} at {SHM}" if source else f"volumes: an anonymous volume at {SHM}"
 
 
 class ComposeFile:
@@ -123,9 +248,12 @@ class ComposeFile:
         }
 
     def shm(self, svc: _Service, unreadable: list[str], seen: tuple[str, ...] = ()) -> tuple[Shm, Ipc]:
-        """The /dev/shm and IPC mode this service gets, following service:/container: to the owner."""
+        """The /dev/shm and IPC mode this service gets, following service:/container: to the owner.
+        Nothing runs from a file: use, and so what is free, is never known (used and free are None)."""
         mount = _mount_at_shm(svc)
+        written_ipc = svc.body.get("ipc")
         ipc = "private" if self.swarm else str(svc.get("ipc") or "private")
+        shown = ipc if "$" not in str(written_ipc) else repr(written_ipc)  # a message quotes the file, not a value
         mode, _, owner = ipc.partition(":")
         if mode == "host":
             ipc_fact = Ipc("host")
@@ -134,41 +262,45 @@ class ComposeFile:
         elif mode in ("private", "shareable", "none"):
             ipc_fact = Ipc(mode)  # type: ignore[arg-type]
         else:
-            raise svc.error(f"ipc: unknown mode {ipc!r} (host, private, shareable, none, service:NAME, container:NAME)")
+            raise svc.error(f"ipc: unknown mode {shown!r} (host, private, shareable, none, service:NAME, container:NAME)")
 
         if mount:
-            kind, written, detail = mount
-            size = svc.size(written, "tmpfs size") if written and not str(written).endswith("%") else None
-            if size is None and kind == "tmpfs":
-                unreadable.append(f"the size of {SHM} ({detail}: no size in bytes, so the kernel's default, "
+            source, size, detail = mount
+            if size is None and source == "tmpfs":
+                unreadable.append(f"{SIZE_UNKNOWN} ({detail}: no size in bytes, so the kernel's default, "
                                   "half the host's memory)")
-            return Shm(True, size, None, size, kind, detail), ipc_fact
+            elif source == "host":
+                unreadable.append(f"{SIZE_UNKNOWN} (the host's {SHM} is bound in: its size is the host's, "
+                                  "which a file does not tell)")
+            elif source == "unknown":
+                unreadable.append(f"{SIZE_UNKNOWN} ({detail}: its size is the volume's, which a file does not tell)")
+            return _shm(size, source, detail), ipc_fact
         if mode == "host":
-            return Shm(True, None, None, None, "host-ipc", "ipc: host (the host's /dev/shm; shm_size is ignored)"), ipc_fact
+            unreadable.append(f"{SIZE_UNKNOWN} (ipc: host uses the host's {SHM}, whose size a file does not tell)")
+            return _shm(None, "host-ipc", "ipc: host (the host's /dev/shm; shm_size is ignored)"), ipc_fact
         if mode == "none":
             return Shm(False, None, None, None, "none", "ipc: none"), ipc_fact
         if mode in ("service", "container"):
             donor = self.services.get(owner) if mode == "service" else self.by_container_name.get(owner)
             if donor is None and mode == "service":
-                raise svc.error(f"ipc: {ipc}: no service {owner!r} in this file")
+                raise svc.error(f"ipc: {shown}: no service of that name in this file")
             if donor is None:
-                unreadable.append(f"the size of {SHM} (ipc: {ipc}: container {owner!r} is not defined in this file; "
-                                  "the service gets that container's /dev/shm)")
-                return Shm(True, None, None, None, "unknown", f"ipc: {ipc}"), ipc_fact
+                unreadable.append(f"{SIZE_UNKNOWN} (ipc: {shown}: that container is not defined in this file; "
+                                  "the service gets its /dev/shm)")
+                return _shm(None, "unknown", f"ipc: {shown}"), ipc_fact
             if donor.name in seen:
-                raise svc.error(f"ipc: {ipc}: a cycle of services sharing IPC ({' -> '.join(seen + (donor.name,))})")
+                raise svc.error(f"ipc: {shown}: a cycle of services sharing IPC ({' -> '.join(seen + (donor.name,))})")
             shm, _ = self.shm(donor, unreadable, seen + (donor.name,))
-            return Shm(shm.present, shm.size_bytes, None, shm.free_bytes, shm.source,
-                       f"ipc: {ipc}, whose /dev/shm is: {shm.detail}"), ipc_fact
-        size = DOCKER_DEFAULT_SHM if self.swarm else svc.size(svc.get("shm_size"), "shm_size") or DOCKER_DEFAULT_SHM
-        detail = "no shm_size: the engine's default" if size == DOCKER_DEFAULT_SHM else f"shm_size: {svc.get('shm_size')}"
+            return replace(shm, detail=f"ipc: {shown}, whose /dev/shm is: {shm.detail}"), ipc_fact
+        size = DOCKER_DEFAULT_SHM if self.swarm else svc.size_of("shm_size") or DOCKER_DEFAULT_SHM
+        detail = "no shm_size: the engine's default" if size == DOCKER_DEFAULT_SHM else f"shm_size: {svc.body.get('shm_size')}"
         if self.swarm:
             detail = "Swarm ignores shm_size: the engine's default"
-        return Shm(True, size, None, size, "docker-shm", detail), ipc_fact
+        return _shm(size, "docker-shm", detail), ipc_fact
 
     def memory_limit(self, svc: _Service) -> int | None:
-        given = [svc.size(svc.get("mem_limit"), "mem_limit"),
-                 svc.size(_interpolate(svc.deploy_limits().get("memory")), "deploy.resources.limits.memory")]
+        key, written = "deploy.resources.limits.memory", svc.deploy_limits().get("memory")
+        given = [svc.size_of("mem_limit"), svc.size(key, svc.value(written, key), written)]
         return min((g for g in given if g), default=None)
 
     def flags(self, svc: _Service) -> frozenset[str]:
@@ -178,14 +310,15 @@ class ComposeFile:
             return frozenset(flags)
         flags.add("swarm")
         if svc.get("shm_size") not in (None, ""):
-            flags.add(f"swarm-ignores-shm-size={svc.size(svc.get('shm_size'), 'shm_size')}")
+            flags.add(f"swarm-ignores-shm-size={svc.size_of('shm_size')}")
         if svc.get("ipc"):
             flags.add(f"swarm-ignores-ipc={svc.get('ipc')}")
         return frozenset(flags)
 
     def loader_spec(self, svc: _Service) -> str | None:
-        deploy = svc.get("deploy")
-        for labels in (svc.get("labels"), deploy.get("labels") if isinstance(deploy, dict) else None):
+        """The shmdoctor.loader label as written (not interpolated: its error messages quote it)."""
+        deploy = svc.body.get("deploy")
+        for labels in (svc.body.get("labels"), deploy.get("labels") if isinstance(deploy, dict) else None):
             if isinstance(labels, dict) and labels.get(LOADER_KEY):
                 return str(labels[LOADER_KEY])
             if isinstance(labels, list):
@@ -198,16 +331,24 @@ class ComposeFile:
     def definition(self, svc: _Service) -> Definition:
         unreadable: list[str] = []
         shm, ipc = self.shm(svc, unreadable)
+        memory, flags = Memory(limit_bytes=self.memory_limit(svc), used_bytes=None), self.flags(svc)
+        if svc.unset:  # read after every key, so that all the variables the judged values use are in
+            unreadable.append(f"the variables {', '.join(sorted(svc.unset))} (not set here: compose would substitute "
+                              "an empty string)")
         facts = Facts(
             target=Target("service", f"{self.doc.source}:{svc.name}", id=svc.get("container_name")),
             shm=shm,
             ipc=ipc,
-            memory=Memory(limit_bytes=self.memory_limit(svc), used_bytes=None),
+            memory=memory,
             runtime="compose",
             unreadable=tuple(unreadable),
-            flags=self.flags(svc),
+            flags=flags,
         )
         return Definition(facts, self.loader_spec(svc), where(self.doc.source, svc.body))
+
+
+def _shm(size: int | None, source: str, detail: str) -> Shm:
+    return Shm(present=True, size_bytes=size, used_bytes=None, free_bytes=None, source=source, detail=detail)
 
 
 def probe(doc: Document, swarm: bool | None = None) -> list[Definition]:

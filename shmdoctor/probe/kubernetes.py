@@ -6,7 +6,9 @@ without one (ConfigMap, Service, ...) are passed over and counted, never guessed
 
 /dev/shm of a container: a volume mounted at /dev/shm decides; a memory-backed emptyDir is sized by its
 sizeLimit capped by the pod's memory limits (the sum of its containers' limits), or by those limits alone; without
-a mount the runtime gives 64 MiB (or the node's own /dev/shm with hostIPC).
+a mount the runtime gives 64 MiB (or the node's own /dev/shm with hostIPC). Where the manifest cannot tell the
+size (the node's /dev/shm, a disk emptyDir without sizeLimit, another kind of volume) it is said in `unreadable`.
+Nothing runs from a manifest: use, and so what is free, is never known (used and free are None).
 """
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ from typing import Any, Iterator
 
 from ..errors import UsageError
 from ..model import Facts, Ipc, Memory, Shm, Target
-from ..sizes import MiB, format_size, parse_quantity
+from ..rules import DOCKER_DEFAULT_SHM as RUNTIME_DEFAULT_SHM  # containerd and CRI-O give Docker's 64 MiB too
+from ..sizes import format_size, parse_quantity
 from .documents import LOADER_KEY, Definition, Document, line_of, where
 
 SHM = "/dev/shm"
-RUNTIME_DEFAULT_SHM = 64 * MiB
+SIZE_UNKNOWN = f"the size of {SHM}"
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
 
@@ -119,9 +122,10 @@ class _Pod:
                       if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == SHM), None)
         if mount is None:
             if self.spec.get("hostIPC"):
-                return Shm(True, None, None, None, "host-ipc", "hostIPC: true (the node's /dev/shm)")
-            return Shm(True, RUNTIME_DEFAULT_SHM, None, RUNTIME_DEFAULT_SHM, "runtime-shm",
-                       "no volume at /dev/shm: the container runtime's default")
+                unreadable.append(f"{SIZE_UNKNOWN} (hostIPC: true uses the node's {SHM}, whose size a manifest "
+                                  "does not tell)")
+                return _shm(None, "host-ipc", "hostIPC: true (the node's /dev/shm)")
+            return _shm(RUNTIME_DEFAULT_SHM, "runtime-shm", "no volume at /dev/shm: the container runtime's default")
         volume = self.volumes.get(mount.get("name")) if isinstance(mount.get("name"), str) else None
         if volume is None:
             raise UsageError(f"{where(self.doc.source, mount)}: {self.name}: the volumeMount at {SHM} names "
@@ -130,14 +134,19 @@ class _Pod:
             empty_dir = _mapping(volume["emptyDir"], "emptyDir", self.doc.source, volume)
             size_limit = self.quantity(empty_dir.get("sizeLimit"), volume, "emptyDir.sizeLimit")
             if empty_dir.get("medium") != "Memory":
-                return Shm(True, size_limit, None, size_limit, "k8s-emptydir-disk",
-                           f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)")
+                if size_limit is None:
+                    unreadable.append(f"{SIZE_UNKNOWN} (a disk-backed emptyDir without sizeLimit takes up to the "
+                                      "node's ephemeral storage: not in the manifest)")
+                return _shm(size_limit, "k8s-emptydir-disk",
+                            f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)")
             return self._memory_empty_dir(volume.get("name"), size_limit, unreadable)
         host_path = _mapping(volume.get("hostPath"), "hostPath", self.doc.source, volume).get("path", "")
         if str(host_path).rstrip("/") == SHM:
-            return Shm(True, None, None, None, "host", f"hostPath {SHM} (the node's /dev/shm)")
+            unreadable.append(f"{SIZE_UNKNOWN} (hostPath {SHM} is the node's, whose size a manifest does not tell)")
+            return _shm(None, "host", f"hostPath {SHM} (the node's /dev/shm)")
         kind = next((k for k in volume if k != "name"), "unknown")
-        return Shm(True, None, None, None, "unknown", f"a {kind} volume at {SHM}")
+        unreadable.append(f"{SIZE_UNKNOWN} (a {kind} volume at {SHM}: its size is not in the manifest)")
+        return _shm(None, "unknown", f"a {kind} volume at {SHM}")
 
     def _memory_empty_dir(self, name: str, size_limit: int | None, unreadable: list[str]) -> Shm:
         pod_limit = self.pod_memory_limit()
@@ -149,7 +158,7 @@ class _Pod:
         if size is None:
             unreadable.append(f"the size of {SHM} (a memory-backed emptyDir without sizeLimit, in a pod without "
                               "memory limits, takes up to the node's memory: not in the manifest)")
-        return Shm(True, size, None, size, "k8s-emptydir", detail)
+        return _shm(size, "k8s-emptydir", detail)
 
     def loader_spec(self) -> tuple[str | None, Any]:
         for meta in (self.template.get("metadata"), self.obj.get("metadata")):
@@ -175,6 +184,10 @@ class _Pod:
             )
             out.append(Definition(facts, spec, where(self.doc.source, at if line_of(at) else self.template)))
         return out
+
+
+def _shm(size: int | None, source: str, detail: str) -> Shm:
+    return Shm(present=True, size_bytes=size, used_bytes=None, free_bytes=None, source=source, detail=detail)
 
 
 def probe(doc: Document) -> tuple[list[Definition], list[str]]:
