@@ -7,22 +7,29 @@ from dataclasses import dataclass
 from .probe.holders import Holders
 
 # Segments whose owners remove them while they still hold them, so that one no live process holds (descriptor or
-# map) is the leftover of a process that died:
+# map) is the leftover of a process that died. Names are matched whole, exactly as their makers write them, so
+# that no other file (torch_utils.py, nccl-tests.log) is ever taken for one:
+# torch_<creator pid>_<random>_<counter>: ATen's NewProcessWideShmHandle (MapAllocator.cpp), for both sharing
+# strategies. file_descriptor unlinks its segments at once; file_system ones outlive a SIGKILLed process. In
+# flight (queued between a worker and the loop) nobody maps them, so a segment whose creator is alive is never
+# leaked (see classify).
+TORCH = re.compile(r"torch_([0-9]+)_[0-9]+_[0-9]+")
 KNOWN = (
-    # torch_<creator pid>_<random>_<n>: PyTorch's file_system strategy (and libshm). The default strategy unlinks
-    # its segments at once; named ones outlive a SIGKILLed process. In flight (queued between a worker and the loop)
-    # nobody maps them, so a segment whose creator is alive is never leaked (see classify).
-    ("torch_", "PyTorch"),
-    # nccl-XXXXXX (mkstemp + fallocate): NCCL's shared-memory transport, unlinked once both peers mapped it.
-    ("nccl-", "NCCL"),
-    # sem.mp-*: Python multiprocessing's named semaphores (DataLoader queues use them), mapped by every user and
-    # unlinked by multiprocessing or its resource tracker; a named one nobody maps outlived a killed process.
-    ("sem.mp-", "Python multiprocessing semaphore"),
+    (TORCH, "torch_<pid>_<n>_<n>", "PyTorch"),
+    # nccl-XXXXXX (mkstemp's six letters or digits, then fallocate): NCCL's shared-memory transport, unlinked once
+    # both peers mapped it.
+    (re.compile(r"nccl-[A-Za-z0-9]{6}"), "nccl-XXXXXX", "NCCL"),
+    # sem.mp-<8 of [a-z0-9_]>: Python multiprocessing's named semaphores (synchronize.SemLock._make_name:
+    # '/mp-' + tempfile._RandomNameSequence), used by DataLoader queues, mapped by every user and unlinked by
+    # multiprocessing or its resource tracker; a named one nobody maps outlived a killed process.
+    (re.compile(r"sem\.mp-[a-z0-9_]{8}"), "sem.mp-XXXXXXXX", "Python multiprocessing semaphore"),
 )
 # Not included, on purpose: psm_* (multiprocessing.shared_memory) may outlive every handle by design (a producer
 # closes it, a consumer attaches later by name; only unlink() ends it), so 'nobody holds it' does not mean leaked.
 # Other sem.* files and anything else belong to programs whose rules shmdoctor does not know.
-_TORCH_CREATOR = re.compile(r"^torch_(\d+)_")
+PATTERNS = ", ".join(shape for _, shape, _ in KNOWN)
+NOT_VISIBLE = ("its creator's pid cannot be checked outside the host's PID namespace (a peer container sharing "
+               "/dev/shm may have it in flight): run clean on the host to remove it")
 
 
 @dataclass(frozen=True)
@@ -55,18 +62,19 @@ class Plan:
 
 
 def recognise(name: str) -> str | None:
-    return next((label for prefix, label in KNOWN if name.startswith(prefix) and len(name) > len(prefix)), None)
+    return next((label for pattern, _, label in KNOWN if pattern.fullmatch(name)), None)
 
 
 def creator_pid(name: str) -> int | None:
-    m = _TORCH_CREATOR.match(name)
+    """The pid a PyTorch segment's name carries (in its creator's PID namespace)."""
+    m = TORCH.fullmatch(name)
     return int(m.group(1)) if m else None
 
 
 def classify(files: list[File], holders: Holders, *, creators_visible: bool = True) -> Plan:
     """Leaked: a known name that no process holds and whose creator (when the name says) is not alive.
 
-    creators_visible False: the directory is shared with processes of PID namespaces this one cannot see, so a
+    creators_visible False: the directory may be shared with processes of PID namespaces this one cannot see, so a
     creator's pid cannot be checked and PyTorch's segments are kept.
     """
     held_by: dict[int, list[int]] = {}
@@ -83,8 +91,7 @@ def classify(files: list[File], holders: Holders, *, creators_visible: bool = Tr
             pids = held_by[f.inode]
             kept.append(Entry(f.name, f.inode, f.bytes, kind, "held by pid " + ", ".join(map(str, sorted(pids)))))
         elif creator is not None and not creators_visible:
-            why = "its creator may live in a PID namespace not visible here"
-            kept.append(Entry(f.name, f.inode, f.bytes, kind, why))
+            kept.append(Entry(f.name, f.inode, f.bytes, kind, NOT_VISIBLE))
         elif creator is not None and creator in holders.pids:
             why = f"its creator, pid {creator}, is alive (a batch in flight)"
             kept.append(Entry(f.name, f.inode, f.bytes, kind, why))

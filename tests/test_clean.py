@@ -1,7 +1,8 @@
 """clean: leaked segments are listed, removed only with --yes; held, in-flight and unknown files are never touched.
 
 The host's /dev/shm is shared with other people's tests: the tests here only create, name and remove segments
-whose names carry this test process's pid, and --yes on the real /dev/shm is always limited to those names.
+whose names carry this test process's pid, and --yes on the real /dev/shm is always limited to those names. A
+--yes without names runs in a container, on a tmpfs of its own.
 """
 from __future__ import annotations
 
@@ -12,15 +13,24 @@ import sys
 
 import pytest
 
-from conftest import docker_run, run_cli
+from conftest import PYTHON, REPO, docker_run, run_cli
 from shmdoctor.commands import clean
 from shmdoctor.probe import holders
 from shmdoctor.probe.holders import Holder, Holders, Segment
-from shmdoctor.segments import Entry, File, classify, creator_pid, recognise
+from shmdoctor.segments import NOT_VISIBLE, Entry, File, classify, creator_pid, recognise
 
 SHM = "/dev/shm"
-TAG = f"sdt{os.getpid()}"
+TAG = str(os.getpid())  # the <random> field of this test's torch_<pid>_<random>_<n> names
 SIZE = 5 * 4096
+
+
+def _nccl(suffix: str) -> str:
+    """nccl-XXXXXX with this test's pid in it: five base-36 digits and a letter."""
+    n, digits = os.getpid(), ""
+    for _ in range(5):
+        n, d = divmod(n, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
+    return f"nccl-{digits}{suffix}"
 
 
 # --- the pure part: names and the plan ----------------------------------------------------------------------------
@@ -28,16 +38,52 @@ SIZE = 5 * 4096
 @pytest.mark.parametrize("name, kind", [
     ("torch_123_456789_0", "PyTorch"),
     ("nccl-AbC123", "NCCL"),
-    ("sem.mp-k2j3h4", "Python multiprocessing semaphore"),
+    ("sem.mp-k2j3h4_x", "Python multiprocessing semaphore"),
     ("psm_1a2b3c", None),  # multiprocessing.shared_memory: may outlive every handle by design
     ("sem.postgres", None),
     ("torch_", None),
     ("my_torch_1_2", None),
     ("nccl", None),
     ("random.bin", None),
+    # files of a project, which the old prefix match took for segments
+    ("torch_utils.py", None),
+    ("torch_1_2_3.py", None),
+    ("torch_1_2", None),
+    ("torch_1_2_3\n", None),
+    ("torch_١_2_3", None),  # a digit, but not an ASCII one
+    ("nccl-tests.log", None),
+    ("nccl-AbC12", None),
+    ("nccl-AbC1234", None),
+    ("sem.mp-k2j3h4", None),
+    ("sem.mp-K2J3H4_X", None),
 ])
 def test_recognise(name, kind):
     assert recognise(name) == kind
+
+
+def test_recognise_pytorchs_own_names(torch_module):
+    # A real file_system segment, named by ATen: torch_<pid>_<random>_<counter>.
+    code = """
+import os, torch, torch.multiprocessing as mp
+mp.set_sharing_strategy("file_system")
+before = set(os.listdir("/dev/shm"))
+t = torch.ones(4096).share_memory_()
+print(os.getpid(), *sorted(n for n in set(os.listdir("/dev/shm")) - before if n.startswith("torch_")))
+"""
+    pid, *names = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout.split()
+    assert names, "torch made no named segment"
+    assert all(recognise(n) == "PyTorch" and creator_pid(n) == int(pid) for n in names)
+
+
+def test_recognise_multiprocessings_own_semaphores():
+    import multiprocessing
+
+    # Under spawn a SemLock stays named in /dev/shm (sem.mp-XXXXXXXX) until its resource tracker unlinks it.
+    lock = multiprocessing.get_context("spawn").Lock()
+    name = "sem." + lock._semlock.name.lstrip("/")
+    assert os.path.exists(os.path.join(SHM, name))
+    assert recognise(name) == "Python multiprocessing semaphore"
 
 
 def _holders(held: dict[int, list[int]], pids=()) -> Holders:
@@ -56,7 +102,7 @@ def _holders(held: dict[int, list[int]], pids=()) -> Holders:
     ("torch_99_1_0", {}, (), False, "kept"),  # creators may live where this PID namespace cannot look
     ("nccl-x1y2z3", {}, (), False, "leaked"),  # no creator in the name: holding alone decides
     ("nccl-x1y2z3", {7: [1]}, (7,), True, "kept"),
-    ("sem.mp-abc", {}, (), True, "leaked"),
+    ("sem.mp-abc_1234", {}, (), True, "leaked"),
     ("psm_abc", {}, (), True, "unrecognised"),
     ("core.1234", {}, (), True, "unrecognised"),
 ])
@@ -79,9 +125,9 @@ def _write(path: str, size: int = SIZE) -> None:
         f.write(b"\1" * size)
 
 
-def _dead_creator_segment(directory: str = SHM) -> str:
+def _dead_creator_segment() -> str:
     """A torch_<pid>_... file made by a process that then died: the shape of a real leftover."""
-    code = f"import os; open(os.path.join({directory!r}, f'torch_{{os.getpid()}}_{TAG}_0'), 'wb').write(b'1' * {SIZE})"
+    code = f"import os; open(f'/dev/shm/torch_{{os.getpid()}}_{TAG}_0', 'wb').write(b'1' * {SIZE})"
     child = subprocess.Popen([sys.executable, "-c", code])
     assert child.wait() == 0
     return f"torch_{child.pid}_{TAG}_0"
@@ -120,11 +166,14 @@ def hold():
 
 @pytest.fixture
 def made():
-    """Paths the test creates under /dev/shm, removed at the end whatever happened."""
+    """Paths the test creates under /dev/shm (files, or empty directories last), removed at the end whatever
+    happened."""
     paths: list[str] = []
     yield paths
     for path in paths:
-        if os.path.lexists(path):
+        if os.path.isdir(path):
+            os.rmdir(path)
+        elif os.path.lexists(path):
             os.unlink(path)
 
 
@@ -136,7 +185,7 @@ def _clean(*args: str) -> tuple[int, dict]:
 
 def test_lists_the_leak_and_changes_nothing_without_yes(made, hold):
     leak = _dead_creator_segment()
-    by_map, by_fd, unknown = f"torch_1_{TAG}_map", f"nccl-{TAG}fd", f"sdt-unknown-{TAG}"
+    by_map, by_fd, unknown = f"torch_1_{TAG}_1", _nccl("f"), f"sdt-unknown-{TAG}"
     made += [os.path.join(SHM, n) for n in (leak, by_map, by_fd, unknown)]
     for path in made[1:]:
         _write(path)
@@ -157,7 +206,7 @@ def test_lists_the_leak_and_changes_nothing_without_yes(made, hold):
 
 def test_yes_removes_the_leak_only(made, hold):
     leak = _dead_creator_segment()
-    held = f"torch_1_{TAG}_held"
+    held = f"torch_1_{TAG}_2"
     made += [os.path.join(SHM, leak), os.path.join(SHM, held)]
     _write(made[1])
     hold(made[1], "map")
@@ -188,61 +237,109 @@ def test_creator_alive_means_a_batch_in_flight(made, hold):
         creator.wait()
 
 
-def test_yes_never_touches_what_it_does_not_recognise(tmp_path):
-    d = str(tmp_path)
-    leak = _dead_creator_segment(d)
-    for name in ("psm_5f3a", "sem.other", "notes.txt", "nccl-leftover"):
+UNKNOWN_AND_KNOWN = """
+import os, subprocess, sys
+d = sys.argv[1]
+def write(name): open(os.path.join(d, name), "wb").write(b"1" * 8192)
+subprocess.run([sys.executable, "-c", f"open('{d}/torch_%d_1_0' % __import__('os').getpid(), 'wb').write(b'1')"])
+for name in ("nccl-left01", "sem.mp-left_ovr", "psm_5f3a", "sem.other", "notes.txt", "torch_utils.py",
+             "nccl-tests.log", "torch_1_2_3.py", "sem.mp-short"):
+    write(name)
+os.symlink("/etc/hostname", os.path.join(d, "torch_1_2_3"))
+os.mkdir(os.path.join(d, "torch_1_2_4"))
+out = subprocess.run([sys.executable, "-m", "shmdoctor", "clean", "--yes", "--format", "json", "--path", d],
+                     capture_output=True, text=True)
+print(out.returncode, out.stderr.strip())
+print(out.stdout)
+print(" ".join(sorted(os.listdir(d))))
+"""
+
+
+@pytest.mark.docker
+def test_yes_never_touches_what_it_does_not_recognise(images):
+    # A tmpfs of the container's own, --yes without names; the host's PID namespace, so the dead creator counts.
+    proc = docker_run("--name", f"sdt-clean-unknown-{os.getpid()}", "--pid=host", "--tmpfs", "/mnt/shm",
+                      cmd=["python", "-c", UNKNOWN_AND_KNOWN, "/mnt/shm"], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    status, *rest = proc.stdout.splitlines()
+    doc, left = json.loads("\n".join(rest[:-1])), rest[-1].split()
+    assert status == "0 "
+    removed = sorted(e["name"] for e in doc["removed"])
+    assert removed[:2] == ["nccl-left01", "sem.mp-left_ovr"] and len(removed) == 3
+    assert recognise(removed[2]) == "PyTorch"
+    unknown = ["psm_5f3a", "sem.other", "notes.txt", "torch_utils.py", "nccl-tests.log", "torch_1_2_3.py",
+               "sem.mp-short"]
+    assert left == sorted(unknown + ["torch_1_2_3", "torch_1_2_4"])  # and a link and a directory with segment names
+    assert doc["unrecognised"]["count"] == len(unknown)
+
+
+@pytest.mark.parametrize("where", ["a project directory", "a directory inside a tmpfs"])
+def test_a_path_that_is_not_a_tmpfs_mount_point_is_refused(tmp_path, made, where):
+    if where == "a project directory":
+        d = str(tmp_path)
+    else:
+        d = os.path.join(SHM, f"sdt-clean-{TAG}")
+        os.mkdir(d)
+        made.append(d)
+    names = ["torch_utils.py", "nccl-tests.log", "torch_1_2_3", "nccl-abc123"]
+    for name in names:
         _write(os.path.join(d, name))
-    os.symlink("/etc/hostname", os.path.join(d, "torch_1_2_link"))
-    os.mkdir(os.path.join(d, "torch_1_2_dir"))
-
-    rc, doc = _clean("--yes", "--path", d)
-    assert rc == 0
-    assert sorted(e["name"] for e in doc["removed"]) == sorted([leak, "nccl-leftover"])
-    assert sorted(os.listdir(d)) == ["notes.txt", "psm_5f3a", "sem.other", "torch_1_2_dir", "torch_1_2_link"]
-    assert doc["unrecognised"]["count"] == 3
-
-
-def test_a_name_it_does_not_know_is_refused(tmp_path):
-    _write(os.path.join(tmp_path, "notes.txt"))
-    proc = run_cli("clean", "--yes", "--path", str(tmp_path), "notes.txt")
+    made[:0] = [os.path.join(d, n) for n in names]  # removed before the directory
+    proc = run_cli("clean", "--yes", "--path", d)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "shmdoctor: error: 'notes.txt' is not a segment shmdoctor knows (torch_*, nccl-*, sem.mp-*); nothing was removed"
+        f"shmdoctor: error: --path {d!r} is not the mount point of a tmpfs: nothing was removed"
     ]
-    assert os.path.exists(os.path.join(tmp_path, "notes.txt"))
+    assert sorted(os.listdir(d)) == sorted(names)
 
 
-def test_the_lease_keeps_a_segment_proc_did_not_show(tmp_path, hold):
+def test_a_name_it_does_not_know_is_refused(made):
+    notes = f"sdt-notes-{TAG}.txt"
+    made.append(os.path.join(SHM, notes))
+    _write(made[0])
+    for name in (notes, "torch_utils.py"):
+        proc = run_cli("clean", "--yes", name)
+        assert proc.returncode == 2
+        assert proc.stderr.strip().splitlines() == [
+            f"shmdoctor: error: {name!r} is not a segment shmdoctor knows "
+            "(torch_<pid>_<n>_<n>, nccl-XXXXXX, sem.mp-XXXXXXXX); nothing was removed"
+        ]
+    assert os.path.exists(made[0])
+
+
+def test_the_lease_keeps_a_segment_proc_did_not_show(made, hold):
     # The last line of defence: even if the scan missed a holder (another PID namespace), the kernel refuses the
     # write lease while any process has the file open or mapped, and the file stays.
-    path = os.path.join(tmp_path, "torch_1_2_3")
-    _write(path)
-    hold(path, "map")
-    entry = Entry("torch_1_2_3", os.stat(path).st_ino, SIZE, "PyTorch")
-    assert clean.remove(str(tmp_path), entry) == "a process /proc did not show has it open or mapped"
-    assert os.path.exists(path)
+    name = f"torch_1_{TAG}_3"
+    made.append(os.path.join(SHM, name))
+    _write(made[0])
+    hold(made[0], "map")
+    entry = Entry(name, os.stat(made[0]).st_ino, SIZE, "PyTorch")
+    assert clean.remove(SHM, entry) == "a process /proc did not show has it open or mapped"
+    assert os.path.exists(made[0])
 
 
-def test_the_lease_refuses_a_replaced_file(tmp_path):
-    path = os.path.join(tmp_path, "torch_1_2_3")
+def test_the_lease_refuses_a_replaced_file(made):
+    name = f"torch_1_{TAG}_4"
+    path = os.path.join(SHM, name)
+    made += [path, path + ".old"]
     _write(path)
-    entry = Entry("torch_1_2_3", os.stat(path).st_ino, SIZE, "PyTorch")
+    entry = Entry(name, os.stat(path).st_ino, SIZE, "PyTorch")
     os.rename(path, path + ".old")  # kept, so its inode cannot be reused by the new file
     _write(path)  # same name, another file: listed earlier, not this one
-    assert clean.remove(str(tmp_path), entry) == "replaced by another file since it was listed"
+    assert clean.remove(SHM, entry) == "replaced by another file since it was listed"
     assert os.path.exists(path)
 
 
 def test_holders_see_unlinked_segments(made, hold):
-    path = os.path.join(SHM, f"torch_1_{TAG}_gone")
+    path = os.path.join(SHM, f"torch_1_{TAG}_5")
     _write(path)
     made.append(path)
     child = hold(path, "unlinked")
     assert not os.path.exists(path)  # a listing shows nothing...
     found = {h.pid: h for h in holders.scan(SHM).holders}
     [segment] = found[child.pid].segments  # ...the holder's map does
-    assert segment.name == f"torch_1_{TAG}_gone" and segment.unlinked and segment.bytes == SIZE
+    assert segment.name == f"torch_1_{TAG}_5" and segment.unlinked and segment.bytes == SIZE
 
 
 # --- a real leak, in a container's own /dev/shm -------------------------------------------------------------------
@@ -263,24 +360,78 @@ python -c 'import json; print(json.dumps([json.load(open("/tmp/list.json")), jso
 @pytest.mark.docker
 @pytest.mark.torch
 def test_sigkilled_file_system_loader_leak_is_listed_then_freed(images):
-    proc = docker_run("--name", f"sdt-clean-leak-{os.getpid()}", "--shm-size=256m", "--init",
+    # In the host's PID namespace (--pid=host) a creator's pid can be checked: the dead loader's segments go.
+    proc = docker_run("--name", f"sdt-clean-leak-{os.getpid()}", "--shm-size=256m", "--init", "--pid=host",
                       cmd=["sh", "-c", KILL_AND_CLEAN], timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:4] == ["killed: 137", "list: 0", "yes: 0", "left: 0"], proc.stdout + proc.stderr
     listed, freed = json.loads(lines[4])
     names = [e["name"] for e in listed["leaked"]]
-    assert names and all(n.startswith("torch_") for n in names)
+    assert names and all(recognise(n) == "PyTorch" for n in names)
     assert listed["leaked_bytes"] > 0 and listed["used_bytes"] >= listed["leaked_bytes"]
     assert sorted(e["name"] for e in freed["removed"]) == sorted(names)
     assert freed["freed_bytes"] == listed["leaked_bytes"]
 
 
+@pytest.mark.docker
+@pytest.mark.torch
+def test_in_a_containers_pid_namespace_the_leak_is_kept_and_says_why(images):
+    # Its own PID namespace: a peer sharing /dev/shm could have any of these in flight; nothing can prove otherwise.
+    proc = docker_run("--name", f"sdt-clean-leakns-{os.getpid()}", "--shm-size=256m", "--init",
+                      cmd=["sh", "-c", KILL_AND_CLEAN], timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:3] == ["killed: 137", "list: 0", "yes: 0"] and lines[3] != "left: 0", proc.stdout + proc.stderr
+    listed, kept = json.loads(lines[4])
+    assert listed["leaked"] == [] and kept["removed"] == [] and kept["freed_bytes"] == 0
+    assert kept["kept"] and all(e["kind"] == "PyTorch" and e["why"] == NOT_VISIBLE for e in kept["kept"])
+
+
+IPC_OWNER = """
+import os, time
+open(f"/dev/shm/torch_{os.getpid()}_1_0", "wb").write(b"1" * 8192)  # in flight: its creator alive, nobody maps it
+print("made", flush=True)
+time.sleep(600)
+"""
+
+
+# The creator's pid past the few the peer's own processes will have: pid 1 there must not vouch for it by chance.
+OWNER_START = 'for i in $(seq 40); do /bin/true; done; python -c "$0" & wait'
+
+
+@pytest.mark.docker
+def test_a_peer_containers_segment_in_flight_is_kept(images):
+    # --ipc=container:owner shares the owner's /dev/shm, not its PID namespace: the creator is invisible from here.
+    owner = f"sdt-clean-owner-{os.getpid()}"
+    started = subprocess.run(["docker", "run", "-d", "--rm", "--name", owner, "--network", "none", "--ipc=shareable",
+                              "-v", f"{REPO}:/src:ro", "-w", "/src", PYTHON, "sh", "-c", OWNER_START, IPC_OWNER],
+                             capture_output=True, text=True, timeout=60)
+    try:
+        assert started.returncode == 0, started.stderr
+        logs = subprocess.Popen(["docker", "logs", "-f", owner], stdout=subprocess.PIPE, text=True)
+        try:
+            assert logs.stdout.readline().strip() == "made"
+        finally:
+            logs.kill()
+            logs.wait()
+        script = 'python -m shmdoctor clean --yes --format json; echo "left: $(ls /dev/shm)"'
+        proc = docker_run("--name", f"sdt-clean-peer-{os.getpid()}", f"--ipc=container:{owner}",
+                          cmd=["sh", "-c", script], timeout=120)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        *doc, left = proc.stdout.splitlines()
+        doc = json.loads("\n".join(doc))
+        assert doc["removed"] == [] and [(e["kind"], e["why"]) for e in doc["kept"]] == [("PyTorch", NOT_VISIBLE)]
+        assert left == f"left: {doc['kept'][0]['name']}" and creator_pid(left[6:]) is not None
+    finally:
+        subprocess.run(["docker", "rm", "-f", owner], capture_output=True, timeout=60)
+
+
 OTHER_USER = """
 setpriv --reuid=1000 --regid=1000 --clear-groups sh -c '
-  head -c 8192 /dev/zero > /dev/shm/torch_99999_1_0
-  head -c 8192 /dev/zero > /dev/shm/nccl-held
-  exec 3</dev/shm/nccl-held; touch /tmp/holding; exec sleep 600' &
+  head -c 8192 /dev/zero > /dev/shm/nccl-left01
+  head -c 8192 /dev/zero > /dev/shm/nccl-held01
+  exec 3</dev/shm/nccl-held01; touch /tmp/holding; exec sleep 600' &
 while [ ! -e /tmp/holding ]; do sleep 0.05; done
 python -m shmdoctor clean --format json > /tmp/list.json; echo "list: $?"
 python -m shmdoctor clean --yes --format json > /tmp/yes.json; echo "yes: $?"
@@ -296,11 +447,11 @@ def test_a_containers_root_cleans_what_its_training_user_left(images):
     proc = docker_run("--name", f"sdt-clean-user-{os.getpid()}", "--init", cmd=["sh", "-c", OTHER_USER], timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[:3] == ["list: 0", "yes: 0", "nccl-held"], proc.stdout + proc.stderr
+    assert lines[:3] == ["list: 0", "yes: 0", "nccl-held01"], proc.stdout + proc.stderr
     listed, freed = json.loads(lines[3])
-    assert [e["name"] for e in listed["leaked"]] == ["torch_99999_1_0"]
+    assert [e["name"] for e in listed["leaked"]] == ["nccl-left01"]
     assert [(e["name"], e["why"]) for e in listed["kept"]] == [
-        ("nccl-held", "a process /proc did not show has it open or mapped")
+        ("nccl-held01", "a process /proc did not show has it open or mapped")
     ]
     assert any("(sleep 600): permission denied" in u for u in listed["unreadable"])
-    assert [e["name"] for e in freed["removed"]] == ["torch_99999_1_0"] and freed["failed"] == []
+    assert [e["name"] for e in freed["removed"]] == ["nccl-left01"] and freed["failed"] == []

@@ -16,16 +16,16 @@ import click
 from ..cli import INTERRUPTED
 from ..errors import ProbeError, UsageError
 from ..model import SCHEMA
+from ..options import FORMATS
 from ..probe import holders as holders_probe
-from ..probe import local
-from ..segments import KNOWN, Entry, File, Plan, classify, recognise
+from ..probe import local, mountinfo
+from ..segments import PATTERNS, Entry, File, Plan, classify, recognise
 from ..sizes import format_size
 
 DEFAULT_PATH = "/dev/shm"
 HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process of the machine
 KEPT_SHOWN = 10
 GONE = "gone already"
-SHARED_SOURCES = ("host", "host-ipc", "runtime-shm", "k8s-emptydir")  # used by processes of other containers too
 
 
 def list_files(directory: str) -> list[File]:
@@ -44,15 +44,24 @@ def list_files(directory: str) -> list[File]:
     return files
 
 
-def creators_visible(directory: str) -> bool:
-    """False when processes this PID namespace cannot see share the directory (their pids mean nothing here)."""
+def creators_visible() -> bool:
+    """Whether the pid in a segment's name can be checked: only from the host's PID namespace, where /proc shows
+    every process of the machine. In any other, peers of other PID namespaces may share the directory without a
+    trace visible here (--ipc=shareable and --ipc=container:X share /dev/shm, a volume shares a tmpfs), and their
+    file_system segments in flight are mapped by nobody: only their creator's pid tells they are in use."""
     try:
-        if os.stat("/proc/self/ns/pid").st_ino == HOST_PID_NAMESPACE:
-            return True
+        return os.stat("/proc/self/ns/pid").st_ino == HOST_PID_NAMESPACE
     except OSError:
         return False
-    facts = local.probe(shm_path=directory)
-    return facts.ipc.mode != "host" and facts.shm.source not in SHARED_SOURCES
+
+
+def tmpfs_mount_point(directory: str) -> bool:
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mount = mountinfo.find(mountinfo.parse(f.read()), os.path.realpath(directory))
+    except (OSError, UsageError):
+        return False
+    return mount is not None and mount.fstype == "tmpfs"
 
 
 class Kept(Exception):
@@ -102,6 +111,16 @@ def leased(path: str, inode: int) -> Iterator[None]:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def lease_breaks_ignored() -> Iterator[None]:
+    """A lease broken by someone opening the file signals SIGIO, whose default action ends the process."""
+    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGIO, previous)
+
+
 def remove(directory: str, entry: Entry) -> str | None:
     """Unlink one segment under its lease. None, or why it stays."""
     path = os.path.join(directory, entry.name)
@@ -139,8 +158,7 @@ def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
         if "/" in name or name in (".", ".."):
             raise UsageError(f"{name!r}: give segment names as listed in the directory, not paths")
         if recognise(name) is None:
-            patterns = ", ".join(p + "*" for p, _ in KNOWN)
-            raise UsageError(f"{name!r} is not a segment shmdoctor knows ({patterns}); nothing was removed")
+            raise UsageError(f"{name!r} is not a segment shmdoctor knows ({PATTERNS}); nothing was removed")
     keep = set(names)
     return Plan(
         tuple(e for e in plan.leaked if e.name in keep), tuple(e for e in plan.kept if e.name in keep), ()
@@ -151,9 +169,8 @@ def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--yes", is_flag=True, help="Remove the leaked segments (without it, nothing changes).")
 @click.option("--path", "directory", default=DEFAULT_PATH, show_default=True, metavar="DIR",
-              help="The tmpfs directory to clean.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Output format.")
+              help="The tmpfs to clean: /dev/shm, or the mount point of another tmpfs.")
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
 def command(names, yes, directory, fmt) -> int:
     """Leaked segments (torch_*, nccl-*, sem.mp-*) that no live process holds, with their sizes; --yes removes them.
 
@@ -172,34 +189,35 @@ def command(names, yes, directory, fmt) -> int:
             raise ProbeError(f"there is no {DEFAULT_PATH} here (--ipc=none?): nothing to clean")
         raise UsageError(f"--path {directory!r} is not a directory")
     directory = os.path.abspath(directory)
+    if directory != DEFAULT_PATH and not tmpfs_mount_point(directory):
+        # Segment names are exact, but a project directory is still no place to delete files from.
+        raise UsageError(f"--path {directory!r} is not the mount point of a tmpfs: nothing was removed")
     try:
         size, used, _ = local.shm_usage(directory)
     except OSError as e:
         raise ProbeError(f"cannot read the usage of {directory} (statvfs: {e.strerror})") from None
     files = list_files(directory)
     held = holders_probe.scan(directory, namespaces=True)
-    plan = _only(classify(files, held, creators_visible=creators_visible(directory)), names)
+    plan = _only(classify(files, held, creators_visible=creators_visible()), names)
     removed: list[Entry] = []
     failed: list[tuple[Entry, str]] = []
     interrupted = False
-    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)  # a broken lease signals SIGIO: not our death
     try:
-        plan = confirm(directory, plan)
-        for entry in plan.leaked if yes else ():
-            # Ctrl-C lands between two removals, never inside one: what is reported removed is what went.
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
-                why = remove(directory, entry)
-                if why is None:
-                    removed.append(entry)
-                else:
-                    failed.append((entry, why))
-            finally:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        with lease_breaks_ignored():
+            plan = confirm(directory, plan)
+            for entry in plan.leaked if yes else ():
+                # Ctrl-C lands between two removals, never inside one: what is reported removed is what went.
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+                try:
+                    why = remove(directory, entry)
+                    if why is None:
+                        removed.append(entry)
+                    else:
+                        failed.append((entry, why))
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     except KeyboardInterrupt:
         interrupted = True
-    finally:
-        signal.signal(signal.SIGIO, previous)
 
     result = dict(directory=directory, size=size, used=used, plan=plan, yes=yes, removed=removed, failed=failed,
                   unreadable=held.unreadable, interrupted=interrupted)
