@@ -78,7 +78,7 @@ def main() -> None:
         processes = sum(1 for p in os.listdir("/proc") if p.isdigit())
 
         print(f"DataLoader: main pid {ready[1]}, workers {', '.join(ready[2:])}; they hold "
-              f"{sum(len(h.segments) for h in ours)} segments now (unlinked: {sum(h.unlinked for h in ours)})")
+              f"{sum(len(h.segments) for h in ours)} segments now (unlinked: {sum(h.unlinked_count for h in ours)})")
         print(f"one scan of /proc for holders: {statistics.median(scans) * 1000:.1f} ms median "
               f"({processes} processes on this machine, {os.cpu_count()} CPUs)")
         print(f"\n{'watch settings':<46}{'CPU s / min':>12}{'% of a core':>13}")

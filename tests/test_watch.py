@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO, run_cli
+from shmdoctor.commands import watch
 from shmdoctor.commands.watch import Watch
 from shmdoctor.probe.holders import Holder, Holders, Segment
 from shmdoctor.sizes import MiB
@@ -43,7 +46,7 @@ def test_the_loaders_processes_hold_unlinked_segments(loader):
     ours = {h["pid"]: h for h in summary["holders"] if h["pid"] in loader}
     # The main process maps the batches it received; each worker the ones it made. All of them unlinked at once.
     assert set(ours) == set(loader), summary["holders"]
-    assert all(h["unlinked"] == h["segments"] > 0 for h in ours.values())
+    assert all(h["unlinked_count"] == h["segments"] > 0 for h in ours.values())
     assert all(h["bytes"] >= BATCH and "running.py" in h["command"] for h in ours.values())
     assert summary["peak_bytes"] >= max(h["bytes"] for h in ours.values()) > 0
     assert summary["samples"] == len(samples) >= 2
@@ -85,3 +88,56 @@ def test_watch_adds_up_peak_and_biggest_holds():
     w.scanned(Holders(()))
     assert [(h.pid, h.bytes) for h in w.biggest()] == [(7, 12288), (9, 4096)]
     assert w.scans == 3 and w.unreadable == {"pid 1 (init): permission denied"}
+
+
+HOLD = """
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+os.ftruncate(fd, 8192)
+m = mmap.mmap(fd, 8192)
+m[:] = b"1" * 8192
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_holders_are_named_by_executable_and_script_never_their_arguments(tmp_path):
+    script = tmp_path / "hold.py"
+    script.write_text(HOLD)
+    segment = f"/dev/shm/sdt-watch-{os.getpid()}"
+    holder = subprocess.Popen([sys.executable, str(script), segment, "--password=hunter2", "--token", "s3cr3t"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        shown = f"{os.path.basename(sys.executable)} {script}"
+        proc = run_cli("watch", "--format", "json", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1")
+        docs = [json.loads(line) for line in proc.stdout.splitlines()]
+        ours = [h for d in docs for h in d.get("holders", []) if h["pid"] == holder.pid]
+        assert ours and all(h["command"] == shown for h in ours)
+        text = run_cli("watch", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1").stdout
+        assert any(f"pid {holder.pid} " in line and line.endswith(shown) for line in text.splitlines()), text
+        for out in (proc.stdout, text):
+            assert "hunter2" not in out and "s3cr3t" not in out
+    finally:
+        holder.kill()
+        holder.wait()
+        os.unlink(segment)
+
+
+def test_a_signal_between_installing_its_handlers_still_ends_in_a_summary(monkeypatch, capsys):
+    # SIGINT lands after watch installed its SIGINT handler and before its SIGTERM one: a stop like any other, and
+    # both handlers are given back.
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    install = signal.signal
+
+    def interrupted_install(signum, handler):
+        if signum == signal.SIGTERM and handler is watch._stop:
+            os.kill(os.getpid(), signal.SIGINT)  # delivered to the handler installed a moment ago
+        return install(signum, handler)
+
+    monkeypatch.setattr(signal, "signal", interrupted_install)
+    code = watch.command.main(["--duration", "5", "--holders-every", "0"], standalone_mode=False)
+    monkeypatch.undo()
+    assert code == 130
+    assert {s: signal.getsignal(s) for s in before} == before
+    assert "(interrupted)" in capsys.readouterr().out

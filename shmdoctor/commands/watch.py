@@ -14,7 +14,7 @@ import click
 from ..cli import INTERRUPTED
 from ..errors import ProbeError, UsageError
 from ..model import SCHEMA
-from ..options import loader_kwargs, loader_options, requirement_from
+from ..options import FORMATS, loader_kwargs, loader_options, requirement_from
 from ..probe import holders as holders_probe
 from ..probe import local
 from ..sizes import MiB, format_size
@@ -66,13 +66,20 @@ def _positive(name: str, value: float | None) -> float | None:
 
 
 def _holder_dict(h: holders_probe.Holder) -> dict:
-    return {"pid": h.pid, "command": h.command, "bytes": h.bytes, "segments": len(h.segments), "unlinked": h.unlinked}
+    return {"pid": h.pid, "command": h.command, "bytes": h.bytes, "segments": len(h.segments),
+            "unlinked_count": h.unlinked_count}
 
 
 def _holder_line(h: holders_probe.Holder) -> str:
     n = len(h.segments)
     return (f"           pid {h.pid:<7} {format_size(h.bytes):>10} in {n} segment{'s' if n != 1 else ''} "
-            f"({h.unlinked} unlinked)  {h.command[:80]}")
+            f"({h.unlinked_count} unlinked)  {h.command[:80]}")
+
+
+def within_budget(peak: int, budget: int) -> bool:
+    """The peak against the loader's predicted need, with slack: its semaphores and queues take a few pages (1 MiB
+    and 1 %) besides its batches."""
+    return peak <= budget + MiB + budget // 100
 
 
 def _share(part: int, whole: int | None) -> str:
@@ -89,7 +96,7 @@ def _share(part: int, whole: int | None) -> str:
 @click.option("--duration", type=float, metavar="SECONDS", help="Stop after this long (default: until Ctrl-C).")
 @click.option("--path", "directory", default=DEFAULT_PATH, show_default=True, metavar="DIR", help="The tmpfs to watch.")
 @loader_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True,
               help="json: one JSON object per sample (JSON lines), then a summary object.")
 def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     """Used / size of /dev/shm over time, the peak, the loader's predicted need as the budget, and who holds it per
@@ -118,10 +125,14 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     due = start
     last_scan_t, last_scan_used = -math.inf, None
     stopped = None
-    # Installed here, not inherited: a watch started in a script's background (where SIGINT is ignored) still
-    # stops on `kill -INT`, and SIGTERM (docker stop, timeout) ends it with its summary too.
-    handlers = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    handlers = {}
     try:
+        # Installed here, not inherited: a watch started in a script's background (where SIGINT is ignored) still
+        # stops on `kill -INT`, and SIGTERM (docker stop, timeout) ends it with its summary too. Inside the try: a
+        # signal landing between two installs is a stop like any other, and what was installed is restored.
+        for s in (signal.SIGINT, signal.SIGTERM):
+            handlers[s] = signal.getsignal(s)
+            signal.signal(s, _stop)
         while True:
             t = time.monotonic() - start
             try:
@@ -186,7 +197,7 @@ class _JsonLines:
             "schema": SCHEMA, "type": "summary", "directory": self.directory, "duration_s": round(elapsed, 3),
             "samples": w.samples, "holder_scans": w.scans, "size_bytes": w.size, "start_used_bytes": w.start_used,
             "peak_bytes": w.peak, "peak_t": round(w.peak_t, 3), "budget_bytes": self.budget,
-            "peak_over_budget": None if self.budget is None else w.peak > self.budget + MiB + self.budget // 100,
+            "peak_over_budget": None if self.budget is None else not within_budget(w.peak, self.budget),
             "holders": [_holder_dict(h) for h in w.biggest()],
             "unreadable": sorted(w.unreadable), "interrupted": interrupted,
         }))
@@ -225,9 +236,8 @@ class _Text:
             "at the start)"
         )
         if self.budget:
-            # Slack: the loader's semaphores and queues take a few pages besides its batches.
             verdict = (
-                f"the peak took {_share(w.peak, self.budget)} of it" if w.peak <= self.budget + MiB + self.budget // 100
+                f"the peak took {_share(w.peak, self.budget)} of it" if within_budget(w.peak, self.budget)
                 else f"the peak went {format_size(w.peak - self.budget)} over it: something else uses /dev/shm too, "
                 "or the loader is not the one described"
             )

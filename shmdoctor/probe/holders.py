@@ -4,6 +4,11 @@ PyTorch's default sharing strategy unlinks each segment as soon as it is mapped,
 nothing: the descriptors ('/dev/shm/torch_... (deleted)') and the maps are the only trace. Maps are matched by
 device number, so a container's own /dev/shm (another tmpfs) never counts as ours. An unreadable /proc entry is
 recorded in `unreadable` (a 'probe-incomplete' fact), a vanished process is skipped: it holds nothing any more.
+
+/proc is read here directly, not through psutil: psutil's open_files() drops the descriptors whose path ends in
+' (deleted)', which are exactly the unlinked segments this module is about, and it does not read maps at all.
+A process is named by its executable and first argument only (`python train.py`): the rest of a command line may
+carry secrets (`--password=...`) and never leaves this module.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ class Holder:
         return sum(s.bytes for s in self.segments)
 
     @property
-    def unlinked(self) -> int:
+    def unlinked_count(self) -> int:
         return sum(s.unlinked for s in self.segments)
 
 
@@ -43,10 +48,6 @@ class Holders:
     # Every pid seen, in every PID namespace (NSpid): segment names that carry their creator's pid are checked
     # against it. Empty unless scan(..., namespaces=True).
     pids: frozenset[int] = frozenset()
-
-    @property
-    def inodes(self) -> frozenset[int]:
-        return frozenset(s.inode for h in self.holders for s in h.segments)
 
     @property
     def bytes(self) -> int:
@@ -67,12 +68,20 @@ def _is_kernel_thread(proc: str, pid: str) -> bool:
         return False
 
 
-def command_line(pid: int, proc: str = "/proc") -> str:
+def command_name(pid: int, proc: str = "/proc") -> str:
+    """The executable's basename and the script (`python train.py`), never the arguments after them; an argument
+    that is an option (`-c`, `--password=...`) is left out too, and so is the rest of a title a process wrote over
+    its argv[0] (setproctitle). A kernel thread: its [comm]."""
     try:
-        cmd = _read(f"{proc}/{pid}/cmdline").replace("\0", " ").strip()
-        return cmd or f"[{_read(f'{proc}/{pid}/comm').strip()}]"
+        argv = _read(f"{proc}/{pid}/cmdline").split("\0")
+        if not argv[0]:
+            return f"[{_read(f'{proc}/{pid}/comm').strip()}]"
     except OSError:
         return "?"
+    shown = [os.path.basename(argv[0].split(" ", 1)[0])]
+    if len(argv) > 1 and argv[1] and not argv[1].startswith("-"):
+        shown.append(argv[1])
+    return " ".join(shown)
 
 
 def _nspids(proc: str, pid: str) -> list[int]:
@@ -86,46 +95,45 @@ def _nspids(proc: str, pid: str) -> list[int]:
         return [int(pid)]
 
 
-class _Process:
-    """The segments of one process; raises PermissionError (unreadable) or FileNotFoundError (gone)."""
-
-    def __init__(self, proc: str, pid: str, prefix: str, dev: int, maps_dev: str):
-        self.found: dict[int, Segment] = {}
-        base = f"{proc}/{pid}"
-        for fd in os.listdir(f"{base}/fd"):
+def _segments(proc: str, pid: str, prefix: str, dev: int, maps_dev: str) -> dict[int, Segment]:
+    """The segments one process holds, by inode; raises PermissionError (unreadable) or FileNotFoundError (gone)."""
+    found: dict[int, Segment] = {}
+    base = f"{proc}/{pid}"
+    for fd in os.listdir(f"{base}/fd"):
+        try:
+            link = os.readlink(f"{base}/fd/{fd}")
+            if not link.startswith(prefix):
+                continue
+            st = os.stat(f"{base}/fd/{fd}")
+        except FileNotFoundError:  # closed meanwhile
+            continue
+        if st.st_dev == dev:
+            name, unlinked = _name(link[len(prefix):])
+            found[st.st_ino] = Segment(st.st_ino, name, st.st_blocks * 512, unlinked)
+    text = _read(f"{base}/maps")
+    if maps_dev not in text:
+        return found
+    lengths: dict[int, int] = {}
+    paths: dict[int, str] = {}
+    for line in text.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) < 6 or fields[3] != maps_dev or fields[4] == "0":
+            continue
+        inode = int(fields[4])
+        start, _, end = fields[0].partition("-")
+        lengths[inode] = lengths.get(inode, 0) + int(end, 16) - int(start, 16)
+        paths.setdefault(inode, fields[0])
+        if inode not in found:
+            name, unlinked = _name(fields[5].rsplit("/", 1)[-1])
+            found[inode] = Segment(inode, name, -1, unlinked)
+    for inode, seg in found.items():
+        if seg.bytes < 0:  # mapped only: stat the mapping (root only), else its length
             try:
-                link = os.readlink(f"{base}/fd/{fd}")
-                if not link.startswith(prefix):
-                    continue
-                st = os.stat(f"{base}/fd/{fd}")
-            except FileNotFoundError:  # closed meanwhile
-                continue
-            if st.st_dev == dev:
-                name, unlinked = _name(link[len(prefix):])
-                self.found[st.st_ino] = Segment(st.st_ino, name, st.st_blocks * 512, unlinked)
-        text = _read(f"{base}/maps")
-        if maps_dev not in text:
-            return
-        lengths: dict[int, int] = {}
-        paths: dict[int, str] = {}
-        for line in text.splitlines():
-            fields = line.split(None, 5)
-            if len(fields) < 6 or fields[3] != maps_dev or fields[4] == "0":
-                continue
-            inode = int(fields[4])
-            start, _, end = fields[0].partition("-")
-            lengths[inode] = lengths.get(inode, 0) + int(end, 16) - int(start, 16)
-            paths.setdefault(inode, fields[0])
-            if inode not in self.found:
-                name, unlinked = _name(fields[5].rsplit("/", 1)[-1])
-                self.found[inode] = Segment(inode, name, -1, unlinked)
-        for inode, seg in self.found.items():
-            if seg.bytes < 0:  # mapped only: stat the mapping (root only), else its length
-                try:
-                    size = os.stat(f"{base}/map_files/{paths[inode]}").st_blocks * 512
-                except OSError:
-                    size = lengths[inode]
-                self.found[inode] = Segment(inode, seg.name, size, seg.unlinked)
+                size = os.stat(f"{base}/map_files/{paths[inode]}").st_blocks * 512
+            except OSError:
+                size = lengths[inode]
+            found[inode] = Segment(inode, seg.name, size, seg.unlinked)
+    return found
 
 
 def _name(text: str) -> tuple[str, bool]:
@@ -145,17 +153,17 @@ def scan(directory: str = "/dev/shm", proc: str = "/proc", *, namespaces: bool =
         if namespaces:  # before reading: a process we cannot read is alive all the same
             pids.update(_nspids(proc, pid))
         try:
-            found = _Process(proc, pid, prefix, dev, maps_dev).found
+            found = _segments(proc, pid, prefix, dev, maps_dev)
         except FileNotFoundError:  # exited while we looked
             continue
         except PermissionError as e:
             if not _is_kernel_thread(proc, pid):
-                unreadable.append(f"pid {pid} ({command_line(int(pid), proc)[:40]}): {e.strerror.lower()}")
+                unreadable.append(f"pid {pid} ({command_name(int(pid), proc)[:40]}): {e.strerror.lower()}")
             continue
         except ProcessLookupError:
             continue
         if found:
             segments = tuple(sorted(found.values(), key=lambda s: (-s.bytes, s.name)))
-            holders.append(Holder(int(pid), command_line(int(pid), proc), segments))
+            holders.append(Holder(int(pid), command_name(int(pid), proc), segments))
     holders.sort(key=lambda h: (-h.bytes, h.pid))
     return Holders(tuple(holders), tuple(unreadable), frozenset(pids))
