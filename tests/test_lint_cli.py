@@ -38,7 +38,8 @@ def by_name(doc: dict) -> dict:
 def test_json_document_for_a_directory(capsys):
     code, doc = lint_json(capsys, str(DATA), *SEED)
     assert code == 1 and doc["schema"] == "shmdoctor/1" and doc["verdict"] == "fail"
-    assert doc["skipped"] == 2 and doc["passed_over"][0].endswith("training.yaml:ConfigMap/train-config")
+    assert len(doc["passed_over"]) == 2 and doc["passed_over"][0].endswith("training.yaml:ConfigMap/train-config")
+    assert "skipped" not in doc  # len(passed_over)
     reports = by_name(doc)
     assert len(reports) == 24
     evaluator = reports[f"{DATA}/docker-compose.yml:evaluator"]
@@ -90,7 +91,57 @@ def test_stdin_yaml_and_json(capsys, monkeypatch):
         "<stdin>:Pod/coredns-5dd5756b68-7xk2p", "<stdin>:Pod/notebook-0", "<stdin>:Pod/resnet50-train-x7v4q"]
     monkeypatch.setattr(sys, "stdin", io.StringIO((DATA / "k8s" / "training.yaml").read_text()))  # helm template | ...
     code, doc = lint_json(capsys, "-")
-    assert len(doc["reports"]) == 8 and doc["skipped"] == 2
+    assert len(doc["reports"]) == 8 and len(doc["passed_over"]) == 2
+
+
+def test_stdin_that_is_not_utf8_is_one_line_exit_2():
+    proc = subprocess.run([sys.executable, "-m", "shmdoctor", "lint", "-"], input="services:\n  caf\xe9: {}\n".encode("latin-1"),
+                          capture_output=True, cwd=REPO, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b"" and len(err.splitlines()) == 1, err
+    assert err.startswith("shmdoctor: error: <stdin>: cannot read: 'utf-8' codec can't decode byte 0xe9")
+
+
+UNSIZED = {  # a /dev/shm whose size the file cannot tell: never OK, whatever the need
+    "docker-compose.yml": """services:
+  notebook: {image: x, ipc: host}
+  host-bind: {image: x, volumes: ["/dev/shm:/dev/shm"]}
+  named: {image: x, shm_size: 4g, volumes: ["scratch:/dev/shm"]}
+  long: {image: x, shm_size: 4g, volumes: [{type: volume, source: scratch, target: /dev/shm}]}
+volumes: {scratch: {}}
+""",
+    "pod.yaml": """apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostIPC: true
+  containers:
+    - {name: host-ipc, image: x}
+    - {name: host-path, image: x, volumeMounts: [{name: node-shm, mountPath: /dev/shm}]}
+    - {name: claim, image: x, volumeMounts: [{name: claim, mountPath: /dev/shm}]}
+    - {name: disk, image: x, volumeMounts: [{name: disk, mountPath: /dev/shm}]}
+  volumes:
+    - {name: node-shm, hostPath: {path: /dev/shm}}
+    - {name: claim, persistentVolumeClaim: {claimName: scratch}}
+    - {name: disk, emptyDir: {}}
+""",
+}
+
+
+def test_a_shm_the_file_cannot_size_is_said_not_passed(capsys, tmp_path):
+    for name, text in UNSIZED.items():
+        (tmp_path / name).write_text(text)
+    need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2GiB"]  # 1.8 TiB
+    code, doc = lint_json(capsys, str(tmp_path), *need)
+    assert len(doc["reports"]) == 8 and doc["verdict"] != "ok"
+    for report in doc["reports"]:
+        ids = [f["id"] for f in report["findings"]]
+        assert report["verdict"] != "ok" and "probe-incomplete" in ids, (report["target"]["name"], ids)
+        said = next(f["message"] for f in report["findings"] if f["id"] == "probe-incomplete")
+        assert "the size of /dev/shm (" in said
+        # a volume at /dev/shm overrides shm_size: no fix may offer it
+        assert not any("shm_size" in (fix.get("compose") or "") for f in report["findings"] for fix in f["fixes"])
+    assert report["shm"]["free_bytes"] is None
 
 
 @pytest.mark.parametrize("path, message", [
@@ -145,7 +196,7 @@ def test_bad_loader_annotation_names_the_target(capsys, tmp_path):
 def test_only_unknown_kinds(capsys, tmp_path):
     (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n")
     code, doc = lint_json(capsys, str(tmp_path / "cm.yaml"))
-    assert (code, doc["verdict"], doc["reports"], doc["skipped"]) == (0, "ok", [], 1)
+    assert (code, doc["verdict"], doc["reports"], doc["passed_over"]) == (0, "ok", [], [f"{tmp_path}/cm.yaml:ConfigMap/c"])
 
 
 def test_lint_imports_neither_torch_nor_docker():

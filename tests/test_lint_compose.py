@@ -101,6 +101,7 @@ services:
     ("services:\n  a: {image: x, ipc: sometimes}\n", "ipc: unknown mode 'sometimes'"),
     ("services:\n  a:\n    image: x\n    shm_size: plenty\n", "docker-compose.yml:3: service 'a': shm_size: cannot read 'plenty'"),
     ("services:\n  a: just-a-string\n", "service 'a' is not a mapping"),
+    ("services:\n  a: {image: x, tmpfs: '/dev/shm:size=1.5g'}\n", "service 'a': tmpfs size: cannot read '1.5g'"),
 ])
 def test_bad_services_name_file_and_line(text, message):
     with pytest.raises(UsageError, match=None) as e:
@@ -108,10 +109,75 @@ def test_bad_services_name_file_and_line(text, message):
     assert message in str(e.value)
 
 
-def test_interpolation_from_the_environment(monkeypatch):
+ENV = {"SET": "value", "EMPTY": "", "FALLBACK": "fb"}
+
+
+# (as written, interpolated, unset variables used bare): the compose spec's table, with SET, EMPTY (set to ''), UNSET
+@pytest.mark.parametrize("text, expected, unset", [
+    ("${SET}", "value", set()), ("$SET", "value", set()), ("a${SET}b$SET.c", "avalueb" + "value.c", set()),
+    ("${UNSET}", "", {"UNSET"}), ("$UNSET", "", {"UNSET"}),
+    ("${UNSET:-d}", "d", set()), ("${UNSET-d}", "d", set()),
+    ("${EMPTY:-d}", "d", set()), ("${EMPTY-d}", "", set()),  # ':-' for unset or empty, '-' for unset only
+    ("${SET:-d}", "value", set()),
+    ("${SET:+alt}", "alt", set()), ("${EMPTY:+alt}", "", set()), ("${EMPTY+alt}", "alt", set()), ("${UNSET+alt}", "", set()),
+    ("${SET?e}", "value", set()), ("${EMPTY?e}", "", set()),
+    ("${UNSET:-${FALLBACK}}", "fb", set()), ("${UNSET:-${ALSO:-deep}}", "deep", set()), ("${UNSET-$FALLBACK}", "fb", set()),
+    ("$$SET", "$SET", set()), ("$${SET}", "${SET}", set()), ("${UNSET:-$$}", "$", set()),
+    ("5$", "5$", set()), ("$1 and $-", "$1 and $-", set()),  # not a variable: kept as written
+])
+def test_interpolation_follows_the_compose_spec(text, expected, unset):
+    found: set[str] = set()
+    assert compose.interpolate(text, ENV, found) == expected
+    assert found == unset
+
+
+@pytest.mark.parametrize("text, message", [
+    ("${UNSET:?give the size}", "variable UNSET is unset or empty: give the size"),
+    ("${EMPTY:?}", "variable EMPTY is unset or empty"),
+    ("${UNSET?}", "variable UNSET is unset"),
+    ("${SET/a/b}", "invalid interpolation: '${SET/a/b}'"),
+    ("${SET", "invalid interpolation: '${SET' has no closing '}'"),
+])
+def test_interpolation_errors(text, message):
+    with pytest.raises(UsageError) as e:
+        compose.interpolate(text, ENV, set())
+    assert str(e.value).startswith(message)
+
+
+def test_interpolation_in_a_service(monkeypatch):
     monkeypatch.setenv("TRAIN_SHM", "3g")
+    monkeypatch.setenv("EMPTY_SHM", "")
     assert one("shm_size: ${TRAIN_SHM}").shm.size_bytes == 3 * GiB
     assert one("shm_size: ${UNSET_SHM_FOR_TEST:-1g}").shm.size_bytes == GiB
+    assert one("shm_size: ${EMPTY_SHM:-1g}").shm.size_bytes == GiB
+    assert one("tmpfs: /dev/shm:size=${TRAIN_SHM}").shm.size_bytes == 3 * GiB
+    assert one("volumes:\n  - {type: tmpfs, target: /dev/shm, tmpfs: {size: '${TRAIN_SHM}'}}").shm.size_bytes == 3 * GiB
+    assert one("deploy: {resources: {limits: {memory: '${TRAIN_SHM}'}}}").memory.limit_bytes == 3 * GiB
+    unset = one("shm_size: ${UNSET_SHM_FOR_TEST}")  # compose: a warning and an empty string, so the default
+    assert unset.shm.size_bytes == 64 * MiB
+    assert unset.unreadable == ("the variables UNSET_SHM_FOR_TEST (not set here: compose would substitute an empty "
+                                "string)",)
+    assert one("volumes: ['${UNSET_DATA_FOR_TEST}:/data']").unreadable == ()  # only what decides /dev/shm counts
+
+
+@pytest.mark.parametrize("keys, message", [
+    ("shm_size: ${SECRET_FOR_TEST}", "shm_size: cannot read '${SECRET_FOR_TEST}' as a size once its variables"),
+    ("tmpfs: /dev/shm:size=${SECRET_FOR_TEST}", "tmpfs size: cannot read '/dev/shm:size=${SECRET_FOR_TEST}'"),
+    ("volumes: [{type: tmpfs, target: /dev/shm, tmpfs: {size: '${SECRET_FOR_TEST}'}}]",
+     "tmpfs.size: cannot read '${SECRET_FOR_TEST}'"),
+    ("mem_limit: ${SECRET_FOR_TEST}", "mem_limit: cannot read '${SECRET_FOR_TEST}'"),
+    ("deploy: {resources: {limits: {memory: '${SECRET_FOR_TEST}'}}}", "deploy.resources.limits.memory: cannot read"),
+    ("ipc: ${SECRET_FOR_TEST}", "ipc: unknown mode '${SECRET_FOR_TEST}'"),
+    ("ipc: service:${SECRET_FOR_TEST}", "ipc: service:${SECRET_FOR_TEST}: no service of that name"),
+    ("shm_size: ${SECRET_FOR_TEST:?is required}", "shm_size: variable SECRET_FOR_TEST is unset or empty: is required"),
+])
+def test_errors_name_variables_never_their_values(monkeypatch, keys, message):
+    secret = "hunter2-do-not-print"
+    monkeypatch.setenv("SECRET_FOR_TEST", "" if "required" in message else secret)
+    with pytest.raises(UsageError) as e:
+        one(keys)
+    assert message in str(e.value) and secret not in str(e.value)
+    assert str(e.value).startswith("docker-compose.yml:3: service 'svc': ")
 
 
 @pytest.mark.parametrize("extra_service, swarm", [

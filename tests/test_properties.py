@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from shmdoctor.cli import main
 from shmdoctor.errors import UsageError
 from shmdoctor.loader import loader_config, parse_loader_spec, requirement
+from shmdoctor.probe.compose import interpolate
 from shmdoctor.probe.documents import parse
 from shmdoctor.probe.mountinfo import parse_line
 from shmdoctor.sizes import (
@@ -192,6 +193,24 @@ def test_a_pod_with_any_value_anywhere_is_judged_or_a_usage_error(where, value):
        values)
 def test_a_compose_service_with_any_value_anywhere_is_judged_or_a_usage_error(key, value):
     _lint({"services": {"trainer": {"image": "x", key: value}}})
+
+
+SECRET = "hunter2-do-not-print"
+# Pieces of compose's interpolation syntax, names set (to the secret, or empty) and unset, and other text.
+interpolation_text = st.lists(st.sampled_from(
+    ["$", "{", "}", ":", "-", "?", "+", "$$", "${", "SET", "EMPTY", "UNSET", "x", " ", "\n", "/", "1"]), max_size=16)
+
+
+@settings(max_examples=500)
+@given(interpolation_text)
+def test_interpolation_is_a_string_or_an_error_that_never_shows_a_value(pieces):
+    text = "".join(pieces)
+    try:
+        result = interpolate(text, {"SET": SECRET, "EMPTY": ""}, set())
+    except UsageError as e:
+        assert str(e) and "\n" not in str(e) and SECRET not in str(e)
+        return
+    assert "$" in text or result == text
 
 
 @given(st.text(max_size=200))

@@ -50,7 +50,7 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
         reports.extend(_judge(d, base, fail_on) for d in found)
 
     if fmt == "json":
-        click.echo(render_json.render_many(reports, skipped=len(passed_over), passed_over=passed_over))
+        click.echo(render_json.render_many(reports, passed_over=passed_over))
     else:
         targets = "1 service or workload" if len(reports) == 1 else f"{len(reports)} services and workloads"
         title = f"shmdoctor lint: {targets} in {len(sources)} file" + "s"[len(sources) == 1:]

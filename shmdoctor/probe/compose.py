@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import UsageError
 from ..model import Facts, Ipc, Memory, Shm, Target
 from ..rules import DOCKER_DEFAULT_SHM
-from ..sizes import parse_size
+from ..sizes import parse_size, parse_tmpfs_size
 from .documents import LOADER_KEY, Definition, Document, where
 
 SHM = "/dev/shm"
@@ -76,14 +76,14 @@ def _closing(text: str, start: int) -> int:
     """The index of the `}` that closes a `${` whose body starts at `start` (bodies nest)."""
     depth, i = 1, start
     while i < len(text):
-        if text.startswith("$$", i) or text.startswith("${", i):
+        if text[i] == "$" and text[i + 1:i + 2] in ("$", "{"):  # an escaped $, or a nested ${
             depth += text[i + 1] == "{"
             i += 2
-            continue
-        depth -= text[i] == "}"
-        if depth == 0:
+        elif text[i] == "}" and depth == 1:
             return i
-        i += 1
+        else:
+            depth -= text[i] == "}"
+            i += 1
     raise UsageError(f"invalid interpolation: {text[start - 2:]!r} has no closing '}}'")
 
 
@@ -97,7 +97,7 @@ def _lookup(name: str, environ: Any, unset: set[str]) -> str:
 def _braced(body: str, environ: Any, unset: set[str]) -> str:
     match = _BRACED.match(body)
     if not match:
-        raise UsageError(f"invalid interpolation: '${{{body}}}' (compose takes ${{VAR}}, ${{VAR:-default}}, "
+        raise UsageError(f"invalid interpolation: {'${' + body + '}'!r} (compose takes ${{VAR}}, ${{VAR:-default}}, "
                          "${VAR-default}, ${VAR:?error}, ${VAR?error}, ${VAR:+alt}, ${VAR+alt})")
     name, operator, operand = match.groups()
     if operator is None:
@@ -110,7 +110,7 @@ def _braced(body: str, environ: Any, unset: set[str]) -> str:
         return "" if missing else interpolate(operand, environ, unset)
     if missing:  # ${VAR:?error} / ${VAR?error}: the message as written, its own variables not substituted
         state = "unset or empty" if operator == ":?" else "unset"
-        raise UsageError(f"variable {name} is {state}" + (f": {operand}" if operand else ""))
+        raise UsageError(f"variable {name} is {state}" + (f": {' '.join(operand.split())}" if operand else ""))
     return value
 
 
@@ -175,18 +175,18 @@ class _Service:
         return UsageError(f"{where(self.doc.source, self.body)}: service {self.name!r}: {message}")
 
 
-def _tmpfs_size(options: str) -> str | None:
-    """'size=512m,mode=1777' -> '512m'; None without size= (the kernel's default, half the host's memory)."""
+def _tmpfs_bytes(svc: _Service, options: str, written: str) -> int | None:
+    """The size= of a `tmpfs:` entry's options, as the kernel reads it; None without one (the kernel's half of RAM)
+    or for a share of RAM ('50%'): the host's memory decides."""
     for option in options.split(","):
         key, _, value = option.strip().partition("=")
-        if key == "size":
-            return value
+        if key == "size" and not value.endswith("%"):
+            size = parse_tmpfs_size(value)
+            if size is None:
+                shown = written if "$" in written else value
+                raise svc.error(f"tmpfs size: cannot read {shown!r} (the kernel takes bytes, or k, m, g: 512m)")
+            return size or None  # size=0: no limit
     return None
-
-
-def _tmpfs_bytes(svc: _Service, value: Any, written: Any) -> int | None:
-    """A tmpfs size= in bytes; None for none or a share of RAM ('50%'): the host's memory decides."""
-    return None if value is None or str(value).endswith("%") else svc.size("tmpfs size", value, written)
 
 
 def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str] | None:
@@ -199,7 +199,7 @@ def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str] | None:
         path, _, options = expanded.partition(":")
         if path.rstrip("/") == SHM:
             svc.unset |= unset
-            return "tmpfs", _tmpfs_bytes(svc, _tmpfs_size(options), entry), f"tmpfs: {entry}"
+            return "tmpfs", _tmpfs_bytes(svc, options, str(entry)), f"tmpfs: {entry}"
     volumes = svc.body.get("volumes")
     if volumes is not None and not isinstance(volumes, list):
         raise svc.error(f"volumes must be a list, not {type(volumes).__name__}")
@@ -222,7 +222,7 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int |
             options, written_options = volume.get("tmpfs"), written.get("tmpfs")
             size = options.get("size") if isinstance(options, dict) else None
             written_size = written_options.get("size") if isinstance(written_options, dict) else None
-            return ("tmpfs", _tmpfs_bytes(svc, size, written_size),
+            return ("tmpfs", svc.size("tmpfs.size", size, written_size),
                     f"volumes: tmpfs at {SHM}" + (f", size {written_size}" if written_size else ""))
     elif isinstance(volume, str):
         parts = volume.split(":")
@@ -234,8 +234,10 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int |
         return None
     if kind == "bind" and str(source).rstrip("/") == SHM:
         return "host", None, f"volumes: the host's {SHM} bound in"
-    what = f"{kind} {written.get('source', '')}".rstrip() if isinstance(written, dict) else f"{kind} {written}"
-    return "unknown", None, f"volumes: a {what} at {SHM}" if source else f"volumes: an anonymous volume at {SHM}"
+    what = f"a {kind} of {source}" if source else "an anonymous volume"
+    if isinstance(written, dict):
+        return "unknown", None, f"volumes: {what} at {SHM}"
+    return "unknown", None, f"volumes: {written} ({what})"
 
 
 class ComposeFile:
@@ -253,7 +255,7 @@ class ComposeFile:
         mount = _mount_at_shm(svc)
         written_ipc = svc.body.get("ipc")
         ipc = "private" if self.swarm else str(svc.get("ipc") or "private")
-        shown = ipc if "$" not in str(written_ipc) else repr(written_ipc)  # a message quotes the file, not a value
+        shown = str(written_ipc) if "$" in str(written_ipc) else ipc  # a message quotes the file, not a value
         mode, _, owner = ipc.partition(":")
         if mode == "host":
             ipc_fact = Ipc("host")

@@ -108,15 +108,29 @@ def read(paths: list[str]) -> Iterator[Document]:
     for path in paths:
         for name in _files(path):
             if name == "-":
-                yield from parse(sys.stdin.read(), STDIN)
+                yield from parse(_read_stdin(), STDIN)
                 continue
             try:
                 with open(name, encoding="utf-8") as f:
                     text = f.read()
             except (OSError, UnicodeDecodeError) as e:
-                reason = getattr(e, "strerror", None) or str(e)
-                raise UsageError(f"{name}: cannot read: {reason}") from None
+                raise UsageError(f"{name}: cannot read: {_reason(e)}") from None
             yield from parse(text, name)
+
+
+def _read_stdin() -> str:
+    """stdin as UTF-8, as files are read; UsageError when it is closed or not text."""
+    if sys.stdin is None:  # started with fd 0 closed
+        raise UsageError(f"{STDIN}: cannot read: standard input is closed")
+    try:
+        stream = getattr(sys.stdin, "buffer", None)  # the bytes, so that the locale does not decide the encoding
+        return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{STDIN}: cannot read: {_reason(e)}") from None
+
+
+def _reason(e: OSError | UnicodeDecodeError) -> str:
+    return getattr(e, "strerror", None) or str(e)
 
 
 LOADER_KEY = "shmdoctor.loader"  # a label or annotation: "batch_size=100,num_workers=4,sample_bytes=1MiB"
