@@ -31,7 +31,11 @@ def preflight(
     from .probe import local
     from .rules import judge
 
-    ranks = ranks if ranks is not None else int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    if ranks is None:
+        env = os.environ.get("LOCAL_WORLD_SIZE", "1")
+        if not env.isdigit():
+            raise UsageError(f"LOCAL_WORLD_SIZE={env!r}: expected the number of local ranks")
+        ranks = int(env)
     if loader is not None:
         from .measure import loader_settings
 

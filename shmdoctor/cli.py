@@ -2,22 +2,16 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
 
 from .errors import ShmDoctorError
 
-# name -> module under shmdoctor.commands defining `command`: imported only when that command runs,
-# so `check` never pays for the Docker SDK, torch or YAML.
-COMMANDS = {
-    "check": "check",
-    "bench": "bench",
-    "lint": "lint",
-    "audit": "audit",
-    "clean": "clean",
-    "watch": "watch",
-}
+# Each is the module shmdoctor.commands.<name>, defining `command`, imported only when that command runs:
+# `check` never pays for the Docker SDK, torch or YAML. In the order --help lists them.
+COMMANDS = ("check", "audit", "lint", "bench", "watch", "clean")
 INTERRUPTED = 130
 
 
@@ -28,7 +22,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        return importlib.import_module(f"shmdoctor.commands.{COMMANDS[name]}").command
+        return importlib.import_module(f"shmdoctor.commands.{name}").command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -56,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     except ShmDoctorError as e:
         _error(" ".join(str(e).split()))
         return e.exit_code
-    except BrokenPipeError:  # `shmdoctor ... | head`
-        sys.stderr.close()
+    except BrokenPipeError:  # `shmdoctor ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
         return 0
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .loader import batches_in_flight
 from .model import Facts, Fix, Requirement
-from .sizes import PAGE, docker_size, format_size, k8s_quantity, nice_size
+from .sizes import docker_size, format_size, k8s_quantity, nice_size, page_floor
 
 MARGIN = 1.25  # over the computed need: allocator slack, a validation iterator, a second look
 HEADROOM = 1 / MARGIN  # a loader that takes more than this share of what is available is cutting it fine
@@ -45,16 +45,20 @@ def memory_binds(facts: Facts, ranks: int = 1) -> bool:
 
 
 def shm_size_for(need: Requirement, facts: Facts) -> int:
-    """--shm-size to ask for: the need plus what others already use, with margin, rounded to a size people type."""
-    return nice_size(int((need.bytes + (facts.shm.used_bytes or 0)) * MARGIN))
-
-
-def page_floor(n: int) -> int:
-    return n // PAGE * PAGE
+    """--shm-size to ask for: the need plus what others already use there, with margin, rounded to a size people
+    type. The host's /dev/shm is left behind by the fix (a private one starts empty), so its use does not count."""
+    others = 0 if facts.shm.source in ("host", "host-ipc") else facts.shm.used_bytes or 0
+    return nice_size(int((need.bytes + others) * MARGIN))
 
 
 def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
-    limit = memory_limit or nice_size(size + PROCESS_RESERVE)
+    """The emptyDir at /dev/shm, and the memory limit it needs where the container has one (none is invented:
+    a limit that held only /dev/shm would OOM-kill a process that holds a model)."""
+    limit = (
+        f"resources:\n  limits: {{memory: {k8s_quantity(memory_limit)}}}  # sizeLimit + what the process itself needs\n"
+        if memory_limit
+        else "# a memory limit, where the container has one, must hold sizeLimit + what the process itself needs\n"
+    )
     return (
         "# in the pod spec: a memory-backed emptyDir\n"
         "volumes:\n"
@@ -62,9 +66,7 @@ def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
         f"    emptyDir: {{medium: Memory, sizeLimit: {k8s_quantity(size)}}}\n"
         "# in the container that runs the DataLoader: mount it at /dev/shm; its pages count against the limit\n"
         "volumeMounts:\n"
-        "  - {name: dshm, mountPath: /dev/shm}\n"
-        "resources:\n"
-        f"  limits: {{memory: {k8s_quantity(limit)}}}  # at least sizeLimit + what the process itself needs\n"
+        "  - {name: dshm, mountPath: /dev/shm}\n" + limit
     )
 
 
@@ -76,6 +78,8 @@ def compose_shm(size: int, facts: Facts) -> str:
                 f"    target: /dev/shm\n    tmpfs: {{size: {size}}}  # {docker_size(size)}")
     if facts.shm.source == "tmpfs":  # a tmpfs at /dev/shm overrides shm_size: grow the tmpfs itself
         return f"tmpfs:\n  - /dev/shm:size={docker_size(size)}"
+    if facts.ipc.mode in ("host", "none"):  # shm_size means nothing there
+        owner = f"ipc: private  # instead of ipc: {facts.ipc.mode}\n"
     return owner + f'shm_size: "{docker_size(size)}"'
 
 
@@ -92,36 +96,42 @@ def memory_for(shm_bytes: int, facts: Facts, ranks: int = 1) -> int:
 
 
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
-    size = shm_size_for(need, facts)
+    """A /dev/shm of the size the need asks, said for where this one comes from, and the host's as the alternative."""
+    size, source = shm_size_for(need, facts), facts.shm.source
     mem, ranks = facts.memory.limit_bytes, need.loader.ranks
-    new_mem = memory_for(need.bytes, facts, ranks) if mem is not None and memory_for(need.bytes, facts, ranks) > mem else None
-    memory_too = new_mem is not None
-    if facts.shm.source == "tmpfs":  # a tmpfs at /dev/shm overrides --shm-size: grow the tmpfs itself
-        args: tuple[str, ...] = ("--tmpfs", f"/dev/shm:size={docker_size(size)}")
-    else:
-        args = (f"--shm-size={docker_size(size)}",)
-    if facts.shm.source == "host":
-        args = ("(drop -v /dev/shm:/dev/shm)",) + args
+    wanted_mem = memory_for(need.bytes, facts, ranks)
+    new_mem = wanted_mem if mem is not None and wanted_mem > mem else None
+    why = f"{format_size(need.bytes)} needed + 25%" + (", and memory to hold it" if new_mem else "")
+    if source == "system":  # not in a container: the machine's own tmpfs
+        return (Fix(f"grow this machine's /dev/shm to {format_size(size)}: {why} (and its /etc/fstab entry)",
+                    shell=f"mount -o remount,size={docker_size(size)} /dev/shm"),)
+    where = {
+        "host": "drop -v /dev/shm:/dev/shm and give the container its own /dev/shm",
+        "host-ipc": "drop --ipc=host and give the container its own /dev/shm",
+        "none": "give the container a /dev/shm",
+    }.get(source, "give /dev/shm")
     if facts.ipc.mode == "container" and facts.ipc.owner:  # --ipc=container:X: the /dev/shm is X's
-        args = (f"(on {facts.ipc.owner}, the IPC owner)",) + args
-    if facts.ipc.mode == "none" and not facts.shm.present:  # --shm-size means nothing under --ipc=none
-        args = ("--ipc=private",) + args
-    why = f"{format_size(need.bytes)} needed + 25%" + (", and memory to hold it" if memory_too else "")
-    return (
-        Fix(
-            summary=f"give /dev/shm {format_size(size)}: {why}",
-            docker_args=args + ((f"--memory={docker_size(new_mem)}",) if new_mem else ()),
-            compose=compose_shm(size, facts) + ("\n" + compose_memory(new_mem, facts) if new_mem else ""),
-            kubernetes=kubernetes_volume(size, new_mem or mem),
-        ),
-        Fix(
-            summary="use the host's /dev/shm",
-            docker_args=("--ipc=host",),
-            compose=SWARM_HOST_SHM if "swarm" in facts.flags else "ipc: host",
-            kubernetes="hostIPC: true  # pod spec",
-            caveat=IPC_HOST_CAVEAT,
-        ),
+        where = f"on {facts.ipc.owner}, the IPC owner: give /dev/shm"
+    if source == "tmpfs":  # a tmpfs at /dev/shm overrides --shm-size: grow the tmpfs itself
+        args: tuple[str, ...] = ("--tmpfs", f"/dev/shm:size={docker_size(size)}")
+    else:  # --shm-size means nothing under --ipc=host or --ipc=none: a private IPC namespace first
+        args = (("--ipc=private",) if source in ("host-ipc", "none") else ()) + (f"--shm-size={docker_size(size)}",)
+    grow = Fix(
+        summary=f"{where} {format_size(size)}: {why}",
+        docker_args=args + ((f"--memory={docker_size(new_mem)}",) if new_mem else ()),
+        compose=compose_shm(size, facts) + ("\n" + compose_memory(new_mem, facts) if new_mem else ""),
+        kubernetes=kubernetes_volume(size, new_mem or mem),
     )
+    if source in ("host", "host-ipc"):  # it has the host's already
+        return (grow,)
+    host = Fix(
+        summary="use the host's /dev/shm",
+        docker_args=("--ipc=host",),
+        compose=SWARM_HOST_SHM if "swarm" in facts.flags else "ipc: host",
+        kubernetes="hostIPC: true  # pod spec",
+        caveat=IPC_HOST_CAVEAT,
+    )
+    return grow, host
 
 
 def grow_memory(need: Requirement, facts: Facts) -> Fix:

@@ -8,6 +8,8 @@ times the loaders in the container (DDP local ranks).
 """
 from __future__ import annotations
 
+import math
+
 from .errors import UsageError
 from .model import LoaderConfig, Requirement, Term
 from .sizes import format_size, page_round, parse_size
@@ -21,12 +23,17 @@ def loader_config(
     num_workers: int | None = 0,
     prefetch_factor: int | None = None,
     sample_bytes: int | str | None = None,
+    sample_tensors: tuple[float, ...] | None = None,
     batch_bytes: int | None = None,
     tensors_per_batch: int = 1,
     pin_memory: bool = False,
     ranks: int = 1,
 ) -> LoaderConfig:
-    """Validates a loader as a user gives it; raises UsageError with a one-line message."""
+    """Validates a loader as a user gives it; raises UsageError with a one-line message.
+
+    The batch comes from sample_bytes (one tensor per sample), from sample_tensors (bytes per sample of each tensor
+    a batch holds, as measured from a real dataset: each becomes its own page-rounded segment), or as batch_bytes.
+    """
     if batch_size is None:
         raise UsageError("a loader needs --batch-size")
     num_workers = 0 if num_workers is None else num_workers
@@ -38,9 +45,12 @@ def loader_config(
             raise UsageError("prefetch_factor needs num_workers > 0 (PyTorch refuses it with num_workers=0)")
         if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
             raise UsageError(f"prefetch_factor must be an integer of at least 1, got {prefetch_factor!r}")
-    if sample_bytes is None and batch_bytes is None:
+    if sample_bytes is None and batch_bytes is None and sample_tensors is None:
         raise UsageError("a loader needs a sample size: --sample-bytes SIZE or --dataset MODULE:ATTR")
     sample = parse_size(sample_bytes, what="sample_bytes") if sample_bytes is not None else None
+    if sample_tensors is not None:
+        batch_bytes = sum(page_round(math.ceil(t * batch_size)) for t in sample_tensors)
+        tensors_per_batch, sample = len(sample_tensors), math.ceil(sum(sample_tensors)) or None
     return LoaderConfig(
         batch_size=batch_size,
         num_workers=num_workers,

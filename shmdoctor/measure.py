@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import sys
 from typing import Any
 
 from .errors import UsageError
-from .sizes import page_round
 
 SAMPLES = 4  # samples read to measure a batch: enough to see per-sample sizes, cheap on a real dataset
 
@@ -71,46 +69,41 @@ def _tensors(obj: Any, torch: Any) -> list:
     return []
 
 
-def measure_batch(dataset: Any, batch_size: int | None, collate_fn: Any = None, spec: str = "") -> tuple[int, int, int]:
-    """(batch_bytes, tensors_per_batch, sample_bytes) of one collated batch of batch_size samples.
+def sample_tensors(dataset: Any, batch_size: int | None, collate_fn: Any = None, spec: str = "") -> tuple[float, ...]:
+    """Bytes per sample of each tensor in a collated batch: every tensor a worker returns becomes its own
+    page-rounded /dev/shm segment, so loader_config sizes each one for the batch size.
 
-    Collates a few real samples with the loader's collate_fn (default_collate by default) and scales each tensor
-    to batch_size: every tensor a worker returns becomes its own page-rounded /dev/shm segment.
-    batch_size None means the dataset yields whole batches (DataLoader(batch_size=None)).
+    Collates a few real samples with the loader's collate_fn (default_collate by default). batch_size None means
+    the dataset yields whole batches (DataLoader(batch_size=None)): the sizes of one item's tensors.
     """
     import torch
     from torch.utils.data import default_collate, default_convert
 
     spec = spec or type(dataset).__name__
     if batch_size is None:
-        batch = (collate_fn or default_convert)(_samples(dataset, 1, spec)[0])
-        tensors = _tensors(batch, torch)
-        size = sum(page_round(t.nbytes) for t in tensors)
-        return size, len(tensors), size
+        return tuple(float(t.nbytes) for t in _tensors((collate_fn or default_convert)(_samples(dataset, 1, spec)[0]), torch))
     samples = _samples(dataset, min(SAMPLES, batch_size), spec)
     try:
         batch = (collate_fn or default_collate)(samples)
     except Exception as e:
         raise UsageError(f"dataset {spec}: collating samples raised {type(e).__name__}: {e}") from None
-    tensors = _tensors(batch, torch)
-    per_sample = [t.nbytes / len(samples) for t in tensors]
-    batch_bytes = sum(page_round(math.ceil(s * batch_size)) for s in per_sample)
-    return batch_bytes, len(tensors), math.ceil(sum(per_sample))
+    return tuple(t.nbytes / len(samples) for t in _tensors(batch, torch))
 
 
 def loader_settings(loader: Any) -> dict:
     """What a torch DataLoader says about itself, plus its measured batch: kwargs for loader_config()."""
+    import torch
+
     batch_size = loader.batch_size
     if batch_size is None and loader.batch_sampler is not None:
         batch_size = getattr(loader.batch_sampler, "batch_size", None)
+        if batch_size is None:  # a custom batch sampler: the length of the batch it draws first
+            batch_size = len(next(iter(loader.batch_sampler)))
     auto = loader.batch_size is not None or loader.batch_sampler is not None
-    batch_bytes, tensors, sample = measure_batch(loader.dataset, batch_size if auto else None, loader.collate_fn)
     return dict(
-        batch_size=batch_size or 1,
+        batch_size=batch_size if auto else 1,
         num_workers=loader.num_workers,
         prefetch_factor=loader.prefetch_factor if loader.num_workers else None,
-        pin_memory=loader.pin_memory,
-        batch_bytes=batch_bytes,
-        tensors_per_batch=tensors,
-        sample_bytes=sample if auto else None,
+        pin_memory=loader.pin_memory and torch.cuda.is_available(),  # torch ignores pin_memory without CUDA
+        sample_tensors=sample_tensors(loader.dataset, batch_size if auto else None, loader.collate_fn),
     )

@@ -1,8 +1,10 @@
 """The currency between stages: frozen dataclasses, the same whatever the target or the source of its facts."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .sizes import format_size
 
 SCHEMA = "shmdoctor/1"
 
@@ -68,9 +70,6 @@ class LoaderConfig:
     ranks: int = 1
     sample_bytes: int | None = None  # as given or measured; None when only batch_bytes is known
 
-    def describe(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class Term:
@@ -94,6 +93,7 @@ class Fix:
     compose: str | None = None  # a snippet in compose's own language
     kubernetes: str | None = None  # a snippet in a manifest's own language
     loader: dict[str, int] | None = None  # loader settings that fit today
+    shell: str | None = None  # a command for the machine itself (not in a container)
     caveat: str | None = None
 
 
@@ -125,8 +125,15 @@ class Report:
         return 1 if self.verdict == "fail" else 0
 
     def headline(self) -> str:
+        """The finding that decides the verdict, or what was found fine."""
         top = next((f for f in self.findings if f.severity != "info"), None)
-        return top.message if top else f"{self.facts.target.name}: shared memory is sufficient"
+        if top:
+            return top.message
+        shm = self.facts.shm
+        size = format_size(shm.size_bytes) if shm.size_bytes is not None else "of unknown size"
+        if self.requirement is None:
+            return f"/dev/shm is {size}; give a loader (--batch-size, --num-workers, --sample-bytes) to judge it"
+        return f"this loader needs {format_size(self.requirement.bytes)} of /dev/shm, which is {size}: it fits"
 
 
 def worst_verdict(verdicts: list[str]) -> Verdict:

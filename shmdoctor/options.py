@@ -35,7 +35,9 @@ def output_options(f: Callable) -> Callable:
 
 def loader_kwargs(batch_size, num_workers, prefetch_factor, sample_bytes, dataset, pin_memory, ranks) -> dict | None:
     """The loader options as given, or None when none was; a --dataset is measured here (torch imported)."""
-    if all(v is None for v in (batch_size, num_workers, prefetch_factor, sample_bytes, dataset)):
+    if all(v is None for v in (batch_size, num_workers, prefetch_factor, sample_bytes, dataset)) and (
+        ranks == 1 and not pin_memory
+    ):
         return None
     if dataset and sample_bytes:
         raise UsageError("give --sample-bytes or --dataset, not both")
@@ -48,9 +50,7 @@ def loader_kwargs(batch_size, num_workers, prefetch_factor, sample_bytes, datase
             raise UsageError("--dataset needs --batch-size of at least 1")
         from . import measure
 
-        batch_bytes, tensors, sample = measure.measure_batch(measure.load_dataset(dataset), batch_size, spec=dataset)
-        # A batch with no tensor goes through the workers' pipe, not /dev/shm: it needs none.
-        kwargs.update(batch_bytes=batch_bytes, tensors_per_batch=tensors, sample_bytes=sample or None)
+        kwargs["sample_tensors"] = measure.sample_tensors(measure.load_dataset(dataset), batch_size, spec=dataset)
     return kwargs
 
 
@@ -59,9 +59,10 @@ def requirement_from(kwargs: dict | None, override: dict | None = None) -> Requi
     if kwargs is None and not override:
         return None
     merged = {**(kwargs or {}), **(override or {})}
-    if override and "sample_bytes" in override:
-        merged.pop("batch_bytes", None)
-        merged.pop("tensors_per_batch", None)
+    if override and "sample_bytes" in override:  # the label's sample size replaces the measured one
+        merged.pop("sample_tensors", None)
+    if override and override.get("num_workers") == 0:  # PyTorch refuses prefetch_factor without workers
+        merged.pop("prefetch_factor", None)
     return requirement(loader_config(**merged))
 
 

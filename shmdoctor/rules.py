@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import fixes
-from .model import Facts, Finding, Fix, Report, Requirement, Severity
-from .sizes import MiB, format_size
+from .model import SEVERITY_RANK, Facts, Finding, Fix, Report, Requirement, Severity
+from .sizes import MiB, format_size, page_floor
 
 Check = Callable[[Facts, "Requirement | None"], "tuple[str, tuple[Fix, ...]] | None"]
 
@@ -60,8 +60,9 @@ def no_shm(facts, need):
 def shm_too_small(facts, need):
     shm, available = facts.shm, fixes.shm_available(facts)
     if _workers(need) and shm.present and available is not None and need.bytes > available:
-        if shm.free_bytes is None:
-            has = f"it has {format_size(available)} (its use was not read)"
+        if shm.free_bytes is None:  # a file (nothing runs yet), or a container inspected from outside
+            unread = "" if facts.target.kind in ("service", "workload") else " (its use was not read)"
+            has = f"it has {format_size(available)}{unread}"
         else:
             of = f" of {format_size(shm.size_bytes)}" if shm.size_bytes != shm.free_bytes else ""
             has = f"{format_size(available)}{of} is free"
@@ -106,7 +107,7 @@ def thin_headroom(facts, need):
 def default_shm(facts, need):
     if need is None and facts.shm.source in ("docker-shm", "runtime-shm") and facts.shm.size_bytes == DOCKER_DEFAULT_SHM:
         # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
-        most = fixes.page_floor(int(DOCKER_DEFAULT_SHM * fixes.HEADROOM) // 9)
+        most = page_floor(int(DOCKER_DEFAULT_SHM * fixes.HEADROOM) // 9)
         msg = (
             "/dev/shm is the default 64 MiB: with 4 workers (prefetch_factor 2), batches over "
             f"{format_size(most)} do not fit. Give shmdoctor your loader (--batch-size, --num-workers, "
@@ -211,6 +212,5 @@ def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error"
         if hit:
             message, fixes_ = hit
             findings.append(Finding(r.id, r.severity, message, tuple(fixes_)))
-    order = {"error": 0, "warning": 1, "info": 2}
-    findings.sort(key=lambda f: order[f.severity])
+    findings.sort(key=lambda f: -SEVERITY_RANK[f.severity])
     return Report(facts=facts, requirement=need, findings=tuple(findings), fail_on=fail_on)

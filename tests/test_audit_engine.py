@@ -106,7 +106,8 @@ def test_every_kind_of_container_against_the_seed_loader(fleet):
     joiner = reports["joiner"]
     assert joiner["ipc"] == {"mode": "container", "owner": PREFIX + "owner"}
     assert joiner["shm"]["size_bytes"] == 256 * MiB and PREFIX + "owner" in joiner["shm"]["detail"]
-    assert f"(on {PREFIX}owner, the IPC owner)" in first_fix(joiner)
+    grow = next(fix for f in joiner["findings"] if f["severity"] == "error" for fix in f["fixes"])
+    assert grow["summary"].startswith(f"on {PREFIX}owner, the IPC owner: give /dev/shm")
 
     assert shm("tmpfs") == (True, 512 * MiB, "tmpfs")
     assert errors(reports["tmpfs"]) == ["shm-too-small"]

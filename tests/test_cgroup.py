@@ -50,3 +50,13 @@ def test_cpus_from_quota(tmp_path):
     assert cgroup.cpus(root) == 0.5
     root2 = tree(tmp_path / "v2", {"cpu.max": "max 100000"})
     assert cgroup.cpus(root2) >= 1
+
+
+def test_inactive_page_cache_does_not_count_as_use(tmp_path):
+    """After a dataset is read from disk, its page cache fills usage; the kernel reclaims it before an OOM kill."""
+    v1 = tree(tmp_path / "v1", {"memory/memory.limit_in_bytes": "1073741824", "memory/memory.usage_in_bytes": "900000000",
+                                "memory/memory.stat": "cache 850000000\ntotal_inactive_file 800000000\n"})
+    assert cgroup.memory(v1, "12:memory:/\n") == (1073741824, 100000000)
+    v2 = tree(tmp_path / "v2", {"memory.max": "1073741824", "memory.current": "900000000",
+                                "memory.stat": "anon 50000000\nfile 850000000\ninactive_file 800000000\n"})
+    assert cgroup.memory(v2, "0::/\n") == (1073741824, 100000000)

@@ -60,3 +60,20 @@ def test_loader_spec_from_a_label():
     for bad in ("batch_size", "colour=red", "batch_size=ten", "pin_memory=maybe"):
         with pytest.raises(UsageError):
             parse_loader_spec(bad)
+
+
+def test_measured_tensors_are_each_page_rounded_for_the_batch_size():
+    config = loader_config(batch_size=10, num_workers=2, sample_tensors=(3 * 64 * 64 * 4, 8.0, 64 * 64))
+    assert config.tensors_per_batch == 3
+    assert config.batch_bytes == 10 * 3 * 64 * 64 * 4 + 4096 + 10 * 64 * 64
+
+
+def test_a_label_overriding_batch_size_resizes_a_measured_batch():
+    from shmdoctor.options import requirement_from
+
+    measured = dict(batch_size=64, num_workers=4, sample_tensors=(float(MiB),))
+    assert requirement_from(measured).loader.batch_bytes == 64 * MiB
+    assert requirement_from(measured, {"batch_size": 128}).loader.batch_bytes == 128 * MiB
+    assert requirement_from(measured, {"sample_bytes": "2MiB"}).loader.batch_bytes == 128 * MiB
+    # a label that turns workers off drops the command line's prefetch_factor, as PyTorch would require
+    assert requirement_from({**measured, "prefetch_factor": 4}, {"num_workers": 0}).bytes == 0

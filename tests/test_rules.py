@@ -174,3 +174,33 @@ def test_a_loader_that_fits_today_fits_with_room_to_spare(changes):
     assert alternatives
     for loader in alternatives:
         assert judge(facts, seed(**loader)).verdict == "ok", loader
+
+
+@pytest.mark.parametrize(
+    "source, ipc, runtime, args",
+    [
+        ("docker-shm", "private", "docker", ("--shm-size=2g",)),  # (900 + 400 in use) MiB × 1.25
+        ("tmpfs", "private", "docker", ("--tmpfs", "/dev/shm:size=2g")),
+        ("host-ipc", "host", "docker", ("--ipc=private", "--shm-size=1536m")),  # --shm-size alone: ignored
+        ("host", "private", "docker", ("--shm-size=1536m",)),
+    ],
+)
+def test_the_shm_fix_is_said_for_where_dev_shm_comes_from(source, ipc, runtime, args):
+    facts = replace(BASE, shm=Shm(True, 512 * MiB, 400 * MiB, 112 * MiB, source), ipc=Ipc(ipc), runtime=runtime)
+    fixes = next(f for f in judge(facts, seed()).findings if f.id == "shm-too-small").fixes
+    assert fixes[0].docker_args == args  # the host's 400 MiB in use stay behind once the container has its own
+    assert ("--ipc=host",) not in [f.docker_args for f in fixes] or source not in ("host", "host-ipc")
+
+
+def test_on_a_bare_machine_the_fix_is_a_remount():
+    facts = replace(BASE, shm=shm(64 * MiB, source="system"), ipc=Ipc("host"), runtime="none")
+    [grow, *_] = next(f for f in judge(facts, seed()).findings if f.id == "shm-too-small").fixes
+    assert grow.shell == "mount -o remount,size=1536m /dev/shm" and not grow.docker_args
+
+
+def test_the_kubernetes_fix_invents_no_memory_limit():
+    without = judge(replace(BASE, runtime="kubernetes"), seed()).findings[0].fixes[0].kubernetes
+    assert "sizeLimit: 1536Mi" in without and "limits:" not in without
+    with_limit = judge(replace(BASE, runtime="kubernetes", memory=Memory(1 * GiB, 0)), seed())
+    grow = next(f for f in with_limit.findings if f.id == "shm-too-small").fixes[0]
+    assert "limits: {memory: 1536Mi}" in grow.kubernetes  # 256 MiB + 900 MiB × 1.25, rounded up

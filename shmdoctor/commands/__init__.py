@@ -1,1 +1,1 @@
-"""One module per command, each defining `command`; cli.COMMANDS maps names to them."""
+"""One module per command, each defining `command`; cli.COMMANDS lists them."""

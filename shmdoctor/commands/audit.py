@@ -41,7 +41,10 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
     kwargs = loader_kwargs(**loader)
     need = requirement_from(kwargs)
     engine = docker.Engine()
-    probed = docker.probe(engine, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df)
+    try:
+        probed = docker.probe(engine, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df)
+    finally:
+        engine.close()
     reports = [_judge(p, kwargs, need, fail_on) for p in probed]
 
     if fmt == "json":

@@ -5,7 +5,8 @@ import click
 
 from ..errors import UsageError
 from ..options import FORMATS, loader_kwargs
-from ..sizes import page_round, parse_size
+from ..loader import loader_config
+from ..sizes import parse_size
 
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
@@ -102,11 +103,12 @@ def command(dataset, sample_bytes, item_latency, batch_size, num_workers, prefet
 
     name, info = resolve_device(device)
     cuda = name.startswith("cuda")
-    measured = loader_kwargs(batch_size, None, None, sample, dataset, False, 1)  # a --dataset's batch, measured
+    measured = loader_config(**loader_kwargs(  # the synthetic batch, or a --dataset's, measured
+        batch_size=batch_size, num_workers=None, prefetch_factor=None, sample_bytes=sample, dataset=dataset,
+        pin_memory=False, ranks=1))
     workload = run.Workload(
-        batch_size=batch_size, sample_bytes=measured["sample_bytes"],
-        batch_bytes=measured.get("batch_bytes") or page_round(batch_size * sample),
-        tensors_per_batch=measured.get("tensors_per_batch", 1), dataset=dataset, item_latency=item_latency,
+        batch_size=batch_size, sample_bytes=measured.sample_bytes, batch_bytes=measured.batch_bytes,
+        tensors_per_batch=measured.tensors_per_batch, dataset=dataset, item_latency=item_latency,
         step_time=step_time, batches=batches, budget=budget, device=name,
     )
     default = [True, False] if cuda else [False]

@@ -43,26 +43,39 @@ def _candidates(root: str, path: str) -> list[str]:
     return [os.path.join(root, *parts[:i]) for i in range(len(parts), -1, -1)]
 
 
+def _working_set(directory: str, usage_file: str, inactive_key: str) -> int | None:
+    """Usage less the inactive page cache, as the kubelet counts it: a dataset read from disk leaves cache that the
+    kernel reclaims before it OOM-kills, so it does not take room from /dev/shm. Shared memory is never 'file'."""
+    usage = _number(_read(os.path.join(directory, usage_file)))
+    if usage is None:
+        return None
+    for line in (_read(os.path.join(directory, "memory.stat")) or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == inactive_key and value.isdigit():
+            return max(0, usage - int(value))
+    return usage
+
+
 def memory(sys_fs_cgroup: str = "/sys/fs/cgroup", proc_cgroup: str | None = None) -> tuple[int | None, int | None]:
-    """(limit, usage) in bytes; limit None when nothing below the machine's memory limits it."""
+    """(limit, working set) in bytes; limit None when nothing below the machine's memory limits it."""
     if proc_cgroup is None:
         proc_cgroup = _read("/proc/self/cgroup") or ""
     paths = own_paths(proc_cgroup)
     v1 = os.path.join(sys_fs_cgroup, "memory")
     if os.path.isdir(v1):
-        limits, usage = [], None
-        for d in _candidates(v1, paths.get("memory", "/")):
-            if _read(os.path.join(d, "memory.limit_in_bytes")) is None:
-                continue
-            limits.append(_number(_read(os.path.join(d, "memory.limit_in_bytes"))))
-            if usage is None:
-                usage = _number(_read(os.path.join(d, "memory.usage_in_bytes")))
-        return min((x for x in limits if x), default=None), usage
+        limit_file, usage_file, inactive, root = "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file", v1
+        path = paths.get("memory", "/")
+    else:
+        limit_file, usage_file, inactive, root = "memory.max", "memory.current", "inactive_file", sys_fs_cgroup
+        path = paths.get("", "/")
     limits, usage = [], None
-    for d in _candidates(sys_fs_cgroup, paths.get("", "/")):
+    for d in _candidates(root, path):
+        limit = _read(os.path.join(d, limit_file))
+        if limit is None:
+            continue
+        limits.append(_number(limit))
         if usage is None:
-            usage = _number(_read(os.path.join(d, "memory.current")))
-        limits.append(_number(_read(os.path.join(d, "memory.max"))))
+            usage = _working_set(d, usage_file, inactive)
     return min((x for x in limits if x), default=None), usage
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 from ..errors import ProbeError, UsageError
 from ..model import Facts, Ipc, Memory, Shm, Target
-from ..sizes import parse_size
+from ..sizes import parse_tmpfs_size
 
 SHM = "/dev/shm"
 LOADER_LABEL = "shmdoctor.loader"
@@ -46,10 +46,7 @@ def _tmpfs_size(options: str) -> int | None:
     for option in options.split(","):
         key, _, value = option.partition("=")
         if key.strip() == "size":
-            try:
-                return parse_size(value)
-            except UsageError:  # '50%': relative to RAM, not known from here
-                return None
+            return parse_tmpfs_size(value.strip())  # None for '50%': relative to RAM, not known from here
     return None
 
 
@@ -278,6 +275,10 @@ class Engine:
             self.api.trust_env = False
         _one_pool_per_adapter(self.api, docker.transport.basehttpadapter.BaseHTTPAdapter)
         self.host_shm = engine_host_shm(self.host)
+
+    def close(self) -> None:
+        """Its connections (over ssh, the ssh processes)."""
+        self.api.close()
 
     def _call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         """An SDK call; NotFound passes through, a refused request (400) is bad input, anything else exit 3."""

@@ -5,6 +5,7 @@ import os
 import resource
 import socket
 
+from ..errors import UsageError
 from ..model import Facts, Ipc, Memory, Shm, Target
 from . import cgroup, mountinfo
 
@@ -55,6 +56,9 @@ def probe(shm_path: str = "/dev/shm") -> Facts:
     except OSError as e:
         mount = None
         unreadable.append(f"mounts (/proc/self/mountinfo: {e.strerror})")
+    except UsageError as e:  # a line this parser does not know: a fact missing, not bad input
+        mount = None
+        unreadable.append(f"mounts (/proc/self/mountinfo: {e})")
     present = os.path.isdir(shm_path)
     source, detail = mountinfo.classify(mount, in_container=in_container, ipc_host=ipc_host, runtime=kind)
     if mount is None and present:

@@ -5,8 +5,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-
-KIB = 1024
+from ..sizes import parse_tmpfs_size
 
 
 @dataclass(frozen=True)
@@ -24,7 +23,7 @@ class Mount:
     def size_bytes(self) -> int | None:
         for opt in self.super_options:
             if opt.startswith("size="):
-                return _tmpfs_size(opt[5:])
+                return parse_tmpfs_size(opt[5:])
         return None
 
     def line(self) -> str:
@@ -40,14 +39,6 @@ def _unescape(field: str) -> str:
     return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field) if "\\" in field else field
 
 
-def _tmpfs_size(text: str) -> int | None:
-    units = {"k": KIB, "m": KIB**2, "g": KIB**3}
-    try:
-        if text[-1:].lower() in units:
-            return int(text[:-1]) * units[text[-1].lower()]
-        return int(text)
-    except ValueError:
-        return None
 
 
 def parse_line(line: str) -> Mount:

@@ -31,7 +31,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         if need is None
         else {
             "bytes": need.bytes,
-            "loader": need.loader.describe(),
+            "loader": asdict(need.loader),
             "batches_in_flight": need.batches_in_flight,
             "formula": need.formula,
             "breakdown": [asdict(t) for t in need.breakdown],

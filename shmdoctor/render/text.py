@@ -30,6 +30,8 @@ def _style(text: str, color: str, bold: bool = False) -> str:
 
 def _language(report: Report) -> str:
     target, runtime = report.facts.target, report.facts.runtime
+    if target.kind == "local" and runtime == "none":
+        return "shell"
     if target.kind == "service":
         return "compose"
     if target.kind == "workload" or runtime == "kubernetes":
@@ -43,6 +45,8 @@ def fix_body(fix: Fix, language: str) -> str:
         return fix.compose
     if language == "kubernetes" and fix.kubernetes:
         return fix.kubernetes.rstrip()
+    if fix.shell:
+        return fix.shell
     if fix.docker_args:
         return "docker run " + " ".join(fix.docker_args) + " ..."
     if fix.loader:
