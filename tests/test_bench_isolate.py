@@ -2,6 +2,8 @@
 OOM kill is a result; no worker survives and no segment of the dead child stays in /dev/shm."""
 import json
 import os
+import subprocess
+import sys
 
 import psutil
 import pytest
@@ -14,6 +16,7 @@ from shmdoctor.bench.zygote import Zygote
 
 pytestmark = pytest.mark.usefixtures("torch_module")
 FAULTS = "tests.loaders.bench_faults"
+SHM = "/dev/shm"
 
 
 def run(dataset, workers):
@@ -42,15 +45,42 @@ def test_a_dying_config_is_a_result_and_leaves_no_process(dataset, says):
     assert alive(out.pids) == []
 
 
-def test_segments_of_the_dead_child_are_removed_and_only_those(tmp_path):
+MAP = "import mmap, os, sys, time; m = mmap.mmap(os.open(sys.argv[1], os.O_RDWR), 1); print('held', flush=True); " \
+      "time.sleep(600)"
+
+
+def test_segments_of_the_dead_child_are_removed_and_only_those():
+    # On the real /dev/shm, which other PID namespaces may share: a name there before the config started is not
+    # the child's even when its pid number matches, and one that someone maps stays (the kernel refuses the lease).
     dead = psutil.Popen(["true"])
     dead.wait()
-    names = [f"torch_{dead.pid}_1_0", f"torch_{os.getpid()}_2_0", "torch_1_3_0", "nccl-abc", "sem.x"]
-    for name in names:
-        (tmp_path / name).write_bytes(b"x")
-    removed = isolate.remove_segments(str(tmp_path), {dead.pid, os.getpid()})
-    assert removed == (f"torch_{dead.pid}_1_0",)  # ours is alive, pid 1 is not the child's
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[1:])
+    tag = os.getpid()
+    name = lambda pid, n: f"torch_{pid}_{tag}_{n}"  # noqa: E731
+    other_namespace = name(dead.pid, 0)
+    left, mapped = name(dead.pid, 1), name(dead.pid, 2)
+    not_segments = [f"torch_{dead.pid}_{tag}_utils.py", f"torch_{dead.pid}_{tag}"]
+    ours_alive, pid_one = name(os.getpid(), 3), name(1, 4)
+    paths, holder = [], None
+    try:
+        paths.append(os.path.join(SHM, other_namespace))
+        open(paths[0], "wb").write(b"x")
+        before = set(os.listdir(SHM))
+        for n in (left, mapped, *not_segments, ours_alive, pid_one):
+            paths.append(os.path.join(SHM, n))
+            open(paths[-1], "wb").write(b"x")
+        holder = psutil.Popen([sys.executable, "-c", MAP, os.path.join(SHM, mapped)], stdout=subprocess.PIPE,
+                              text=True)
+        assert holder.stdout.readline().strip() == "held"
+        removed = isolate.remove_segments(SHM, before, {dead.pid, os.getpid(), 1})
+        assert removed == (left,)  # ours is alive, pid 1 too
+        assert [p for p in paths if not os.path.exists(p)] == [os.path.join(SHM, left)]
+    finally:
+        if holder:
+            holder.kill()
+            holder.wait()
+        for path in paths:
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 def test_bench_on_this_machine_recommends_and_exits_1_when_a_config_ran_out():

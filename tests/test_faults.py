@@ -90,26 +90,35 @@ def test_watch_in_a_scripts_background_still_stops_with_its_summary(signum, code
     assert json.loads(out.splitlines()[-1])["interrupted"] is True
 
 
-def test_ctrl_c_in_clean_reports_exactly_what_it_removed():
-    directory = f"/dev/shm/sdt-faults-{os.getpid()}"  # a tmpfs: its size shrinks with each removal
-    os.mkdir(directory)
-    try:
-        n = 30000
-        for i in range(n):
-            open(os.path.join(directory, f"nccl-{i:06d}"), "w").close()
-        full = os.stat(directory).st_size
-        proc = _start("clean", "--yes", "--path", directory, "--format", "json")
-        _wait_for(lambda: os.stat(directory).st_size < full, "the first removal")
-        code, out, err = _interrupt(proc)
-        doc = json.loads(out)
-        left = len(os.listdir(directory))
-        assert code == INTERRUPTED, "it finished before the SIGINT landed"
-        assert err.splitlines() == ["shmdoctor: interrupted"]
-        assert doc["interrupted"] and 0 < len(doc["removed"]) == n - left
-    finally:
-        for name in os.listdir(directory):
-            os.unlink(os.path.join(directory, name))
-        os.rmdir(directory)
+CLEAN_INTERRUPTED = """
+import json, os, signal, subprocess, sys, time
+d, n = "/dev/shm", 30000  # a tmpfs: its size shrinks with each removal
+for i in range(n):
+    open(os.path.join(d, f"nccl-{i:06d}"), "w").close()
+full = os.stat(d).st_size
+proc = subprocess.Popen([sys.executable, "-m", "shmdoctor", "clean", "--yes", "--format", "json"],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+deadline = time.monotonic() + 60
+while os.stat(d).st_size == full and time.monotonic() < deadline:
+    time.sleep(0.01)
+proc.send_signal(signal.SIGINT)
+out, err = proc.communicate()
+print(json.dumps({"rc": proc.returncode, "stderr": err, "doc": json.loads(out), "n": n, "left": len(os.listdir(d))}))
+"""
+
+
+@pytest.mark.docker
+def test_ctrl_c_in_clean_reports_exactly_what_it_removed(images):
+    # In a container: --yes without names, on a /dev/shm of its own.
+    proc = docker_run("--name", f"sdt-faults-clean-{os.getpid()}", "--shm-size=64m",
+                      cmd=["python", "-c", CLEAN_INTERRUPTED], image=PYTHON, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.splitlines()[-1])
+    assert "Traceback" not in r["stderr"], r["stderr"]
+    assert r["rc"] == INTERRUPTED, "it finished before the SIGINT landed"
+    assert [line for line in r["stderr"].splitlines() if line] == ["shmdoctor: interrupted"]
+    doc = r["doc"]
+    assert doc["interrupted"] and 0 < len(doc["removed"]) == r["n"] - r["left"]
 
 
 @pytest.fixture
@@ -221,12 +230,12 @@ def _ids(r: dict) -> list[str]:
 
 @pytest.mark.docker
 def test_full_shm(images):
-    leak = "dd if=/dev/zero of=/dev/shm/torch_99999_1_0 bs=64k count=64 2>/dev/null"  # 4 MiB into 1 MiB: full
+    leak = "dd if=/dev/zero of=/dev/shm/nccl-leak01 bs=64k count=64 2>/dev/null"  # 4 MiB into 1 MiB: full
     r = _fault("--shm-size=1m", setup=leak, commands=(CHECK, WATCH, CLEAN, CLEAN_YES, "check --format json --x"))
     assert r[CHECK]["rc"] == 0 and "shm-full" in _ids(r[CHECK])
     summary = _jsonl(r[WATCH])[-1]
     assert r[WATCH]["rc"] == 0 and summary["peak_bytes"] == summary["size_bytes"] == 1024**2
-    assert r[CLEAN]["rc"] == 0 and [e["name"] for e in _doc(r[CLEAN])["leaked"]] == ["torch_99999_1_0"]
+    assert r[CLEAN]["rc"] == 0 and [e["name"] for e in _doc(r[CLEAN])["leaked"]] == ["nccl-leak01"]
     assert r[CLEAN_YES]["rc"] == 0 and _doc(r[CLEAN_YES])["freed_bytes"] == 1024**2
     assert r["check --format json --x"]["rc"] == 2  # a bad flag stays a usage error when the patient is failing
 
@@ -261,22 +270,22 @@ def test_read_only_shm(images):
 
 @pytest.mark.docker
 def test_read_only_shm_with_a_leak_it_cannot_remove(images, tmp_path):
-    (tmp_path / "torch_99999_1_0").write_bytes(b"\0" * 8192)
+    (tmp_path / "nccl-leak01").write_bytes(b"\0" * 8192)
     r = _fault("--mount", f"type=bind,src={tmp_path},dst=/dev/shm,readonly", commands=(CHECK, CLEAN_YES))
     assert _ids(r[CHECK])[0] == "shm-read-only"
     failed = _doc(r[CLEAN_YES])["failed"]
     assert r[CLEAN_YES]["rc"] == 1 and [(f["name"], f["why"]) for f in failed] == [
-        ("torch_99999_1_0", "Read-only file system")
+        ("nccl-leak01", "Read-only file system")
     ]
-    assert (tmp_path / "torch_99999_1_0").exists()
+    assert (tmp_path / "nccl-leak01").exists()
 
 
 @pytest.mark.docker
 def test_proc_partly_unreadable(images):
     # root holds a segment through a descriptor /proc will not show to nobody; nobody runs shmdoctor.
     setup = (
-        "head -c 8192 /dev/zero > /dev/shm/nccl-heldbyroot && chown 65534 /dev/shm/nccl-heldbyroot\n"
-        "sh -c 'exec 3</dev/shm/nccl-heldbyroot; touch /tmp/holding; exec sleep 600' &\n"
+        "head -c 8192 /dev/zero > /dev/shm/nccl-byroot && chown 65534 /dev/shm/nccl-byroot\n"
+        "sh -c 'exec 3</dev/shm/nccl-byroot; touch /tmp/holding; exec sleep 600' &\n"
         "while [ ! -e /tmp/holding ]; do sleep 0.05; done"
     )
     r = _fault(setup=setup, user="65534", commands=(CHECK, WATCH, CLEAN_YES))
@@ -288,5 +297,5 @@ def test_proc_partly_unreadable(images):
     # /proc could not show the holder; the kernel's lease could, and the segment stays.
     assert r[CLEAN_YES]["rc"] == 0 and doc["removed"] == [] and doc["failed"] == []
     assert [(e["name"], e["why"]) for e in doc["kept"]] == [
-        ("nccl-heldbyroot", "a process /proc did not show has it open or mapped")
+        ("nccl-byroot", "a process /proc did not show has it open or mapped")
     ]

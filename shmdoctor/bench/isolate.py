@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import tempfile
 import time
@@ -13,6 +12,9 @@ from pathlib import Path
 
 import psutil
 
+from ..commands import clean
+from ..errors import ProbeError
+from ..segments import Entry, creator_pid, recognise
 from .sampler import ShmSampler, oom_kills, shm_used
 from .status import classify
 from .zygote import Zygote
@@ -20,7 +22,6 @@ from .zygote import Zygote
 SHM = "/dev/shm"
 GRACE = 120  # seconds over the budget before a config is killed: the dataset's import, CUDA, the first batch
 LOG_TAIL = 20_000
-SEGMENT = re.compile(r"^torch_(\d+)_")  # PyTorch's names: torch_<pid of the creating process>_<random>_<n>
 
 
 @dataclass(frozen=True)
@@ -65,28 +66,37 @@ def _process(pid: int) -> psutil.Process | None:
         return None
 
 
-def remove_segments(path: str, pids: set[int]) -> tuple[str, ...]:
-    """Unlink torch_<pid>_* files whose pid is one of the dead child's processes, and only those."""
-    removed = []
+def _names(path: str) -> set[str]:
     try:
-        names = os.listdir(path)
+        return set(os.listdir(path))
     except OSError:
+        return set()
+
+
+def remove_segments(path: str, before: set[str], pids: set[int]) -> tuple[str, ...]:
+    """Remove the PyTorch segments the dead child's processes left: names new since `before` (the listing taken as
+    the config started) whose creator pid is one of theirs and dead. A pid number alone proves nothing when the
+    directory is shared with other PID namespaces (--ipc=host, a bound /dev/shm): each one goes through clean's
+    removal, under a lease the kernel refuses while anyone has the file open or mapped, inode checked."""
+    try:
+        files = clean.list_files(path)
+    except ProbeError:
         return ()
-    for name in sorted(names):
-        m = SEGMENT.match(name)
-        if m and int(m.group(1)) in pids and not psutil.pid_exists(int(m.group(1))):
-            try:
-                os.unlink(os.path.join(path, name))
-                removed.append(name)
-            except OSError:
-                pass
+    removed = []
+    with clean.lease_breaks_ignored():
+        for f in sorted(files, key=lambda f: f.name):
+            creator = creator_pid(f.name)
+            if f.name in before or creator not in pids or psutil.pid_exists(creator):
+                continue
+            if clean.remove(path, Entry(f.name, f.inode, f.bytes, recognise(f.name))) is None:
+                removed.append(f.name)
     return tuple(removed)
 
 
 def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Outcome:
     """One config in a child forked by `zygote`, /dev/shm sampled meanwhile; then its process group ended and the
     segments its processes left removed, whatever the end was (Ctrl-C included)."""
-    baseline, kills = shm_used(shm_path), oom_kills()
+    baseline, kills, before = shm_used(shm_path), oom_kills(), _names(shm_path)
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp:
         job_path, result_path, log_path, pids_path = (
             os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt", "pids"))
@@ -107,7 +117,7 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
             if returncode is None:
                 returncode = zygote.wait(pid, None)
             sampler.stop()
-            removed = remove_segments(shm_path, pids)
+            removed = remove_segments(shm_path, before, pids)
         log_text = Path(log_path).read_text(errors="replace")[-LOG_TAIL:] if os.path.exists(log_path) else ""
     status, message = classify(measured.get("error", ""), log_text, returncode,
                                shm_present=os.path.isdir(shm_path), timed_out=timed_out,
