@@ -172,12 +172,15 @@ def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
               help="The tmpfs to clean: /dev/shm, or the mount point of another tmpfs.")
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
 def command(names, yes, directory, fmt) -> int:
-    """Leaked segments (torch_*, nccl-*, sem.mp-*) that no live process holds, with their sizes; --yes removes them.
+    """Leaked segments (torch_<pid>_<n>_<n>, nccl-XXXXXX, sem.mp-XXXXXXXX, names matched whole) that no live
+    process holds, with their sizes; --yes removes them.
 
     A segment held by a live process (descriptor or map, unlinked ones included), one whose creator is still
-    alive (a batch in flight) and any file shmdoctor does not recognise are never touched. Each removal happens
-    under a kernel write lease, granted only while no process has the file open or mapped, even one /proc does
-    not show. NAME limits the work to those segments. Exit 1 when a leaked segment could not be removed.
+    alive (a batch in flight) and any file shmdoctor does not recognise are never touched. Outside the host's PID
+    namespace (in a container) a PyTorch segment's creator cannot be checked, since a peer sharing /dev/shm may
+    have it in flight: those are kept, with the reason. Each removal happens under a kernel write lease, granted
+    only while no process has the file open or mapped, even one /proc does not show. NAME limits the work to those
+    segments. Exit 1 when a leaked segment could not be removed.
 
     \b
     shmdoctor clean
