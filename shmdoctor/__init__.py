@@ -1,4 +1,5 @@
 """shmdoctor: will a PyTorch DataLoader fit in this container's /dev/shm? Facts, verdict, and the exact fix."""
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,12 @@ def preflight(
         config = loader_config(**loader_settings(loader), ranks=ranks)
     else:
         config = loader_config(
-            batch_size=batch_size, num_workers=num_workers, prefetch_factor=prefetch_factor,
-            sample_bytes=sample_bytes, pin_memory=pin_memory, ranks=ranks,
+            batch_size=batch_size,
+            num_workers=num_workers,
+            prefetch_factor=prefetch_factor,
+            sample_bytes=sample_bytes,
+            pin_memory=pin_memory,
+            ranks=ranks,
         )
     report = judge(local.probe(), requirement(config), fail_on=fail_on)  # type: ignore[arg-type]
     if report.verdict == "fail":

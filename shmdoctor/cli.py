@@ -1,4 +1,5 @@
 """The command line: a thin Click group. main() is the one place that maps errors to exit codes."""
+
 from __future__ import annotations
 
 import importlib

@@ -1,4 +1,5 @@
 """Errors that end a command, each with the exit code it maps to (cli.main is the one place that maps them)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -1,4 +1,5 @@
 """Fix builders: pasteable remedies, in the language of each place a container is defined."""
+
 from __future__ import annotations
 
 from .loader import batches_in_flight
@@ -72,10 +73,14 @@ def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
 
 def compose_shm(size: int, facts: Facts) -> str:
     """compose's way to a /dev/shm of `size`: shm_size, unless a tmpfs overrides it there or Swarm ignores it."""
-    owner = f"# on service {facts.ipc.owner}, the IPC owner\n" if facts.ipc.mode == "container" and facts.ipc.owner else ""
+    owner = (
+        f"# on service {facts.ipc.owner}, the IPC owner\n" if facts.ipc.mode == "container" and facts.ipc.owner else ""
+    )
     if "swarm" in facts.flags:  # docker stack ignores shm_size (moby#26714); a tmpfs mount is honoured
-        return (f"volumes:  # Swarm ignores shm_size: mount a tmpfs at /dev/shm\n  - type: tmpfs\n"
-                f"    target: /dev/shm\n    tmpfs: {{size: {size}}}  # {docker_size(size)}")
+        return (
+            f"volumes:  # Swarm ignores shm_size: mount a tmpfs at /dev/shm\n  - type: tmpfs\n"
+            f"    target: /dev/shm\n    tmpfs: {{size: {size}}}  # {docker_size(size)}"
+        )
     if facts.shm.source == "tmpfs":  # a tmpfs at /dev/shm overrides shm_size: grow the tmpfs itself
         return f"tmpfs:\n  - /dev/shm:size={docker_size(size)}"
     if facts.ipc.mode in ("host", "none"):  # shm_size means nothing there
@@ -103,8 +108,12 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     new_mem = wanted_mem if mem is not None and wanted_mem > mem else None
     why = f"{format_size(need.bytes)} needed + 25%" + (", and memory to hold it" if new_mem else "")
     if source == "system":  # not in a container: the machine's own tmpfs
-        return (Fix(f"grow this machine's /dev/shm to {format_size(size)}: {why} (and its /etc/fstab entry)",
-                    shell=f"mount -o remount,size={docker_size(size)} /dev/shm"),)
+        return (
+            Fix(
+                f"grow this machine's /dev/shm to {format_size(size)}: {why} (and its /etc/fstab entry)",
+                shell=f"mount -o remount,size={docker_size(size)} /dev/shm",
+            ),
+        )
     where = {
         "host": "drop -v /dev/shm:/dev/shm and give the container its own /dev/shm",
         "host-ipc": "drop --ipc=host and give the container its own /dev/shm",

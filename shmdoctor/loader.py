@@ -6,6 +6,7 @@ Peak /dev/shm of one live iterator, b = one collated batch, page-rounded:
     0            with num_workers=0 (batches never leave the process)
 times the loaders in the container (DDP local ranks).
 """
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Measure one collated batch from a real dataset or DataLoader. torch is imported here only, and only when called."""
+
 from __future__ import annotations
 
 import importlib
@@ -81,7 +82,9 @@ def sample_tensors(dataset: Any, batch_size: int | None, collate_fn: Any = None,
 
     spec = spec or type(dataset).__name__
     if batch_size is None:
-        return tuple(float(t.nbytes) for t in _tensors((collate_fn or default_convert)(_samples(dataset, 1, spec)[0]), torch))
+        return tuple(
+            float(t.nbytes) for t in _tensors((collate_fn or default_convert)(_samples(dataset, 1, spec)[0]), torch)
+        )
     samples = _samples(dataset, min(SAMPLES, batch_size), spec)
     try:
         batch = (collate_fn or default_collate)(samples)

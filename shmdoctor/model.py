@@ -1,4 +1,5 @@
 """The currency between stages: frozen dataclasses, the same whatever the target or the source of its facts."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,6 +8,8 @@ from typing import Literal
 from .sizes import format_size
 
 SCHEMA = "shmdoctor/1"
+SHM = "/dev/shm"
+SHM_SIZE_UNKNOWN = f"the size of {SHM}"  # how a probe starts the 'unreadable' entry for a size it cannot know
 
 Severity = Literal["error", "warning", "info"]
 Verdict = Literal["ok", "warn", "fail"]
@@ -29,6 +32,11 @@ class Shm:
     # docker-shm | tmpfs | host | host-ipc | k8s-emptydir | runtime-shm | system | none | unknown
     source: str
     detail: str = ""  # how the source was told, in words (a mountinfo line, an inspect key)
+
+    @classmethod
+    def unmeasured(cls, size: int | None, source: str, detail: str) -> Shm:
+        """A /dev/shm known from its definition (inspect, a file): what is used, and so free, is not known."""
+        return cls(present=True, size_bytes=size, used_bytes=None, free_bytes=None, source=source, detail=detail)
 
 
 @dataclass(frozen=True)

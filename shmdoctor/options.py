@@ -1,4 +1,5 @@
 """Options shared by the commands that judge a loader (check, audit, lint), and their conversion to a Requirement."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -20,7 +21,9 @@ def loader_options(f: Callable) -> Callable:
         click.option("--sample-bytes", metavar="SIZE", help="Bytes of one sample: 1048576, 512k, 1MiB, 2g."),
         click.option("--dataset", metavar="MODULE:ATTR", help="Measure the sample from a real Dataset (needs torch)."),
         click.option("--pin-memory/--no-pin-memory", default=False, show_default=True, help="DataLoader pin_memory."),
-        click.option("--ranks", type=int, default=1, show_default=True, help="Loaders in the container (DDP local ranks)."),
+        click.option(
+            "--ranks", type=int, default=1, show_default=True, help="Loaders in the container (DDP local ranks)."
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -28,8 +31,13 @@ def loader_options(f: Callable) -> Callable:
 
 
 def output_options(f: Callable) -> Callable:
-    f = click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
-                     help="Lowest severity that makes the verdict fail (exit 1).")(f)
+    f = click.option(
+        "--fail-on",
+        type=click.Choice(["error", "warning"]),
+        default="error",
+        show_default=True,
+        help="Lowest severity that makes the verdict fail (exit 1).",
+    )(f)
     return click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")(f)
 
 
@@ -42,8 +50,12 @@ def loader_kwargs(batch_size, num_workers, prefetch_factor, sample_bytes, datase
     if dataset and sample_bytes:
         raise UsageError("give --sample-bytes or --dataset, not both")
     kwargs: dict[str, Any] = dict(
-        batch_size=batch_size, num_workers=num_workers, prefetch_factor=prefetch_factor,
-        sample_bytes=sample_bytes, pin_memory=pin_memory, ranks=ranks,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        prefetch_factor=prefetch_factor,
+        sample_bytes=sample_bytes,
+        pin_memory=pin_memory,
+        ranks=ranks,
     )
     if dataset:
         if batch_size is None or batch_size < 1:

@@ -1,5 +1,6 @@
 """The rule catalogue: each rule has a stable ID and a severity, reads Facts and the Requirement, and returns
 its finding (message and fixes) or None. Pure functions: no I/O here."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,9 +48,15 @@ def probe_incomplete(facts, need):
 def no_shm(facts, need):
     if not facts.shm.present and (_workers(need) or need is None):
         why = " (--ipc=none)" if facts.ipc.mode == "none" else ""
-        grow = fixes.grow_shm(need, facts) if need else (
-            Fix("run with a private /dev/shm sized for your loader (give shmdoctor the loader for the size)",
-                docker_args=("--ipc=private", "--shm-size=<size>")),
+        grow = (
+            fixes.grow_shm(need, facts)
+            if need
+            else (
+                Fix(
+                    "run with a private /dev/shm sized for your loader (give shmdoctor the loader for the size)",
+                    docker_args=("--ipc=private", "--shm-size=<size>"),
+                ),
+            )
         )
         return f"there is no /dev/shm{why}: DataLoader workers fail with FileNotFoundError", grow + (
             Fix("load in the training process", loader={"num_workers": 0}),
@@ -105,7 +112,11 @@ def thin_headroom(facts, need):
 
 @rule("default-shm", "warning", "the container has the engine's default 64 MiB /dev/shm")
 def default_shm(facts, need):
-    if need is None and facts.shm.source in ("docker-shm", "runtime-shm") and facts.shm.size_bytes == DOCKER_DEFAULT_SHM:
+    if (
+        need is None
+        and facts.shm.source in ("docker-shm", "runtime-shm")
+        and facts.shm.size_bytes == DOCKER_DEFAULT_SHM
+    ):
         # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
         most = page_floor(int(DOCKER_DEFAULT_SHM * fixes.HEADROOM) // 9)
         msg = (
@@ -148,7 +159,10 @@ def nofile_low(facts, need):
 def oom_killed(facts, need):
     if "oom-killed" in facts.flags:
         grow = (fixes.grow_memory(need, facts),) if _workers(need) else ()
-        return "the container was OOM-killed (State.OOMKilled, exit 137): /dev/shm pages count against its memory limit", grow
+        return (
+            "the container was OOM-killed (State.OOMKilled, exit 137): /dev/shm pages count against its memory limit",
+            grow,
+        )
 
 
 @rule("ipc-host", "info", "the container shares the host's IPC namespace")
@@ -162,16 +176,22 @@ def ipc_host(facts, need):
 @rule("swarm-ignores-shm-size", "warning", "Swarm (docker stack) ignores shm_size and ipc: /dev/shm stays 64 MiB")
 def swarm_ignores_shm_size(facts, need):
     # Flags from the compose probe: "swarm", "swarm-ignores-shm-size=<bytes>", "swarm-ignores-ipc=<mode>".
-    ignored = dict(f[len("swarm-ignores-"):].split("=", 1) for f in facts.flags if f.startswith("swarm-ignores-"))
+    ignored = dict(f[len("swarm-ignores-") :].split("=", 1) for f in facts.flags if f.startswith("swarm-ignores-"))
     if "swarm" not in facts.flags or facts.shm.source != "docker-shm" or not ignored:
         return None
-    written = " and ".join(f"{key.replace('-', '_')}: " + (format_size(int(v)) if key == "shm-size" else v)
-                           for key, v in sorted(ignored.items()))
-    msg = (f"this file is meant for Swarm: docker stack deploy ignores {written} (moby#26714), so "
-           f"the service gets the engine's default {format_size(facts.shm.size_bytes)} /dev/shm")
+    written = " and ".join(
+        f"{key.replace('-', '_')}: " + (format_size(int(v)) if key == "shm-size" else v)
+        for key, v in sorted(ignored.items())
+    )
+    msg = (
+        f"this file is meant for Swarm: docker stack deploy ignores {written} (moby#26714), so "
+        f"the service gets the engine's default {format_size(facts.shm.size_bytes)} /dev/shm"
+    )
     size = fixes.shm_size_for(need, facts) if _workers(need) else int(ignored.get("shm-size", 0))
     if size:
-        return msg, (Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),)
+        return msg, (
+            Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),
+        )
     return msg, (Fix("bind the host's /dev/shm instead", compose=fixes.SWARM_HOST_SHM, caveat=fixes.IPC_HOST_CAVEAT),)
 
 
@@ -179,12 +199,16 @@ def swarm_ignores_shm_size(facts, need):
 def shm_on_disk(facts, need):
     if facts.shm.source != "k8s-emptydir-disk":
         return None
-    msg = ("/dev/shm is a disk-backed emptyDir (no medium: Memory): shared batches go through the node's disk and "
-           "count as ephemeral storage (the pod is evicted past sizeLimit)")
+    msg = (
+        "/dev/shm is a disk-backed emptyDir (no medium: Memory): shared batches go through the node's disk and "
+        "count as ephemeral storage (the pod is evicted past sizeLimit)"
+    )
     size = fixes.shm_size_for(need, facts) if _workers(need) else facts.shm.size_bytes
     if size:
         return msg, (Fix(f"make it memory-backed, {format_size(size)}", kubernetes=fixes.kubernetes_volume(size)),)
-    return msg, (Fix("make it memory-backed", kubernetes="emptyDir: {medium: Memory}  # and a sizeLimit for your loader"),)
+    return msg, (
+        Fix("make it memory-backed", kubernetes="emptyDir: {medium: Memory}  # and a sizeLimit for your loader"),
+    )
 
 
 @rule("shm-read-only", "error", "/dev/shm is mounted read-only: workers cannot create segments")
@@ -200,8 +224,10 @@ def shm_read_only(facts, need):
 def shm_full(facts, need):
     shm = facts.shm
     if shm.present and shm.size_bytes and shm.free_bytes is not None and shm.free_bytes * 20 < shm.size_bytes:
-        msg = (f"/dev/shm is {'full' if shm.free_bytes == 0 else 'nearly full'}: {format_size(shm.used_bytes)} of "
-               f"{format_size(shm.size_bytes)} in use; segments of killed loaders stay until removed")
+        msg = (
+            f"/dev/shm is {'full' if shm.free_bytes == 0 else 'nearly full'}: {format_size(shm.used_bytes)} of "
+            f"{format_size(shm.size_bytes)} in use; segments of killed loaders stay until removed"
+        )
         return msg, (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)
 
 

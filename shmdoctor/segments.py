@@ -1,4 +1,5 @@
 """Which files of /dev/shm are known segments, and which of those are leaked. Pure functions: no I/O here."""
+
 from __future__ import annotations
 
 import re
@@ -28,8 +29,10 @@ KNOWN = (
 # closes it, a consumer attaches later by name; only unlink() ends it), so 'nobody holds it' does not mean leaked.
 # Other sem.* files and anything else belong to programs whose rules shmdoctor does not know.
 PATTERNS = ", ".join(shape for _, shape, _ in KNOWN)
-NOT_VISIBLE = ("its creator's pid cannot be checked outside the host's PID namespace (a peer container sharing "
-               "/dev/shm may have it in flight): run clean on the host to remove it")
+NOT_VISIBLE = (
+    "its creator's pid cannot be checked outside the host's PID namespace (a peer container sharing "
+    "/dev/shm may have it in flight): clean run in the host's PID namespace (docker run --pid=host) removes it"
+)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
 """Byte sizes: parse what Docker and Kubernetes accept, print IEC, and round up to what a person would type."""
+
 from __future__ import annotations
 
 import re

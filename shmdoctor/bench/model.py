@@ -1,4 +1,5 @@
 """The bench's currency: a config to run and what came of it. Plain frozen dataclasses, JSON-ready."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

@@ -1,5 +1,6 @@
 """--plot: a PNG of the sweep, per-batch time and the loop's wait on top, peak against predicted /dev/shm below.
 matplotlib is an optional extra (shmdoctor[plot]), imported only here and only when asked."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,7 +24,8 @@ def write(doc: dict[str, Any], path: str) -> None:
     cuda = doc["device"]["name"].startswith("cuda")
     results = doc["results"]
     labels = [
-        f"w{r['num_workers']}" + (f" p{r['prefetch_factor']}" if r["prefetch_factor"] is not None else "")
+        f"w{r['num_workers']}"
+        + (f" p{r['prefetch_factor']}" if r["prefetch_factor"] is not None else "")
         + (f"\n{'P' if r['pin_memory'] else '-'}{'N' if r['non_blocking'] else '-'}" if cuda else "")
         for r in results
     ]
@@ -38,16 +40,30 @@ def write(doc: dict[str, Any], path: str) -> None:
     top.legend()
     rec = doc["recommendation"]
     if rec:
-        top.set_title(f"recommended: num_workers={rec['num_workers']}"
-                      + (f", pin_memory={rec['pin_memory']}, non_blocking={rec['non_blocking']}" if cuda else ""))
+        top.set_title(
+            f"recommended: num_workers={rec['num_workers']}"
+            + (f", pin_memory={rec['pin_memory']}, non_blocking={rec['non_blocking']}" if cuda else "")
+        )
     mib = 2**20
     width = 0.4
-    bottom.bar([i - width / 2 for i in x], [(r["peak_shm_bytes"] or 0) / mib for r in results], width,
-               label="peak /dev/shm (measured)", color="tab:green")
-    bottom.bar([i + width / 2 for i in x], [r["predicted_shm_bytes"] / mib for r in results], width,
-               label="predicted need", color="tab:gray")
-    available, tallest = doc["shm"]["available_bytes"], max(
-        [r["predicted_shm_bytes"] for r in results] + [r["peak_shm_bytes"] or 0 for r in results])
+    bottom.bar(
+        [i - width / 2 for i in x],
+        [(r["peak_shm_bytes"] or 0) / mib for r in results],
+        width,
+        label="peak /dev/shm (measured)",
+        color="tab:green",
+    )
+    bottom.bar(
+        [i + width / 2 for i in x],
+        [r["predicted_shm_bytes"] / mib for r in results],
+        width,
+        label="predicted need",
+        color="tab:gray",
+    )
+    available, tallest = (
+        doc["shm"]["available_bytes"],
+        max([r["predicted_shm_bytes"] for r in results] + [r["peak_shm_bytes"] or 0 for r in results]),
+    )
     if available and available <= 2 * tallest:  # a line far above the bars would flatten them
         bottom.axhline(available / mib, color="red", linestyle="--", label="available")
     bottom.set_ylabel(f"MiB ({available / mib:.0f} available)" if available else "MiB")

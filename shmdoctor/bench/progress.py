@@ -1,4 +1,5 @@
 """Progress on stderr: a rich bar on a terminal, one plain line a config elsewhere (logs, CI, images without rich)."""
+
 from __future__ import annotations
 
 import sys
@@ -32,8 +33,15 @@ def progress(total: int, cuda: bool) -> Iterator[Callable[[Result], None]]:
 
         yield plain
         return
-    bar = Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+    bar = Progress(
+        TextColumn("bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    )
     with bar:
         task = bar.add_task("", total=total)
 

@@ -1,5 +1,6 @@
 """The bench's outcome as one document (schema shmdoctor/1) and as text: the recommendation first, then the fix,
 the findings and the table. The text is rendered from the document, so a saved JSON renders the same."""
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,14 @@ from .sweep import Recommendation
 
 def _config(r: Result) -> dict[str, Any]:
     c = r.config
-    return {"num_workers": c.num_workers, "prefetch_factor": c.prefetch_factor, "pin_memory": c.pin_memory,
-            "non_blocking": c.non_blocking, "batch_seconds": r.batch_seconds,
-            "predicted_shm_bytes": r.predicted_shm_bytes}
+    return {
+        "num_workers": c.num_workers,
+        "prefetch_factor": c.prefetch_factor,
+        "pin_memory": c.pin_memory,
+        "non_blocking": c.non_blocking,
+        "batch_seconds": r.batch_seconds,
+        "predicted_shm_bytes": r.predicted_shm_bytes,
+    }
 
 
 def recommendation_dict(rec: Recommendation | None, workload: Workload, facts: Facts) -> dict[str, Any] | None:
@@ -32,26 +38,43 @@ def recommendation_dict(rec: Recommendation | None, workload: Workload, facts: F
     if not rec.best_fits:
         size = fixes.shm_size_for(need(workload, rec.best.config), facts)
         best.update(shm_size_bytes=size, docker_args=[f"--shm-size={docker_size(size)}"])
-    return {**_config(rec.choice), "tolerance": rec.tolerance, "available_shm_bytes": rec.capacity,
-            "best_fitting": _config(rec.best_fit), "best": best}
+    return {
+        **_config(rec.choice),
+        "tolerance": rec.tolerance,
+        "available_shm_bytes": rec.capacity,
+        "best_fitting": _config(rec.best_fit),
+        "best": best,
+    }
 
 
-def document(workload: Workload, results: Sequence[Result], rec: Recommendation | None,
-             findings: Sequence[Finding], facts: Facts, device: dict[str, Any]) -> dict[str, Any]:
-    verdict = "fail" if any(f.severity == "error" for f in findings) else (
-        "warn" if findings else "ok")
+def document(
+    workload: Workload,
+    results: Sequence[Result],
+    rec: Recommendation | None,
+    findings: Sequence[Finding],
+    facts: Facts,
+    device: dict[str, Any],
+) -> dict[str, Any]:
+    verdict = "fail" if any(f.severity == "error" for f in findings) else ("warn" if findings else "ok")
     return {
         "schema": SCHEMA,
         "verdict": verdict,
         "device": device,
         "workload": {
-            "dataset": workload.dataset or "synthetic", "batch_size": workload.batch_size,
-            "sample_bytes": workload.sample_bytes, "batch_bytes": workload.batch_bytes,
-            "item_latency_seconds": workload.item_latency, "step_time_seconds": workload.step_time,
-            "batches": workload.batches, "budget_seconds": workload.budget,
+            "dataset": workload.dataset or "synthetic",
+            "batch_size": workload.batch_size,
+            "sample_bytes": workload.sample_bytes,
+            "batch_bytes": workload.batch_bytes,
+            "item_latency_seconds": workload.item_latency,
+            "step_time_seconds": workload.step_time,
+            "batches": workload.batches,
+            "budget_seconds": workload.budget,
         },
-        "shm": {"size_bytes": facts.shm.size_bytes, "free_bytes": facts.shm.free_bytes,
-                "available_bytes": fixes.capacity(facts)},
+        "shm": {
+            "size_bytes": facts.shm.size_bytes,
+            "free_bytes": facts.shm.free_bytes,
+            "available_bytes": fixes.capacity(facts),
+        },
         "results": [r.to_dict(workload.batch_size) for r in results],
         "recommendation": recommendation_dict(rec, workload, facts),
         "findings": [_finding(f) for f in findings],
@@ -85,22 +108,45 @@ def _size(value: int | None) -> str:
 
 def table(doc: dict[str, Any]) -> list[str]:
     cuda = doc["device"]["name"].startswith("cuda")
-    head = ["WORKERS", "PREFETCH"] + (["PIN", "NB"] if cuda else []) + [
-        "STATUS", "S/BATCH", "WAIT/BATCH", *(["H2D ms"] if cuda else []), "SAMPLES/S", "MiB/S", "STARTUP s",
-        "PEAK SHM", "PREDICTED", "PEAK/PRED"]
+    head = (
+        ["WORKERS", "PREFETCH"]
+        + (["PIN", "NB"] if cuda else [])
+        + [
+            "STATUS",
+            "S/BATCH",
+            "WAIT/BATCH",
+            *(["H2D ms"] if cuda else []),
+            "SAMPLES/S",
+            "MiB/S",
+            "STARTUP s",
+            "PEAK SHM",
+            "PREDICTED",
+            "PEAK/PRED",
+        ]
+    )
     rows = [head]
     for r in doc["results"]:
-        rows.append([str(r["num_workers"]), "-" if r["prefetch_factor"] is None else str(r["prefetch_factor"])]
-                    + ([str(r["pin_memory"]).lower(), str(r["non_blocking"]).lower()] if cuda else []) + [
-            r["status"] + ("" if r["stable"] or r["status"] != "ok" else " (unsettled)"),
-            _num(r["batch_seconds"], ".3f"), _num(r["data_wait_seconds"], ".3f"),
-            *([_num(r["h2d_seconds"], ".2f", 1000)] if cuda else []),
-            _num(r["samples_per_second"], ".1f"), _num(r["bytes_per_second"], ".0f", 1 / 2**20),
-            _num(r["first_batch_seconds"], ".2f"),
-            _size(r["peak_shm_bytes"]), _size(r["predicted_shm_bytes"]), _num(r["peak_to_predicted"], ".2f")])
+        rows.append(
+            [str(r["num_workers"]), "-" if r["prefetch_factor"] is None else str(r["prefetch_factor"])]
+            + ([str(r["pin_memory"]).lower(), str(r["non_blocking"]).lower()] if cuda else [])
+            + [
+                r["status"] + ("" if r["stable"] or r["status"] != "ok" else " (unsettled)"),
+                _num(r["batch_seconds"], ".3f"),
+                _num(r["data_wait_seconds"], ".3f"),
+                *([_num(r["h2d_seconds"], ".2f", 1000)] if cuda else []),
+                _num(r["samples_per_second"], ".1f"),
+                _num(r["bytes_per_second"], ".0f", 1 / 2**20),
+                _num(r["first_batch_seconds"], ".2f"),
+                _size(r["peak_shm_bytes"]),
+                _size(r["predicted_shm_bytes"]),
+                _num(r["peak_to_predicted"], ".2f"),
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    return ["  ".join(cell.rjust(w) if i != len(head) else cell for i, (cell, w) in enumerate(zip(row, widths)))
-            for row in rows]
+    return [
+        "  ".join(cell.rjust(w) if i != len(head) else cell for i, (cell, w) in enumerate(zip(row, widths)))
+        for row in rows
+    ]
 
 
 def render_text(doc: dict[str, Any]) -> str:
@@ -110,16 +156,23 @@ def render_text(doc: dict[str, Any]) -> str:
         out.append(_style("NO RECOMMENDATION", "red") + "  no config ran to the end within the shared memory available")
     else:
         fast = rec["best_fitting"]
-        out.append(f"{_style('RECOMMEND', 'green')}  {_label(rec, cuda)}: {rec['batch_seconds']:.3f} s a batch, "
-                   f"{_size(rec['predicted_shm_bytes'])} of /dev/shm")
-        why = ("the fastest config that fits" if fast == {k: rec[k] for k in fast} else
-               f"the fewest workers within {rec['tolerance']:.0%} of the fastest that fits "
-               f"({_label(fast, cuda)}: {fast['batch_seconds']:.3f} s a batch)")
+        out.append(
+            f"{_style('RECOMMEND', 'green')}  {_label(rec, cuda)}: {rec['batch_seconds']:.3f} s a batch, "
+            f"{_size(rec['predicted_shm_bytes'])} of /dev/shm"
+        )
+        why = (
+            "the fastest config that fits"
+            if fast == {k: rec[k] for k in fast}
+            else f"the fewest workers within {rec['tolerance']:.0%} of the fastest that fits "
+            f"({_label(fast, cuda)}: {fast['batch_seconds']:.3f} s a batch)"
+        )
         out.append(f"           {why}; {_size(rec['available_shm_bytes'])} of /dev/shm available")
         best = rec["best"]
         if not best["fits"]:
-            out.append(f"           the fastest ({_label(best, cuda)}: {best['batch_seconds']:.3f} s) needs "
-                       f"{_size(best['predicted_shm_bytes'])}: docker run {' '.join(best['docker_args'])} ...")
+            out.append(
+                f"           the fastest ({_label(best, cuda)}: {best['batch_seconds']:.3f} s) needs "
+                f"{_size(best['predicted_shm_bytes'])}: docker run {' '.join(best['docker_args'])} ..."
+            )
     fixes_ = [Fix(**{**fx, "docker_args": tuple(fx["docker_args"])}) for f in doc["findings"] for fx in f["fixes"]]
     if fixes_:
         out.append("")
@@ -137,7 +190,10 @@ def render_text(doc: dict[str, Any]) -> str:
     out.append(
         f"\ndevice {dev['name']}{' (' + dev['model'] + ')' if dev.get('model') else ''}, torch {dev['torch']}; "
         f"/dev/shm {where}; {work['dataset']} data, batch {work['batch_size']}{sample}{latency}, "
-        f"step {work['step_time_seconds']:g} s")
-    out.append("S/BATCH: one loop iteration (wait + copy + step) once settled; WAIT: blocked in next(); "
-               "STARTUP: iter() to the first batch; PEAK SHM: statvfs peak over the baseline")
+        f"step {work['step_time_seconds']:g} s"
+    )
+    out.append(
+        "S/BATCH: one loop iteration (wait + copy + step) once settled; WAIT: blocked in next(); "
+        "STARTUP: iter() to the first batch; PEAK SHM: statvfs peak over the baseline"
+    )
     return "\n".join(out)

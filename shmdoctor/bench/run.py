@@ -1,4 +1,5 @@
 """The sweep itself: each config through isolate.run, its prediction from the core's formula, and the findings."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,25 +37,49 @@ class Workload:
 
 def need(workload: Workload, config: Config) -> Requirement:
     """The core's prediction. pin_memory only takes effect with CUDA: on the CPU the batch stays in /dev/shm."""
-    return requirement(loader_config(
-        batch_size=workload.batch_size, num_workers=config.num_workers, prefetch_factor=config.prefetch_factor,
-        sample_bytes=workload.sample_bytes, batch_bytes=workload.batch_bytes,
-        tensors_per_batch=workload.tensors_per_batch, pin_memory=config.pin_memory and workload.cuda,
-    ))
+    return requirement(
+        loader_config(
+            batch_size=workload.batch_size,
+            num_workers=config.num_workers,
+            prefetch_factor=config.prefetch_factor,
+            sample_bytes=workload.sample_bytes,
+            batch_bytes=workload.batch_bytes,
+            tensors_per_batch=workload.tensors_per_batch,
+            pin_memory=config.pin_memory and workload.cuda,
+        )
+    )
 
 
 def job(workload: Workload, config: Config) -> dict:
     return {
-        "device": workload.device, "dataset": workload.dataset, "sample_bytes": workload.sample_bytes,
-        "item_latency": workload.item_latency, "batch_size": workload.batch_size, "step_time": workload.step_time,
-        "batches": workload.batches, "budget": workload.budget, "num_workers": config.num_workers,
-        "prefetch_factor": config.prefetch_factor, "pin_memory": config.pin_memory,
+        "device": workload.device,
+        "dataset": workload.dataset,
+        "sample_bytes": workload.sample_bytes,
+        "item_latency": workload.item_latency,
+        "batch_size": workload.batch_size,
+        "step_time": workload.step_time,
+        "batches": workload.batches,
+        "budget": workload.budget,
+        "num_workers": config.num_workers,
+        "prefetch_factor": config.prefetch_factor,
+        "pin_memory": config.pin_memory,
         "non_blocking": config.non_blocking,
     }
 
 
-MEASURED = ("batches", "stable", "batch_seconds", "data_wait_seconds", "h2d_seconds", "to_call_seconds", "batch_bytes",
-            "worker_startup_seconds", "first_batch_seconds", "loop_seconds", "loader_overhead_bytes")
+MEASURED = (
+    "batches",
+    "stable",
+    "batch_seconds",
+    "data_wait_seconds",
+    "h2d_seconds",
+    "to_call_seconds",
+    "batch_bytes",
+    "worker_startup_seconds",
+    "first_batch_seconds",
+    "loop_seconds",
+    "loader_overhead_bytes",
+)
 
 
 def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = isolate.SHM) -> Result:
@@ -73,8 +98,9 @@ def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = 
     )
 
 
-def sweep(workload: Workload, configs: Sequence[Config],
-          done: Callable[[Result], None] = lambda r: None) -> list[Result]:
+def sweep(
+    workload: Workload, configs: Sequence[Config], done: Callable[[Result], None] = lambda r: None
+) -> list[Result]:
     results = []
     with Zygote() as zygote:
         for config in configs:
@@ -93,17 +119,23 @@ def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tup
         report = judge(facts, demand)
         fixes_ = tuple(fx for f in report.findings if f.severity == "error" for fx in f.fixes)
         which = "; ".join(f"{r.config.label(workload.cuda)} ({r.message})" for r in failed)
-        out.append(Finding(
-            "bench-shm-exhausted", "error",
-            f"{len(failed)} of {len(results)} configs ran out of shared memory: {which}. The most demanding needs "
-            f"{format_size(demand.bytes)} of /dev/shm; {format_size(fixes.capacity(facts))} is available",
-            fixes_ or fixes.grow_shm(demand, facts),
-        ))
+        out.append(
+            Finding(
+                "bench-shm-exhausted",
+                "error",
+                f"{len(failed)} of {len(results)} configs ran out of shared memory: {which}. The most demanding needs "
+                f"{format_size(demand.bytes)} of /dev/shm; {format_size(fixes.capacity(facts))} is available",
+                fixes_ or fixes.grow_shm(demand, facts),
+            )
+        )
     errors = [r for r in results if r.status == "error"]
     if errors:
-        out.append(Finding(
-            "bench-error", "warning",
-            f"{len(errors)} configs failed for another reason: "
-            + "; ".join(f"{r.config.label(workload.cuda)}: {r.message}" for r in errors),
-        ))
+        out.append(
+            Finding(
+                "bench-error",
+                "warning",
+                f"{len(errors)} configs failed for another reason: "
+                + "; ".join(f"{r.config.label(workload.cuda)}: {r.message}" for r in errors),
+            )
+        )
     return tuple(out)

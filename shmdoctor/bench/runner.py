@@ -3,6 +3,7 @@
 The job and the result are JSON files. This side builds the loader and times the loop; the parent (isolate.py)
 watches /dev/shm and the process tree, and tells a crash or a kill from the exit status. torch is imported here.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,10 +66,14 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     before = shm_used(SHM)  # the iterator's own pages from here: the gate's semaphores, then its queues'
     gate = multiprocessing.Event() if workers else None
-    extra = {} if not workers else {
-        "prefetch_factor": job["prefetch_factor"], "worker_init_fn": partial(_gate, gate, job["pids_file"])}
-    loader = DataLoader(_dataset(job), batch_size=job["batch_size"], num_workers=workers,
-                        pin_memory=job["pin_memory"], **extra)
+    extra = (
+        {}
+        if not workers
+        else {"prefetch_factor": job["prefetch_factor"], "worker_init_fn": partial(_gate, gate, job["pids_file"])}
+    )
+    loader = DataLoader(
+        _dataset(job), batch_size=job["batch_size"], num_workers=workers, pin_memory=job["pin_memory"], **extra
+    )
     step, fixed, budget = job.get("step_time") or 0.0, job.get("batches"), job["budget"]
 
     times: list[float] = []
@@ -122,19 +127,21 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
     loop = time.perf_counter() - t0
     # Figures over the settled window (the last two), or over every timed batch when a count was asked for.
     span = len(times) if fixed or not stable else 2 * window(workers)
-    emit({
-        "batches": len(times),
-        "stable": stable or bool(fixed and len(times) >= fixed),
-        "batch_seconds": _mean(times[-span:]),
-        "data_wait_seconds": _mean(waits[-span:]),
-        "h2d_seconds": _mean(copies[-span:]) if cuda else None,
-        "to_call_seconds": _mean(calls[-span:]) if cuda else None,
-        "batch_bytes": batch_bytes,
-        "worker_startup_seconds": startup,
-        "first_batch_seconds": first,
-        "loop_seconds": loop,
-        "loader_overhead_bytes": overhead,
-    })
+    emit(
+        {
+            "batches": len(times),
+            "stable": stable or bool(fixed and len(times) >= fixed),
+            "batch_seconds": _mean(times[-span:]),
+            "data_wait_seconds": _mean(waits[-span:]),
+            "h2d_seconds": _mean(copies[-span:]) if cuda else None,
+            "to_call_seconds": _mean(calls[-span:]) if cuda else None,
+            "batch_bytes": batch_bytes,
+            "worker_startup_seconds": startup,
+            "first_batch_seconds": first,
+            "loop_seconds": loop,
+            "loader_overhead_bytes": overhead,
+        }
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -160,4 +167,3 @@ def main(argv: list[str]) -> int:
         emit({"error": text, "traceback": traceback.format_exc(limit=-3)}, 1)
     emit({"error": "the loop ended without a result"}, 1)
     return 1
-

@@ -1,5 +1,6 @@
 """A thread that samples /dev/shm about every millisecond (statvfs: the default sharing strategy unlinks its
 segments at once, so only the filesystem's counters see them) and notes the pids of a process tree."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,10 @@ def oom_kills(sys_fs_cgroup: str = "/sys/fs/cgroup") -> int | None:
             paths = cgroup.own_paths(f.read())
     except OSError:
         return None
-    places = [(d, "memory.oom_control") for d in cgroup._candidates(os.path.join(sys_fs_cgroup, "memory"),
-                                                                      paths.get("memory", "/"))]
+    places = [
+        (d, "memory.oom_control")
+        for d in cgroup._candidates(os.path.join(sys_fs_cgroup, "memory"), paths.get("memory", "/"))
+    ]
     places += [(d, "memory.events") for d in cgroup._candidates(sys_fs_cgroup, paths.get("", "/"))]
     for directory, name in places:
         try:

@@ -2,6 +2,7 @@
 
 Pure: the error text the child caught, its log and its exit status in; (status, one telling line) out.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,15 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def classify(error: str, log: str, returncode: int | None, *, shm_present: bool = True,
-             timed_out: bool = False, oom_killed: bool = False) -> tuple[Status, str]:
+def classify(
+    error: str,
+    log: str,
+    returncode: int | None,
+    *,
+    shm_present: bool = True,
+    timed_out: bool = False,
+    oom_killed: bool = False,
+) -> tuple[Status, str]:
     """The status of one finished config and the line that says why.
 
     error: the exception the child caught (its text, with the worker's traceback); "" when it caught none.

@@ -2,6 +2,7 @@
 
 Pure functions (the child imports `settled` too, so nothing heavy here).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -17,8 +18,9 @@ SETTLE_FLOOR = 0.0005  # ...or by at most half a millisecond (tiny batches jitte
 MIN_WINDOW = 3
 
 
-def configs(workers: Sequence[int], prefetch: Sequence[int], pin: Sequence[bool],
-            non_blocking: Sequence[bool]) -> list[Config]:
+def configs(
+    workers: Sequence[int], prefetch: Sequence[int], pin: Sequence[bool], non_blocking: Sequence[bool]
+) -> list[Config]:
     """The product of the lists, in the order given; num_workers=0 takes no prefetch_factor, so it runs once."""
     out: list[Config] = []
     for w, p, pm, nb in itertools.product(workers, prefetch, pin, non_blocking):
@@ -38,7 +40,7 @@ def settled(times: Sequence[float], num_workers: int) -> bool:
     k = window(num_workers)
     if len(times) < 2 * k:
         return False
-    before, last = sum(times[-2 * k:-k]) / k, sum(times[-k:]) / k
+    before, last = sum(times[-2 * k : -k]) / k, sum(times[-k:]) / k
     return abs(before - last) <= max(SETTLE * max(before, last), SETTLE_FLOOR)
 
 

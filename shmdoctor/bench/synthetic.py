@@ -1,4 +1,5 @@
 """The seed's dataset, sized and slowed at will: one sample tensor returned for every index, after a sleep."""
+
 from __future__ import annotations
 
 import time

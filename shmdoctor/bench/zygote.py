@@ -7,6 +7,7 @@ more than the measurement itself. The zygote never touches CUDA, so each child i
 Protocol, one line each way: the parent writes `{"job": PATH, "result": PATH, "log": PATH}`; the zygote answers
 `started PID`, then `ended PID CODE` (CODE as subprocess reports it: negative for a signal).
 """
+
 from __future__ import annotations
 
 import json
@@ -34,11 +35,20 @@ class Zygote:
         self._buffer = b""
 
     def _spawn(self) -> subprocess.Popen:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")])),
+        }
         self._buffer = b""
-        return subprocess.Popen([sys.executable, "-m", "shmdoctor.bench.zygote"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "shmdoctor.bench.zygote"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
 
     def _line(self, timeout: float | None) -> str | None:
         """The zygote's next line; None on timeout; ZygoteDied when it is gone."""

@@ -1,4 +1,5 @@
 """shmdoctor audit: the containers of a Docker engine, judged from the outside against a loader, read-only."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -16,12 +17,26 @@ from ..rules import judge
 
 @click.command()
 @click.argument("containers", nargs=-1, metavar="[CONTAINER]...")
-@click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE",
-              help="Docker's own filters, repeatable: label=team=vision, name=trainer, ancestor=IMAGE.")
-@click.option("-a", "--all", "include_exited", is_flag=True,
-              help="Exited containers too, with a finding for those the kernel OOM-killed.")
-@click.option("--exec", "exec_df", is_flag=True,
-              help="Read /dev/shm use inside each running container (runs `df`); without it nothing runs inside.")
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Docker's own filters, repeatable: label=team=vision, name=trainer, ancestor=IMAGE.",
+)
+@click.option(
+    "-a",
+    "--all",
+    "include_exited",
+    is_flag=True,
+    help="Exited containers too, with a finding for those the kernel OOM-killed.",
+)
+@click.option(
+    "--exec",
+    "exec_df",
+    is_flag=True,
+    help="Read /dev/shm use inside each running container (runs `df`); without it nothing runs inside.",
+)
 @loader_options
 @output_options
 def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader) -> int:
@@ -53,8 +68,15 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
         click.echo(render_text.render_table(reports, f"{len(reports)} container(s) on {engine.host}"))
     else:
         click.echo(f"no {'' if include_exited else 'running '}containers matched on {engine.host}")
-    click.echo("note: " + ("/dev/shm use read with df inside each running container (--exec)" if exec_df else
-                           "read-only: inspect does not tell /dev/shm use (--exec reads it with df inside)"), err=True)
+    click.echo(
+        "note: "
+        + (
+            "/dev/shm use read with df inside each running container (--exec)"
+            if exec_df
+            else "read-only: inspect does not tell /dev/shm use (--exec reads it with df inside)"
+        ),
+        err=True,
+    )
     return max((r.exit_code for r in reports), default=0)
 
 

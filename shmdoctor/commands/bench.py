@@ -1,4 +1,5 @@
 """shmdoctor bench: sweep DataLoader settings in isolated runs, measure /dev/shm against the prediction, recommend."""
+
 from __future__ import annotations
 
 import click
@@ -54,28 +55,69 @@ def resolve_device(name: str) -> tuple[str, dict]:
 
 
 @click.command()
-@click.option("--dataset", metavar="MODULE:ATTR",
-              help="Your Dataset (or a callable returning it), imported by each run.")
+@click.option(
+    "--dataset", metavar="MODULE:ATTR", help="Your Dataset (or a callable returning it), imported by each run."
+)
 @click.option("--sample-bytes", metavar="SIZE", help="The synthetic dataset: bytes of one sample (1MiB, 512k).")
-@click.option("--item-latency", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
-              help="The synthetic dataset: loading work per sample.")
+@click.option(
+    "--item-latency",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The synthetic dataset: loading work per sample.",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), required=True, help="Samples per batch.")
 @click.option("--num-workers", default="0,1,2,4", show_default=True, metavar="LIST", help="num_workers to sweep.")
 @click.option("--prefetch-factor", default="2", show_default=True, metavar="LIST", help="prefetch_factor to sweep.")
 @click.option("--pin-memory", metavar="LIST", help="pin_memory to sweep [CUDA: true,false; CPU: false].")
 @click.option("--non-blocking", metavar="LIST", help="non_blocking copies to sweep [CUDA: true,false; CPU: false].")
-@click.option("--step-time", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
-              help="The training step, emulated by a sleep after each batch.")
-@click.option("--batches", type=click.IntRange(min=1), metavar="N",
-              help="Time exactly N batches a config (default: until the per-batch time settles).")
-@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
-              metavar="SECONDS", help="Longest loop a config may run.")
+@click.option(
+    "--step-time",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The training step, emulated by a sleep after each batch.",
+)
+@click.option(
+    "--batches",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Time exactly N batches a config (default: until the per-batch time settles).",
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Longest loop a config may run.",
+)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
-@click.option("--plot", type=click.Path(dir_okay=False, writable=True), metavar="PNG",
-              help="Write a chart of the sweep (needs matplotlib: shmdoctor[plot]).")
-def command(dataset, sample_bytes, item_latency, batch_size, num_workers, prefetch_factor, pin_memory, non_blocking,
-            step_time, batches, budget, device, fmt, plot) -> int:
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="PNG",
+    help="Write a chart of the sweep (needs matplotlib: shmdoctor[plot]).",
+)
+def command(
+    dataset,
+    sample_bytes,
+    item_latency,
+    batch_size,
+    num_workers,
+    prefetch_factor,
+    pin_memory,
+    non_blocking,
+    step_time,
+    batches,
+    budget,
+    device,
+    fmt,
+    plot,
+) -> int:
     """Run the DataLoader with each setting in its own process; time it, watch /dev/shm, recommend a config.
 
     \b
@@ -103,13 +145,28 @@ def command(dataset, sample_bytes, item_latency, batch_size, num_workers, prefet
 
     name, info = resolve_device(device)
     cuda = name.startswith("cuda")
-    measured = loader_config(**loader_kwargs(  # the synthetic batch, or a --dataset's, measured
-        batch_size=batch_size, num_workers=None, prefetch_factor=None, sample_bytes=sample, dataset=dataset,
-        pin_memory=False, ranks=1))
+    measured = loader_config(
+        **loader_kwargs(  # the synthetic batch, or a --dataset's, measured
+            batch_size=batch_size,
+            num_workers=None,
+            prefetch_factor=None,
+            sample_bytes=sample,
+            dataset=dataset,
+            pin_memory=False,
+            ranks=1,
+        )
+    )
     workload = run.Workload(
-        batch_size=batch_size, sample_bytes=measured.sample_bytes, batch_bytes=measured.batch_bytes,
-        tensors_per_batch=measured.tensors_per_batch, dataset=dataset, item_latency=item_latency,
-        step_time=step_time, batches=batches, budget=budget, device=name,
+        batch_size=batch_size,
+        sample_bytes=measured.sample_bytes,
+        batch_bytes=measured.batch_bytes,
+        tensors_per_batch=measured.tensors_per_batch,
+        dataset=dataset,
+        item_latency=item_latency,
+        step_time=step_time,
+        batches=batches,
+        budget=budget,
+        device=name,
     )
     default = [True, False] if cuda else [False]
     configs = sweep.configs(workers, prefetch, pins or default, blocking or default)

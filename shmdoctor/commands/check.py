@@ -1,4 +1,5 @@
 """shmdoctor check: this container (or machine), judged against a loader."""
+
 from __future__ import annotations
 
 import click

@@ -1,4 +1,5 @@
 """shmdoctor clean: list the leaked segments of /dev/shm and, with --yes, remove exactly those."""
+
 from __future__ import annotations
 
 import contextlib
@@ -160,16 +161,20 @@ def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
         if recognise(name) is None:
             raise UsageError(f"{name!r} is not a segment shmdoctor knows ({PATTERNS}); nothing was removed")
     keep = set(names)
-    return Plan(
-        tuple(e for e in plan.leaked if e.name in keep), tuple(e for e in plan.kept if e.name in keep), ()
-    )
+    return Plan(tuple(e for e in plan.leaked if e.name in keep), tuple(e for e in plan.kept if e.name in keep), ())
 
 
 @click.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--yes", is_flag=True, help="Remove the leaked segments (without it, nothing changes).")
-@click.option("--path", "directory", default=DEFAULT_PATH, show_default=True, metavar="DIR",
-              help="The tmpfs to clean: /dev/shm, or the mount point of another tmpfs.")
+@click.option(
+    "--path",
+    "directory",
+    default=DEFAULT_PATH,
+    show_default=True,
+    metavar="DIR",
+    help="The tmpfs to clean: /dev/shm, or the mount point of another tmpfs.",
+)
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
 def command(names, yes, directory, fmt) -> int:
     """Leaked segments (torch_<pid>_<n>_<n>, nccl-XXXXXX, sem.mp-XXXXXXXX, names matched whole) that no live
@@ -222,8 +227,17 @@ def command(names, yes, directory, fmt) -> int:
     except KeyboardInterrupt:
         interrupted = True
 
-    result = dict(directory=directory, size=size, used=used, plan=plan, yes=yes, removed=removed, failed=failed,
-                  unreadable=held.unreadable, interrupted=interrupted)
+    result = dict(
+        directory=directory,
+        size=size,
+        used=used,
+        plan=plan,
+        yes=yes,
+        removed=removed,
+        failed=failed,
+        unreadable=held.unreadable,
+        interrupted=interrupted,
+    )
     click.echo(render_json(**result) if fmt == "json" else render_text(**result))
     if interrupted:
         click.echo("shmdoctor: interrupted", err=True)
@@ -240,21 +254,24 @@ def _count(n: int, one: str, many: str = "") -> str:
 
 
 def render_json(*, directory, size, used, plan, yes, removed, failed, unreadable, interrupted) -> str:
-    return json.dumps({
-        "schema": SCHEMA,
-        "directory": directory,
-        "size_bytes": size,
-        "used_bytes": used,
-        "leaked": [_entry(e) for e in plan.leaked],
-        "leaked_bytes": plan.leaked_bytes,
-        "kept": [_entry(e) for e in plan.kept],
-        "unrecognised": {"count": len(plan.unrecognised), "bytes": sum(f.bytes for f in plan.unrecognised)},
-        "removed": [_entry(e) for e in removed] if yes else None,
-        "freed_bytes": sum(e.bytes for e in removed) if yes else 0,
-        "failed": [{**_entry(e), "why": why} for e, why in failed],
-        "unreadable": list(unreadable),
-        "interrupted": interrupted,
-    }, indent=2)
+    return json.dumps(
+        {
+            "schema": SCHEMA,
+            "directory": directory,
+            "size_bytes": size,
+            "used_bytes": used,
+            "leaked": [_entry(e) for e in plan.leaked],
+            "leaked_bytes": plan.leaked_bytes,
+            "kept": [_entry(e) for e in plan.kept],
+            "unrecognised": {"count": len(plan.unrecognised), "bytes": sum(f.bytes for f in plan.unrecognised)},
+            "removed": [_entry(e) for e in removed] if yes else None,
+            "freed_bytes": sum(e.bytes for e in removed) if yes else 0,
+            "failed": [{**_entry(e), "why": why} for e, why in failed],
+            "unreadable": list(unreadable),
+            "interrupted": interrupted,
+        },
+        indent=2,
+    )
 
 
 def render_text(*, directory, size, used, plan, yes, removed, failed, unreadable, interrupted) -> str:
@@ -267,8 +284,10 @@ def render_text(*, directory, size, used, plan, yes, removed, failed, unreadable
         out += [f"  {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in plan.leaked]
     else:
         freed = sum(e.bytes for e in removed)
-        out.append(f"Freed {format_size(freed)}: removed {len(removed)} of {_count(len(plan.leaked), 'leaked segment')}"
-                   + (" before the interrupt" if interrupted else ""))
+        out.append(
+            f"Freed {format_size(freed)}: removed {len(removed)} of {_count(len(plan.leaked), 'leaked segment')}"
+            + (" before the interrupt" if interrupted else "")
+        )
         out += [f"  removed {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in removed]
         out += [f"  kept    {e.name:<40} {format_size(e.bytes):>10}  could not remove: {why}" for e, why in failed]
     for e in plan.kept[:KEPT_SHOWN]:

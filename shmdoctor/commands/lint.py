@@ -1,4 +1,5 @@
 """shmdoctor lint: compose files and Kubernetes manifests (or `kubectl get -o json`), judged before anything runs."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,8 +16,11 @@ from ..rules import judge
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, metavar="FILE|DIR|-...")
-@click.option("--swarm/--no-swarm", default=None,
-              help="Compose files are for Swarm (docker stack deploy), or not. Default: told by Swarm-only deploy keys.")
+@click.option(
+    "--swarm/--no-swarm",
+    default=None,
+    help="Compose files are for Swarm (docker stack deploy), or not. Default: told by Swarm-only deploy keys.",
+)
 @loader_options
 @output_options
 def command(paths, swarm, fmt, fail_on, **loader) -> int:
@@ -45,16 +49,20 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
             found, skipped = kubernetes.probe(doc)
             passed_over.extend(f"{doc.source}:{name}" for name in skipped)
         else:
-            raise UsageError(f"{documents.where(doc.source, doc.body)}: not a compose file (services:) or a "
-                             f"Kubernetes manifest (apiVersion, kind) (document {doc.index + 1})")
+            raise UsageError(
+                f"{documents.where(doc.source, doc.body)}: not a compose file (services:) or a "
+                f"Kubernetes manifest (apiVersion, kind) (document {doc.index + 1})"
+            )
         reports.extend(_judge(d, base, fail_on) for d in found)
 
     if fmt == "json":
         click.echo(render_json.render_many(reports, passed_over=passed_over))
     else:
         targets = "1 service or workload" if len(reports) == 1 else f"{len(reports)} services and workloads"
-        title = f"shmdoctor lint: {targets} in {len(sources)} file" + "s"[len(sources) == 1:]
-        click.echo(render_text.render_table(reports, title) + "\n" + render_text.fixes_by_target(reports) if reports else title)
+        title = f"shmdoctor lint: {targets} in {len(sources)} file" + "s"[len(sources) == 1 :]
+        click.echo(
+            render_text.render_table(reports, title) + "\n" + render_text.fixes_by_target(reports) if reports else title
+        )
         if passed_over:
             click.echo(f"passed over {len(passed_over)} objects without a pod template: " + ", ".join(passed_over))
     return max((r.exit_code for r in reports), default=0)

@@ -1,4 +1,5 @@
 """shmdoctor watch: /dev/shm while training runs: used over time, the peak, the budget, and who holds it."""
+
 from __future__ import annotations
 
 import json
@@ -66,14 +67,21 @@ def _positive(name: str, value: float | None) -> float | None:
 
 
 def _holder_dict(h: holders_probe.Holder) -> dict:
-    return {"pid": h.pid, "command": h.command, "bytes": h.bytes, "segments": len(h.segments),
-            "unlinked_count": h.unlinked_count}
+    return {
+        "pid": h.pid,
+        "command": h.command,
+        "bytes": h.bytes,
+        "segments": len(h.segments),
+        "unlinked_count": h.unlinked_count,
+    }
 
 
 def _holder_line(h: holders_probe.Holder) -> str:
     n = len(h.segments)
-    return (f"           pid {h.pid:<7} {format_size(h.bytes):>10} in {n} segment{'s' if n != 1 else ''} "
-            f"({h.unlinked_count} unlinked)  {h.command[:80]}")
+    return (
+        f"           pid {h.pid:<7} {format_size(h.bytes):>10} in {n} segment{'s' if n != 1 else ''} "
+        f"({h.unlinked_count} unlinked)  {h.command[:80]}"
+    )
 
 
 def within_budget(peak: int, budget: int) -> bool:
@@ -89,15 +97,33 @@ def _share(part: int, whole: int | None) -> str:
 
 
 @click.command()
-@click.option("--interval", type=float, default=0.5, show_default=True, metavar="SECONDS",
-              help="Seconds between samples of the usage (statvfs: cheap).")
-@click.option("--holders-every", type=float, default=2.0, show_default=True, metavar="SECONDS",
-              help="Seconds between scans of /proc for holders, made only when the usage changed (the costly part).")
+@click.option(
+    "--interval",
+    type=float,
+    default=0.5,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between samples of the usage (statvfs: cheap).",
+)
+@click.option(
+    "--holders-every",
+    type=float,
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between scans of /proc for holders, made only when the usage changed (the costly part).",
+)
 @click.option("--duration", type=float, metavar="SECONDS", help="Stop after this long (default: until Ctrl-C).")
 @click.option("--path", "directory", default=DEFAULT_PATH, show_default=True, metavar="DIR", help="The tmpfs to watch.")
 @loader_options
-@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True,
-              help="json: one JSON object per sample (JSON lines), then a summary object.")
+@click.option(
+    "--format",
+    "fmt",
+    type=FORMATS,
+    default="text",
+    show_default=True,
+    help="json: one JSON object per sample (JSON lines), then a summary object.",
+)
 def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     """Used / size of /dev/shm over time, the peak, the loader's predicted need as the budget, and who holds it per
     process (descriptors and maps, unlinked segments included). Ctrl-C ends it with a summary (exit 130; SIGTERM:
@@ -183,9 +209,14 @@ class _JsonLines:
 
     def sample(self, t, size, used, w: Watch, fresh) -> None:
         doc = {
-            "schema": SCHEMA, "type": "sample", "t": round(t, 3),
+            "schema": SCHEMA,
+            "type": "sample",
+            "t": round(t, 3),
             "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-            "size_bytes": size, "used_bytes": used, "peak_bytes": w.peak, "budget_bytes": self.budget,
+            "size_bytes": size,
+            "used_bytes": used,
+            "peak_bytes": w.peak,
+            "budget_bytes": self.budget,
         }
         if fresh is not None:  # present only in the samples where /proc was scanned
             doc["holders"] = [_holder_dict(h) for h in fresh.holders]
@@ -193,14 +224,27 @@ class _JsonLines:
         click.echo(json.dumps(doc))
 
     def summary(self, w: Watch, elapsed: float, interrupted: bool) -> None:
-        click.echo(json.dumps({
-            "schema": SCHEMA, "type": "summary", "directory": self.directory, "duration_s": round(elapsed, 3),
-            "samples": w.samples, "holder_scans": w.scans, "size_bytes": w.size, "start_used_bytes": w.start_used,
-            "peak_bytes": w.peak, "peak_t": round(w.peak_t, 3), "budget_bytes": self.budget,
-            "peak_over_budget": None if self.budget is None else not within_budget(w.peak, self.budget),
-            "holders": [_holder_dict(h) for h in w.biggest()],
-            "unreadable": sorted(w.unreadable), "interrupted": interrupted,
-        }))
+        click.echo(
+            json.dumps(
+                {
+                    "schema": SCHEMA,
+                    "type": "summary",
+                    "directory": self.directory,
+                    "duration_s": round(elapsed, 3),
+                    "samples": w.samples,
+                    "holder_scans": w.scans,
+                    "size_bytes": w.size,
+                    "start_used_bytes": w.start_used,
+                    "peak_bytes": w.peak,
+                    "peak_t": round(w.peak_t, 3),
+                    "budget_bytes": self.budget,
+                    "peak_over_budget": None if self.budget is None else not within_budget(w.peak, self.budget),
+                    "holders": [_holder_dict(h) for h in w.biggest()],
+                    "unreadable": sorted(w.unreadable),
+                    "interrupted": interrupted,
+                }
+            )
+        )
 
 
 class _Text:
@@ -237,15 +281,18 @@ class _Text:
         )
         if self.budget:
             verdict = (
-                f"the peak took {_share(w.peak, self.budget)} of it" if within_budget(w.peak, self.budget)
+                f"the peak took {_share(w.peak, self.budget)} of it"
+                if within_budget(w.peak, self.budget)
                 else f"the peak went {format_size(w.peak - self.budget)} over it: something else uses /dev/shm too, "
                 "or the loader is not the one described"
             )
             out.append(f"  budget   {format_size(self.budget)} predicted for the loader: {verdict}")
         if w.scans:
             biggest = w.biggest()
-            out.append(f"  holders  {len(biggest)} process{'es' if len(biggest) != 1 else ''} seen in {w.scans} scans"
-                       + (", biggest hold of each:" if biggest else ""))
+            out.append(
+                f"  holders  {len(biggest)} process{'es' if len(biggest) != 1 else ''} seen in {w.scans} scans"
+                + (", biggest hold of each:" if biggest else "")
+            )
             out += [_holder_line(h) for h in biggest[:HOLDERS_SHOWN]]
             if len(biggest) > HOLDERS_SHOWN:
                 out.append(f"           and {len(biggest) - HOLDERS_SHOWN} more (--format json lists them all)")

@@ -1,4 +1,5 @@
 """The memory cgroup's limit and usage, v1 and v2: /dev/shm pages are charged to it."""
+
 from __future__ import annotations
 
 import os
@@ -63,7 +64,12 @@ def memory(sys_fs_cgroup: str = "/sys/fs/cgroup", proc_cgroup: str | None = None
     paths = own_paths(proc_cgroup)
     v1 = os.path.join(sys_fs_cgroup, "memory")
     if os.path.isdir(v1):
-        limit_file, usage_file, inactive, root = "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file", v1
+        limit_file, usage_file, inactive, root = (
+            "memory.limit_in_bytes",
+            "memory.usage_in_bytes",
+            "total_inactive_file",
+            v1,
+        )
         path = paths.get("memory", "/")
     else:
         limit_file, usage_file, inactive, root = "memory.max", "memory.current", "inactive_file", sys_fs_cgroup

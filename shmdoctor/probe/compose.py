@@ -13,6 +13,7 @@ Values are interpolated from this environment as the compose spec says (`$VAR`, 
 `${VAR-default}`, `${VAR:?error}`, `${VAR?error}`, `${VAR:+alt}`, `${VAR+alt}`, nested, `$$` for a `$`). An error
 names the variable and quotes the file, never a variable's value: the environment holds secrets.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,13 +22,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
-from ..model import Facts, Ipc, Memory, Shm, Target
+from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..rules import DOCKER_DEFAULT_SHM
 from ..sizes import parse_size, parse_tmpfs_size
 from .documents import LOADER_KEY, Definition, Document, where
 
-SHM = "/dev/shm"
-SIZE_UNKNOWN = f"the size of {SHM}"
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
 _BRACED = re.compile(r"([_a-zA-Z][_a-zA-Z0-9]*)(?:(:?[-?+])(.*))?\Z", re.S)
@@ -54,14 +53,14 @@ def interpolate(text: str, environ: Any, unset: set[str]) -> str:
     out, i = [], 0
     while (start := text.find("$", i)) >= 0:
         out.append(text[i:start])
-        after = text[start + 1:start + 2]
+        after = text[start + 1 : start + 2]
         name = _NAME.match(text, start + 1)
         if after == "$":
             out.append("$")
             i = start + 2
         elif after == "{":
             end = _closing(text, start + 2)
-            out.append(_braced(text[start + 2:end], environ, unset))
+            out.append(_braced(text[start + 2 : end], environ, unset))
             i = end + 1
         elif name:
             out.append(_lookup(name.group(), environ, unset))
@@ -76,7 +75,7 @@ def _closing(text: str, start: int) -> int:
     """The index of the `}` that closes a `${` whose body starts at `start` (bodies nest)."""
     depth, i = 1, start
     while i < len(text):
-        if text[i] == "$" and text[i + 1:i + 2] in ("$", "{"):  # an escaped $, or a nested ${
+        if text[i] == "$" and text[i + 1 : i + 2] in ("$", "{"):  # an escaped $, or a nested ${
             depth += text[i + 1] == "{"
             i += 2
         elif text[i] == "}" and depth == 1:
@@ -84,7 +83,7 @@ def _closing(text: str, start: int) -> int:
         else:
             depth -= text[i] == "}"
             i += 1
-    raise UsageError(f"invalid interpolation: {text[start - 2:]!r} has no closing '}}'")
+    raise UsageError(f"invalid interpolation: {text[start - 2 :]!r} has no closing '}}'")
 
 
 def _lookup(name: str, environ: Any, unset: set[str]) -> str:
@@ -97,8 +96,10 @@ def _lookup(name: str, environ: Any, unset: set[str]) -> str:
 def _braced(body: str, environ: Any, unset: set[str]) -> str:
     match = _BRACED.match(body)
     if not match:
-        raise UsageError(f"invalid interpolation: {'${' + body + '}'!r} (compose takes ${{VAR}}, ${{VAR:-default}}, "
-                         "${VAR-default}, ${VAR:?error}, ${VAR?error}, ${VAR:+alt}, ${VAR+alt})")
+        raise UsageError(
+            f"invalid interpolation: {'${' + body + '}'!r} (compose takes ${{VAR}}, ${{VAR:-default}}, "
+            "${VAR-default}, ${VAR:?error}, ${VAR?error}, ${VAR:+alt}, ${VAR+alt})"
+        )
     name, operator, operand = match.groups()
     if operator is None:
         return _lookup(name, environ, unset)
@@ -158,7 +159,9 @@ class _Service:
             return parse_size(value if isinstance(value, int) else str(value), what=key)
         except UsageError as e:
             if "$" in str(written):
-                raise self.error(f"{key}: cannot read {written!r} as a size once its variables are substituted") from None
+                raise self.error(
+                    f"{key}: cannot read {written!r} as a size once its variables are substituted"
+                ) from None
             raise self.error(str(e)) from None
 
     def size_of(self, key: str) -> int | None:
@@ -222,8 +225,11 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int |
             options, written_options = volume.get("tmpfs"), written.get("tmpfs")
             size = options.get("size") if isinstance(options, dict) else None
             written_size = written_options.get("size") if isinstance(written_options, dict) else None
-            return ("tmpfs", svc.size("tmpfs.size", size, written_size),
-                    f"volumes: tmpfs at {SHM}" + (f", size {written_size}" if written_size else ""))
+            return (
+                "tmpfs",
+                svc.size("tmpfs.size", size, written_size),
+                f"volumes: tmpfs at {SHM}" + (f", size {written_size}" if written_size else ""),
+            )
     elif isinstance(volume, str):
         parts = volume.split(":")
         source, target = (parts[0], parts[1]) if len(parts) > 1 else (None, parts[0])
@@ -264,22 +270,29 @@ class ComposeFile:
         elif mode in ("private", "shareable", "none"):
             ipc_fact = Ipc(mode)  # type: ignore[arg-type]
         else:
-            raise svc.error(f"ipc: unknown mode {shown!r} (host, private, shareable, none, service:NAME, container:NAME)")
+            raise svc.error(
+                f"ipc: unknown mode {shown!r} (host, private, shareable, none, service:NAME, container:NAME)"
+            )
 
         if mount:
             source, size, detail = mount
             if size is None and source == "tmpfs":
-                unreadable.append(f"{SIZE_UNKNOWN} ({detail}: no size in bytes, so the kernel's default, "
-                                  "half the host's memory)")
+                unreadable.append(
+                    f"{SHM_SIZE_UNKNOWN} ({detail}: no size in bytes, so the kernel's default, half the host's memory)"
+                )
             elif source == "host":
-                unreadable.append(f"{SIZE_UNKNOWN} (the host's {SHM} is bound in: its size is the host's, "
-                                  "which a file does not tell)")
+                unreadable.append(
+                    f"{SHM_SIZE_UNKNOWN} (the host's {SHM} is bound in: its size is the host's, "
+                    "which a file does not tell)"
+                )
             elif source == "unknown":
-                unreadable.append(f"{SIZE_UNKNOWN} ({detail}: its size is the volume's, which a file does not tell)")
-            return _shm(size, source, detail), ipc_fact
+                unreadable.append(
+                    f"{SHM_SIZE_UNKNOWN} ({detail}: its size is the volume's, which a file does not tell)"
+                )
+            return Shm.unmeasured(size, source, detail), ipc_fact
         if mode == "host":
-            unreadable.append(f"{SIZE_UNKNOWN} (ipc: host uses the host's {SHM}, whose size a file does not tell)")
-            return _shm(None, "host-ipc", "ipc: host (the host's /dev/shm; shm_size is ignored)"), ipc_fact
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (ipc: host uses the host's {SHM}, whose size a file does not tell)")
+            return Shm.unmeasured(None, "host-ipc", "ipc: host (the host's /dev/shm; shm_size is ignored)"), ipc_fact
         if mode == "none":
             return Shm(False, None, None, None, "none", "ipc: none"), ipc_fact
         if mode in ("service", "container"):
@@ -287,18 +300,24 @@ class ComposeFile:
             if donor is None and mode == "service":
                 raise svc.error(f"ipc: {shown}: no service of that name in this file")
             if donor is None:
-                unreadable.append(f"{SIZE_UNKNOWN} (ipc: {shown}: that container is not defined in this file; "
-                                  "the service gets its /dev/shm)")
-                return _shm(None, "unknown", f"ipc: {shown}"), ipc_fact
+                unreadable.append(
+                    f"{SHM_SIZE_UNKNOWN} (ipc: {shown}: that container is not defined in this file; "
+                    "the service gets its /dev/shm)"
+                )
+                return Shm.unmeasured(None, "unknown", f"ipc: {shown}"), ipc_fact
             if donor.name in seen:
                 raise svc.error(f"ipc: {shown}: a cycle of services sharing IPC ({' -> '.join(seen + (donor.name,))})")
             shm, _ = self.shm(donor, unreadable, seen + (donor.name,))
             return replace(shm, detail=f"ipc: {shown}, whose /dev/shm is: {shm.detail}"), ipc_fact
         size = DOCKER_DEFAULT_SHM if self.swarm else svc.size_of("shm_size") or DOCKER_DEFAULT_SHM
-        detail = "no shm_size: the engine's default" if size == DOCKER_DEFAULT_SHM else f"shm_size: {svc.body.get('shm_size')}"
+        detail = (
+            "no shm_size: the engine's default"
+            if size == DOCKER_DEFAULT_SHM
+            else f"shm_size: {svc.body.get('shm_size')}"
+        )
         if self.swarm:
             detail = "Swarm ignores shm_size: the engine's default"
-        return _shm(size, "docker-shm", detail), ipc_fact
+        return Shm.unmeasured(size, "docker-shm", detail), ipc_fact
 
     def memory_limit(self, svc: _Service) -> int | None:
         key, written = "deploy.resources.limits.memory", svc.deploy_limits().get("memory")
@@ -335,8 +354,9 @@ class ComposeFile:
         shm, ipc = self.shm(svc, unreadable)
         memory, flags = Memory(limit_bytes=self.memory_limit(svc), used_bytes=None), self.flags(svc)
         if svc.unset:  # read after every key, so that all the variables the judged values use are in
-            unreadable.append(f"the variables {', '.join(sorted(svc.unset))} (not set here: compose would substitute "
-                              "an empty string)")
+            unreadable.append(
+                f"the variables {', '.join(sorted(svc.unset))} (not set here: compose would substitute an empty string)"
+            )
         facts = Facts(
             target=Target("service", f"{self.doc.source}:{svc.name}", id=svc.get("container_name")),
             shm=shm,
@@ -347,10 +367,6 @@ class ComposeFile:
             flags=flags,
         )
         return Definition(facts, self.loader_spec(svc), where(self.doc.source, svc.body))
-
-
-def _shm(size: int | None, source: str, detail: str) -> Shm:
-    return Shm(present=True, size_bytes=size, used_bytes=None, free_bytes=None, source=source, detail=detail)
 
 
 def probe(doc: Document, swarm: bool | None = None) -> list[Definition]:

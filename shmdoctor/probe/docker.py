@@ -4,6 +4,7 @@ Two halves: `facts_from_inspect` turns one container's inspect JSON into Facts (
 `Engine` does the I/O (the Docker SDK imported only here, one list round trip, inspects run concurrently).
 Nothing here reads or keeps a container's environment: it holds secrets.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,12 +15,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 from ..errors import ProbeError, UsageError
-from ..model import Facts, Ipc, Memory, Shm, Target
+from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..sizes import parse_tmpfs_size
 
-SHM = "/dev/shm"
 LOADER_LABEL = "shmdoctor.loader"
-SIZE_UNKNOWN = "the size of /dev/shm"
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
 Inspect = dict[str, Any]
@@ -57,24 +56,19 @@ def _mounted_shm(info: Inspect, host_shm: int | None) -> Shm | None:
     if tmpfs is not None:
         size = _tmpfs_size(tmpfs)
         unsized = "" if size else ": no size, the kernel's default of half the host's memory"
-        return _shm(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}{unsized}")
+        return Shm.unmeasured(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}{unsized}")
     for mount in host.get("Mounts") or []:
         if mount.get("Target") == SHM and mount.get("Type") == "tmpfs":
             size = (mount.get("TmpfsOptions") or {}).get("SizeBytes") or None
-            return _shm(size, "tmpfs", f"HostConfig.Mounts: tmpfs at /dev/shm, SizeBytes {size}")
+            return Shm.unmeasured(size, "tmpfs", f"HostConfig.Mounts: tmpfs at /dev/shm, SizeBytes {size}")
     for mount in info.get("Mounts") or []:
         if mount.get("Destination") == SHM:
             source = mount.get("Source") or mount.get("Name") or "?"
             if mount.get("Type") == "bind" and source == SHM:
                 known = "" if host_shm else ": its size is not known from a remote engine (--exec reads it)"
-                return _shm(host_shm, "host", f"Mounts: bind of the host's /dev/shm{known}")
-            return _shm(None, "unknown", f"Mounts: a {mount.get('Type')} mount of {source} at /dev/shm")
+                return Shm.unmeasured(host_shm, "host", f"Mounts: bind of the host's /dev/shm{known}")
+            return Shm.unmeasured(None, "unknown", f"Mounts: a {mount.get('Type')} mount of {source} at /dev/shm")
     return None
-
-
-def _shm(size: int | None, source: str, detail: str) -> Shm:
-    # Inspect does not tell what is in use, so neither what is free (the audit is read-only; --exec reads df).
-    return Shm(present=True, size_bytes=size, used_bytes=None, free_bytes=None, source=source, detail=detail)
 
 
 def shm_of(info: Inspect, owner: Inspect | None = None, host_shm: int | None = None) -> Shm:
@@ -85,18 +79,26 @@ def shm_of(info: Inspect, owner: Inspect | None = None, host_shm: int | None = N
     host = info.get("HostConfig") or {}
     mode = host.get("IpcMode") or "private"
     if mode == "none":
-        return Shm(present=False, size_bytes=None, used_bytes=None, free_bytes=None, source="none",
-                   detail="HostConfig.IpcMode = none")
+        return Shm(
+            present=False,
+            size_bytes=None,
+            used_bytes=None,
+            free_bytes=None,
+            source="none",
+            detail="HostConfig.IpcMode = none",
+        )
     if mode == "host":
         known = "" if host_shm else ": its size is not known from a remote engine (--exec reads it)"
-        return _shm(host_shm, "host-ipc", f"HostConfig.IpcMode = host{known}")
+        return Shm.unmeasured(host_shm, "host-ipc", f"HostConfig.IpcMode = host{known}")
     if mode.startswith("container:"):
         if owner is None:
-            return _shm(None, "unknown", f"HostConfig.IpcMode = {mode}: that container could not be inspected")
+            return Shm.unmeasured(
+                None, "unknown", f"HostConfig.IpcMode = {mode}: that container could not be inspected"
+            )
         inherited = shm_of(owner, None, host_shm)
         return replace(inherited, detail=f"the /dev/shm of {name_of(owner)} ({inherited.detail})")
     size = host.get("ShmSize") or None
-    return _shm(size, "docker-shm", f"HostConfig.ShmSize = {size}" if size else "HostConfig.ShmSize unset")
+    return Shm.unmeasured(size, "docker-shm", f"HostConfig.ShmSize = {size}" if size else "HostConfig.ShmSize unset")
 
 
 def ipc_of(info: Inspect, owner: Inspect | None = None) -> Ipc:
@@ -142,7 +144,9 @@ def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: in
         notes.append(f"not running: {status}")
     gpus = gpus_of(host)
     if gpus:
-        notes.append(f"GPUs requested: {gpus} (a DDP rank per GPU: give --ranks, or ranks= in the {LOADER_LABEL} label)")
+        notes.append(
+            f"GPUs requested: {gpus} (a DDP rank per GPU: give --ranks, or ranks= in the {LOADER_LABEL} label)"
+        )
     facts = Facts(
         target=Target(kind="container", name=name_of(info), id=info.get("Id")),
         shm=shm,
@@ -153,7 +157,7 @@ def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: in
         cpus=cpus_of(host),
         gpus=gpus,
         flags=frozenset(flags),
-        unreadable=(f"{SIZE_UNKNOWN} ({shm.detail})",) if shm.present and shm.size_bytes is None else (),
+        unreadable=(f"{SHM_SIZE_UNKNOWN} ({shm.detail})",) if shm.present and shm.size_bytes is None else (),
     )
     labels = (info.get("Config") or {}).get("Labels") or {}
     return Probed(facts, labels.get(LOADER_LABEL), tuple(notes))
@@ -165,9 +169,14 @@ def with_usage(probed: Probed, usage: tuple[int, int, int] | str) -> Probed:
     if isinstance(usage, str):
         return replace(probed, facts=replace(facts, unreadable=facts.unreadable + (f"/dev/shm use ({usage})",)))
     size, used, free = usage
-    unreadable = tuple(u for u in facts.unreadable if not u.startswith(SIZE_UNKNOWN))  # df told it
-    shm = replace(facts.shm, size_bytes=size, used_bytes=used, free_bytes=free,
-                  detail=facts.shm.detail + "; use read with df inside (--exec)")
+    unreadable = tuple(u for u in facts.unreadable if not u.startswith(SHM_SIZE_UNKNOWN))  # df told it
+    shm = replace(
+        facts.shm,
+        size_bytes=size,
+        used_bytes=used,
+        free_bytes=free,
+        detail=facts.shm.detail + "; use read with df inside (--exec)",
+    )
     return replace(probed, facts=replace(facts, shm=shm, unreadable=unreadable))
 
 
@@ -234,7 +243,7 @@ def engine_host_shm(docker_host: str) -> int | None:
     if not docker_host.startswith("unix://"):
         return None
     try:
-        pid = _peer_pid(docker_host[len("unix://"):])
+        pid = _peer_pid(docker_host[len("unix://") :])
         if not pid:
             return None
         st = os.statvfs(f"/proc/{pid}/root{SHM}")
@@ -327,7 +336,11 @@ class Engine:
 
 
 def probe(
-    engine: Engine, names: list[str], filters: dict[str, list[str]], *, include_exited: bool = False,
+    engine: Engine,
+    names: list[str],
+    filters: dict[str, list[str]],
+    *,
+    include_exited: bool = False,
     exec_df: bool = False,
 ) -> list[Probed]:
     """The containers named (any state; an unknown name is a UsageError), or those the engine lists (running ones,
@@ -362,4 +375,4 @@ def probe(
 
 def _owner_id(info: Inspect) -> str:
     mode = (info.get("HostConfig") or {}).get("IpcMode") or ""
-    return mode[len("container:"):] if mode.startswith("container:") else ""
+    return mode[len("container:") :] if mode.startswith("container:") else ""

@@ -3,6 +3,7 @@
 YAML mappings come back as `Node` (a dict that remembers its line) so that a bad value can be reported as
 `file:line`. JSON (`kubectl get -o json`) is read with the json module: faster, and its errors carry a line too.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,11 @@ def _yaml_loader():
         for (key_node, _), (key, _) in zip(node.value, pairs):
             if not isinstance(key, Hashable):  # `name: {{ .Values.x }}`: a template that was not rendered
                 raise yaml.constructor.ConstructorError(
-                    None, None, "found a mapping as a key (an unrendered template? run helm template first)",
-                    key_node.start_mark)
+                    None,
+                    None,
+                    "found a mapping as a key (an unrendered template? run helm template first)",
+                    key_node.start_mark,
+                )
         out = Node(pairs)
         out.line = node.start_mark.line + 1
         return out

@@ -10,6 +10,7 @@ recorded in `unreadable` (a 'probe-incomplete' fact), a vanished process is skip
 A process is named by its executable and first argument only (`python train.py`): the rest of a command line may
 carry secrets (`--password=...`) and never leaves this module.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,7 +64,7 @@ def _read(path: str) -> str:
 def _is_kernel_thread(proc: str, pid: str) -> bool:
     try:
         stat = _read(f"{proc}/{pid}/stat")
-        return bool(int(stat[stat.rindex(")") + 2:].split()[6]) & PF_KTHREAD)
+        return bool(int(stat[stat.rindex(")") + 2 :].split()[6]) & PF_KTHREAD)
     except (OSError, ValueError, IndexError):
         return False
 
@@ -108,7 +109,7 @@ def _segments(proc: str, pid: str, prefix: str, dev: int, maps_dev: str) -> dict
         except FileNotFoundError:  # closed meanwhile
             continue
         if st.st_dev == dev:
-            name, unlinked = _name(link[len(prefix):])
+            name, unlinked = _name(link[len(prefix) :])
             found[st.st_ino] = Segment(st.st_ino, name, st.st_blocks * 512, unlinked)
     text = _read(f"{base}/maps")
     if maps_dev not in text:

@@ -10,18 +10,17 @@ a mount the runtime gives 64 MiB (or the node's own /dev/shm with hostIPC). Wher
 size (the node's /dev/shm, a disk emptyDir without sizeLimit, another kind of volume) it is said in `unreadable`.
 Nothing runs from a manifest: use, and so what is free, is never known (used and free are None).
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 from ..errors import UsageError
-from ..model import Facts, Ipc, Memory, Shm, Target
+from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..rules import DOCKER_DEFAULT_SHM as RUNTIME_DEFAULT_SHM  # containerd and CRI-O give Docker's 64 MiB too
 from ..sizes import format_size, parse_quantity
 from .documents import LOADER_KEY, Definition, Document, line_of, where
 
-SHM = "/dev/shm"
-SIZE_UNKNOWN = f"the size of {SHM}"
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
 
@@ -99,8 +98,9 @@ class _Pod:
         try:
             return parse_quantity(value)
         except UsageError as e:
-            raise UsageError(f"{where(self.doc.source, node if line_of(node) else self.template)}: "
-                             f"{self.name}: {what}: {e}") from None
+            raise UsageError(
+                f"{where(self.doc.source, node if line_of(node) else self.template)}: {self.name}: {what}: {e}"
+            ) from None
 
     def memory_limit(self, container: dict) -> int | None:
         resources = _mapping(container.get("resources"), "resources", self.doc.source, container)
@@ -118,35 +118,46 @@ class _Pod:
 
     def shm(self, container: dict, unreadable: list[str]) -> Shm:
         mounts = _sequence(container.get("volumeMounts"), "volumeMounts", self.doc.source, container)
-        mount = next((m for m in mounts
-                      if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == SHM), None)
+        mount = next(
+            (m for m in mounts if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == SHM), None
+        )
         if mount is None:
             if self.spec.get("hostIPC"):
-                unreadable.append(f"{SIZE_UNKNOWN} (hostIPC: true uses the node's {SHM}, whose size a manifest "
-                                  "does not tell)")
-                return _shm(None, "host-ipc", "hostIPC: true (the node's /dev/shm)")
-            return _shm(RUNTIME_DEFAULT_SHM, "runtime-shm", "no volume at /dev/shm: the container runtime's default")
+                unreadable.append(
+                    f"{SHM_SIZE_UNKNOWN} (hostIPC: true uses the node's {SHM}, whose size a manifest does not tell)"
+                )
+                return Shm.unmeasured(None, "host-ipc", "hostIPC: true (the node's /dev/shm)")
+            return Shm.unmeasured(
+                RUNTIME_DEFAULT_SHM, "runtime-shm", "no volume at /dev/shm: the container runtime's default"
+            )
         volume = self.volumes.get(mount.get("name")) if isinstance(mount.get("name"), str) else None
         if volume is None:
-            raise UsageError(f"{where(self.doc.source, mount)}: {self.name}: the volumeMount at {SHM} names "
-                             f"volume {mount.get('name')!r}, which the pod does not define")
+            raise UsageError(
+                f"{where(self.doc.source, mount)}: {self.name}: the volumeMount at {SHM} names "
+                f"volume {mount.get('name')!r}, which the pod does not define"
+            )
         if "emptyDir" in volume:
             empty_dir = _mapping(volume["emptyDir"], "emptyDir", self.doc.source, volume)
             size_limit = self.quantity(empty_dir.get("sizeLimit"), volume, "emptyDir.sizeLimit")
             if empty_dir.get("medium") != "Memory":
                 if size_limit is None:
-                    unreadable.append(f"{SIZE_UNKNOWN} (a disk-backed emptyDir without sizeLimit takes up to the "
-                                      "node's ephemeral storage: not in the manifest)")
-                return _shm(size_limit, "k8s-emptydir-disk",
-                            f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)")
+                    unreadable.append(
+                        f"{SHM_SIZE_UNKNOWN} (a disk-backed emptyDir without sizeLimit takes up to the "
+                        "node's ephemeral storage: not in the manifest)"
+                    )
+                return Shm.unmeasured(
+                    size_limit,
+                    "k8s-emptydir-disk",
+                    f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)",
+                )
             return self._memory_empty_dir(volume.get("name"), size_limit, unreadable)
         host_path = _mapping(volume.get("hostPath"), "hostPath", self.doc.source, volume).get("path", "")
         if str(host_path).rstrip("/") == SHM:
-            unreadable.append(f"{SIZE_UNKNOWN} (hostPath {SHM} is the node's, whose size a manifest does not tell)")
-            return _shm(None, "host", f"hostPath {SHM} (the node's /dev/shm)")
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (hostPath {SHM} is the node's, whose size a manifest does not tell)")
+            return Shm.unmeasured(None, "host", f"hostPath {SHM} (the node's /dev/shm)")
         kind = next((k for k in volume if k != "name"), "unknown")
-        unreadable.append(f"{SIZE_UNKNOWN} (a {kind} volume at {SHM}: its size is not in the manifest)")
-        return _shm(None, "unknown", f"a {kind} volume at {SHM}")
+        unreadable.append(f"{SHM_SIZE_UNKNOWN} (a {kind} volume at {SHM}: its size is not in the manifest)")
+        return Shm.unmeasured(None, "unknown", f"a {kind} volume at {SHM}")
 
     def _memory_empty_dir(self, name: str, size_limit: int | None, unreadable: list[str]) -> Shm:
         pod_limit = self.pod_memory_limit()
@@ -156,9 +167,11 @@ class _Pod:
         if pod_limit is not None and (size_limit is None or pod_limit < size_limit):
             detail += f", capped by the pod's memory limits ({format_size(pod_limit)})"
         if size is None:
-            unreadable.append(f"the size of {SHM} (a memory-backed emptyDir without sizeLimit, in a pod without "
-                              "memory limits, takes up to the node's memory: not in the manifest)")
-        return _shm(size, "k8s-emptydir", detail)
+            unreadable.append(
+                f"the size of {SHM} (a memory-backed emptyDir without sizeLimit, in a pod without "
+                "memory limits, takes up to the node's memory: not in the manifest)"
+            )
+        return Shm.unmeasured(size, "k8s-emptydir", detail)
 
     def loader_spec(self) -> tuple[str | None, Any]:
         for meta in (self.template.get("metadata"), self.obj.get("metadata")):
@@ -184,10 +197,6 @@ class _Pod:
             )
             out.append(Definition(facts, spec, where(self.doc.source, at if line_of(at) else self.template)))
         return out
-
-
-def _shm(size: int | None, source: str, detail: str) -> Shm:
-    return Shm(present=True, size_bytes=size, used_bytes=None, free_bytes=None, source=source, detail=detail)
 
 
 def probe(doc: Document) -> tuple[list[Definition], list[str]]:

@@ -1,4 +1,5 @@
 """Facts about the machine or container shmdoctor runs in: /proc, statvfs and the cgroup, nothing else."""
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,12 @@ def runtime(root: str = "/") -> str:
             text = f.read()
     except OSError:
         return "none"
-    for mark, name in (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "container"), ("lxc", "container")):
+    for mark, name in (
+        ("kubepods", "kubernetes"),
+        ("docker", "docker"),
+        ("containerd", "container"),
+        ("lxc", "container"),
+    ):
         if mark in text:
             return name
     return "none"

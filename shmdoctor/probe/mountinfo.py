@@ -1,4 +1,5 @@
 """Parse /proc/<pid>/mountinfo and tell where a /dev/shm mount comes from (FACTS.md, 'Docker: where /dev/shm ...')."""
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,6 @@ def _unescape(field: str) -> str:
     # The kernel escapes space, tab, newline and backslash as octal: \040 \011 \012 \134; every other byte is
     # written as is (UTF-8 included), so only those escapes are undone.
     return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field) if "\\" in field else field
-
-
 
 
 def parse_line(line: str) -> Mount:
@@ -85,7 +84,10 @@ def classify(mount: Mount | None, *, in_container: bool, ipc_host: bool, runtime
     if mount.source == "shm":
         # The engine's own shm mount: Docker's --shm-size, or containerd/CRI-O's 64 MiB in a pod.
         if runtime == "kubernetes":
-            return "runtime-shm", f"the container runtime's /dev/shm (64 MiB unless a volume replaces it): {mount.line()}"
+            return (
+                "runtime-shm",
+                f"the container runtime's /dev/shm (64 MiB unless a volume replaces it): {mount.line()}",
+            )
         return "docker-shm", f"Docker's shm mount (--shm-size; 64 MiB by default): {mount.line()}"
     if mount.fstype == "tmpfs" and runtime == "kubernetes":
         return "k8s-emptydir", f"a memory-backed emptyDir mounted at /dev/shm: {mount.line()}"

@@ -1,4 +1,5 @@
 """The JSON contract, schema shmdoctor/1: one document on stdout."""
+
 from __future__ import annotations
 
 import json

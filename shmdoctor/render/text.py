@@ -1,4 +1,5 @@
 """The text report: the verdict and the fix first, then findings, facts and the need. Read in five seconds."""
+
 from __future__ import annotations
 
 import os
@@ -112,7 +113,11 @@ def render(report: Report) -> str:
     limit = f"limit {format_size(mem.limit_bytes)}" if mem.limit_bytes else "no limit"
     out.append(f"  memory     {limit}, {format_size(mem.used_bytes)} used")
     if facts.nofile or facts.cpus:
-        out.append(f"  ulimit -n  {facts.nofile or 'unlimited'}    CPUs {facts.cpus:g}" if facts.cpus else f"  ulimit -n  {facts.nofile}")
+        out.append(
+            f"  ulimit -n  {facts.nofile or 'unlimited'}    CPUs {facts.cpus:g}"
+            if facts.cpus
+            else f"  ulimit -n  {facts.nofile}"
+        )
 
     if need is not None:
         loader = need.loader
@@ -153,7 +158,9 @@ def render_table(reports: list[Report], title: str) -> str:
     for r in reports:
         for f in r.findings:
             if f.severity != "info":
-                lines.append(f"  {r.facts.target.name}: {_style(f.severity, _SEVERITY_STYLE[f.severity])} {f.id}: {f.message}")
+                lines.append(
+                    f"  {r.facts.target.name}: {_style(f.severity, _SEVERITY_STYLE[f.severity])} {f.id}: {f.message}"
+                )
         lines.extend(f"  {r.facts.target.name}: note: {note}" for note in r.notes)
     return "\n".join(lines)
 
