@@ -8,6 +8,7 @@ need_pkgs=()
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
 dpkg -s busybox-static >/dev/null 2>&1 || need_pkgs+=(busybox-static)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
+[ -x /usr/sbin/sshd ] || need_pkgs+=(openssh-server)  # audit over DOCKER_HOST=ssh:// against a loopback sshd
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing ${need_pkgs[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null

@@ -254,7 +254,9 @@ def engine_host_shm(docker_host: str) -> int | None:
 
 def _one_pool_per_adapter(api: Any, base: type) -> None:
     """docker-py keys its unix-socket, named-pipe and ssh connection pools by the whole URL: each container's inspect
-    would open a new connection (over ssh, a new ssh session). Key them by the adapter, so connections are reused."""
+    would open a new connection. Key them by the adapter, so connections are reused. (Over ssh through the ssh
+    client, `docker system dial-stdio` serves one request a session all the same: ControlMaster in ~/.ssh/config
+    shares one connection among them.)"""
     for prefix, adapter in api.adapters.items():
         if isinstance(adapter, base):
             adapter.get_connection = lambda url, proxies=None, get=adapter.get_connection, key=prefix: get(key, proxies)
