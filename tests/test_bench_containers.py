@@ -47,9 +47,10 @@ def test_64_mib_runs_0_workers_and_2_workers_run_out_leaving_nothing_behind():
 
 
 def test_a_memory_limit_that_cannot_hold_the_batches_is_an_oom_kill_and_a_result():
-    # 128 MiB batches, 4 workers: (2·4+1) × 128 MiB of /dev/shm, charged to a 1 GiB memory limit
+    # 128 MiB batches, 4 workers: (2·4+1) × 128 MiB of /dev/shm, charged to a 1 GiB memory limit; a slow step, so
+    # that the workers fill every slot even on a loaded machine
     rc, doc, used, names = bench_in("--shm-size=2g", "--memory=1g", args=[
-        "--sample-bytes", "8MiB", "--batch-size", "16", "--num-workers", "0,4", "--step-time", "0.1", "--batches", "6"])
+        "--sample-bytes", "8MiB", "--batch-size", "16", "--num-workers", "0,4", "--step-time", "0.4", "--batches", "6"])
     zero, four = doc["results"]
     assert zero["status"] == "ok"
     assert four["status"] == "shm-exhausted" and "OOM" in four["message"], four
