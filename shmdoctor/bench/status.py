@@ -50,6 +50,8 @@ def classify(
     killed that way only "exited unexpectedly" in the main process's words).
     """
     text = f"{error}\n{log}"
+    if oom_killed:  # whatever PyTorch made of it ("exited unexpectedly", "killed by signal: Killed"), it was this
+        return "shm-exhausted", OOM_COUNTED + (f": {_last_line(error)}" if error else "")
     for source in (error, log):  # the main process's words first; a dying worker's own in the log
         for sign in SHM_SIGNS:
             m = sign.search(source)
@@ -59,8 +61,6 @@ def classify(
     m = ENOSPC.search(text)
     if m and SHM_CONTEXT.search(text):
         return "shm-exhausted", m.group(0).strip()
-    if oom_killed:
-        return "shm-exhausted", OOM_COUNTED + (f": {_last_line(error)}" if error else "")
     m = NOT_FOUND.search(text)
     if m and not shm_present:
         return "shm-exhausted", f"there is no /dev/shm: {m.group(0).strip()}"
