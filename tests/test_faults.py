@@ -142,6 +142,58 @@ def test_ctrl_c_in_audit_while_the_engine_hangs(silent_engine):
     assert code == INTERRUPTED and err.splitlines() == ["shmdoctor: interrupted"]
 
 
+@pytest.fixture
+def engine_that_dies_after_listing(tmp_path):
+    """A unix socket that answers as an engine does (its version, a list of two containers), then closes the
+    connection on the first inspect: the engine going away in the middle of an audit."""
+    import http.server
+    import socketserver
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            path = self.path.split("?")[0]
+            if path.endswith("/version") or path.endswith("/_ping"):
+                body = {"ApiVersion": "1.41", "Version": "20.10.24"}
+            elif path.endswith("/containers/json"):
+                body = [{"Id": "a" * 64, "Names": ["/trainer-a"]}, {"Id": "b" * 64, "Names": ["/trainer-b"]}]
+            else:  # an inspect: the engine is gone
+                self.close_connection = True
+                self.connection.close()
+                return
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+        def address_string(self):  # a unix socket has no (host, port)
+            return "engine"
+
+    path = str(tmp_path / "dying.sock")
+    server = socketserver.ThreadingUnixStreamServer(path, Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"unix://{path}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_engine_going_away_mid_audit_is_one_line_and_exit_3(engine_that_dies_after_listing):
+    proc = subprocess.run([sys.executable, "-m", "shmdoctor", "audit", "--batch-size", "100", "--num-workers", "4",
+                           "--sample-bytes", "1MiB"], capture_output=True, text=True, timeout=WAIT, cwd=REPO,
+                          env={**os.environ, "DOCKER_HOST": engine_that_dies_after_listing})
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert proc.returncode == 3, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("shmdoctor: error: the Docker engine at unix://") and "failed" in line
+
+
 READ = {"x86_64": 0, "aarch64": 63}.get(os.uname().machine)  # the read(2) syscall's number
 
 
