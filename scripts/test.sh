@@ -26,7 +26,7 @@ bash scripts/build-test-images.sh
 
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 echo "== installing shmdoctor with torch==2.13.0"
-.venv/bin/pip install -q -e '.[test,bench]' torch==2.13.0
+.venv/bin/pip install -q -e '.[test,bench,plot]' torch==2.13.0
 
 echo "== pytest"
 exec .venv/bin/python -m pytest "$@"
