@@ -239,6 +239,21 @@ def test_ctrl_c_in_bench_leaves_no_worker_and_no_segment(torch_module):
     assert held == [] and named == []
 
 
+def test_ctrl_c_in_bench_after_a_config_shows_what_finished(torch_module):
+    """The configs that ended are still reported, the one running is stopped and cleaned up: exit 130."""
+    proc = subprocess.Popen([sys.executable, "-m", "shmdoctor", "bench", "--sample-bytes", "256k", "--batch-size", "8",
+                             "--num-workers", "0,2", "--step-time", "0.2", "--budget", "60", "--format", "json"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first = proc.stderr.readline()  # the progress line of the first config: it has ended
+    assert first.startswith("[1/2] num_workers=0: ok"), first
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == INTERRUPTED and "Traceback" not in err
+    assert "shmdoctor: interrupted after 1 of 2 configs" in err
+    doc = json.loads(out)
+    assert [r["num_workers"] for r in doc["results"]] == [0] and doc["recommendation"]["num_workers"] == 0
+
+
 # --- faults, made for real in containers --------------------------------------------------------------------------
 
 RUN_ALL = """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Iterator, Sequence
 
 from .. import fixes
 from ..loader import loader_config, requirement
@@ -98,15 +98,11 @@ def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = 
     )
 
 
-def sweep(
-    workload: Workload, configs: Sequence[Config], done: Callable[[Result], None] = lambda r: None
-) -> list[Result]:
-    results = []
+def sweep(workload: Workload, configs: Sequence[Config]) -> Iterator[Result]:
+    """Each config's result as it ends; stopping early (Ctrl-C) ends the zygote and whatever it still runs."""
     with Zygote() as zygote:
         for config in configs:
-            results.append(run_one(workload, config, zygote))
-            done(results[-1])
-    return results
+            yield run_one(workload, config, zygote)
 
 
 def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tuple[Finding, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..cli import INTERRUPTED
 from ..errors import UsageError
 from ..options import FORMATS, loader_kwargs
 from ..loader import loader_config
@@ -171,12 +172,22 @@ def command(
     default = [True, False] if cuda else [False]
     configs = sweep.configs(workers, prefetch, pins or default, blocking or default)
     facts = local.probe()
-    with progress(len(configs), cuda) as done:
-        results = run.sweep(workload, configs, done)
+    results: list = []
+    try:
+        with progress(len(configs), cuda) as done:
+            for result in run.sweep(workload, configs):
+                results.append(result)
+                done(result)
+    except KeyboardInterrupt:  # Ctrl-C: what finished is still worth showing; the rest is stopped and cleaned up
+        if not results:
+            raise
+        click.echo(f"shmdoctor: interrupted after {len(results)} of {len(configs)} configs", err=True)
     rec = sweep.recommend(results, fixes.capacity(facts))
     findings = run.findings(workload, results, facts)
     doc = render.document(workload, results, rec, findings, facts, info)
     click.echo(render.render_json(doc) if fmt == "json" else render.render_text(doc))
     if plot:
         plotting.write(doc, plot)
+    if len(results) < len(configs):
+        return INTERRUPTED
     return 1 if any(f.severity == "error" for f in findings) else 0
