@@ -112,12 +112,7 @@ def render(report: Report) -> str:
     mem = facts.memory
     limit = f"limit {format_size(mem.limit_bytes)}" if mem.limit_bytes else "no limit"
     out.append(f"  memory     {limit}, {format_size(mem.used_bytes)} used")
-    if facts.nofile or facts.cpus:
-        out.append(
-            f"  ulimit -n  {facts.nofile or 'unlimited'}    CPUs {facts.cpus:g}"
-            if facts.cpus
-            else f"  ulimit -n  {facts.nofile}"
-        )
+    out.append(f"  ulimit -n  {facts.nofile or 'unlimited'}" + (f"    CPUs {facts.cpus:g}" if facts.cpus else ""))
 
     if need is not None:
         loader = need.loader
