@@ -6,7 +6,6 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
-import json
 import os
 import signal
 import stat
@@ -16,16 +15,14 @@ import click
 
 from ..cli import INTERRUPTED
 from ..errors import ProbeError, UsageError
-from ..model import SCHEMA
 from ..options import FORMATS
 from ..probe import holders as holders_probe
 from ..probe import local, mountinfo
+from ..render import clean as render
 from ..segments import PATTERNS, Entry, File, Plan, classify, recognise
-from ..sizes import format_size
 
 DEFAULT_PATH = "/dev/shm"
 HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process of the machine
-KEPT_SHOWN = 10
 GONE = "gone already"
 
 
@@ -238,70 +235,8 @@ def command(names, yes, directory, fmt) -> int:
         unreadable=held.unreadable,
         interrupted=interrupted,
     )
-    click.echo(render_json(**result) if fmt == "json" else render_text(**result))
+    click.echo(render.render_json(**result) if fmt == "json" else render.render_text(**result))
     if interrupted:
         click.echo("shmdoctor: interrupted", err=True)
         return INTERRUPTED
     return 1 if failed else 0
-
-
-def _entry(e: Entry) -> dict:
-    return {"name": e.name, "bytes": e.bytes, "kind": e.kind, **({"why": e.why} if e.why else {})}
-
-
-def _count(n: int, one: str, many: str = "") -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
-
-
-def render_json(*, directory, size, used, plan, yes, removed, failed, unreadable, interrupted) -> str:
-    return json.dumps(
-        {
-            "schema": SCHEMA,
-            "directory": directory,
-            "size_bytes": size,
-            "used_bytes": used,
-            "leaked": [_entry(e) for e in plan.leaked],
-            "leaked_bytes": plan.leaked_bytes,
-            "kept": [_entry(e) for e in plan.kept],
-            "unrecognised": {"count": len(plan.unrecognised), "bytes": sum(f.bytes for f in plan.unrecognised)},
-            "removed": [_entry(e) for e in removed] if yes else None,
-            "freed_bytes": sum(e.bytes for e in removed) if yes else 0,
-            "failed": [{**_entry(e), "why": why} for e, why in failed],
-            "unreadable": list(unreadable),
-            "interrupted": interrupted,
-        },
-        indent=2,
-    )
-
-
-def render_text(*, directory, size, used, plan, yes, removed, failed, unreadable, interrupted) -> str:
-    out = [f"{directory}: {format_size(size)}, {format_size(used)} used"]
-    if not plan.leaked:
-        out.append("Leaked: none")
-    elif not yes:
-        n = _count(len(plan.leaked), "segment")
-        out.append(f"Leaked: {n}, {format_size(plan.leaked_bytes)}, that no process holds")
-        out += [f"  {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in plan.leaked]
-    else:
-        freed = sum(e.bytes for e in removed)
-        out.append(
-            f"Freed {format_size(freed)}: removed {len(removed)} of {_count(len(plan.leaked), 'leaked segment')}"
-            + (" before the interrupt" if interrupted else "")
-        )
-        out += [f"  removed {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in removed]
-        out += [f"  kept    {e.name:<40} {format_size(e.bytes):>10}  could not remove: {why}" for e, why in failed]
-    for e in plan.kept[:KEPT_SHOWN]:
-        out.append(f"Kept    {e.name}  {format_size(e.bytes)}: {e.why}")
-    if len(plan.kept) > KEPT_SHOWN:
-        out.append(f"Kept    {len(plan.kept) - KEPT_SHOWN} more in use (--format json lists them all)")
-    if plan.unrecognised:
-        n, total = len(plan.unrecognised), sum(f.bytes for f in plan.unrecognised)
-        out.append(f"Left alone: {_count(n, 'file')} shmdoctor does not recognise ({format_size(total)})")
-    if unreadable:
-        out.append(
-            f"note: could not read {_count(len(unreadable), 'process', 'processes')} ({'; '.join(unreadable[:3])}): "
-            "holders may be missing; removal stays safe (a kernel lease refuses any segment still open or mapped)"
-        )
-    if not yes and plan.leaked:
-        out.append(f"Nothing removed: `shmdoctor clean --yes` would free {format_size(plan.leaked_bytes)}.")
-    return "\n".join(out)
