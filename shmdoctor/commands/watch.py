@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
@@ -14,15 +13,13 @@ import click
 
 from ..cli import INTERRUPTED
 from ..errors import ProbeError, UsageError
-from ..model import SCHEMA
 from ..options import FORMATS, loader_kwargs, loader_options, requirement_from
 from ..probe import holders as holders_probe
 from ..probe import local
-from ..sizes import MiB, format_size
+from ..render import watch as render
+from ..sizes import MiB
 
 DEFAULT_PATH = "/dev/shm"
-HEARTBEAT_S = 5.0  # text mode prints a line when usage changes, and at least this often
-HOLDERS_SHOWN = 5
 TERMINATED = 128 + signal.SIGTERM  # 143, as a shell reports a process SIGTERM ended
 
 
@@ -66,34 +63,10 @@ def _positive(name: str, value: float | None) -> float | None:
     return value
 
 
-def _holder_dict(h: holders_probe.Holder) -> dict:
-    return {
-        "pid": h.pid,
-        "command": h.command,
-        "bytes": h.bytes,
-        "segments": len(h.segments),
-        "unlinked_count": h.unlinked_count,
-    }
-
-
-def _holder_line(h: holders_probe.Holder) -> str:
-    n = len(h.segments)
-    return (
-        f"           pid {h.pid:<7} {format_size(h.bytes):>10} in {n} segment{'s' if n != 1 else ''} "
-        f"({h.unlinked_count} unlinked)  {h.command[:80]}"
-    )
-
-
 def within_budget(peak: int, budget: int) -> bool:
     """The peak against the loader's predicted need, with slack: its semaphores and queues take a few pages (1 MiB
     and 1 %) besides its batches."""
     return peak <= budget + MiB + budget // 100
-
-
-def _share(part: int, whole: int | None) -> str:
-    if not whole:
-        return "-"
-    return f"{part / whole:.1%}" if part < whole / 10 else f"{part / whole:.0%}"
 
 
 @click.command()
@@ -144,7 +117,14 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
         raise UsageError(f"--path {directory!r} is not a directory")
     need = requirement_from(loader_kwargs(**loader))
     budget = need.bytes if need else None
-    emit = _JsonLines(directory, budget) if fmt == "json" else _Text(directory, budget, interval, holders_every)
+    emit = (
+        render.JsonLines(directory, budget)
+        if fmt == "json"
+        else render.Text(directory, budget, interval, holders_every)
+    )
+    header = emit.header()
+    if header is not None:
+        click.echo(header)
 
     w = Watch()
     start = time.monotonic()
@@ -174,7 +154,9 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
                     raise ProbeError(f"cannot scan the holders of {directory}: {e.strerror}") from None
                 last_scan_t, last_scan_used = t, used
                 w.scanned(fresh)
-            emit.sample(t, size, used, w, fresh)
+            line = emit.sample(t, datetime.now(timezone.utc), size, used, w, fresh)
+            if line is not None:
+                click.echo(line)  # flushed: one line (JSON: one object) per sample as it comes
             if duration is not None and t >= duration:
                 break
             due += interval
@@ -186,7 +168,8 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     finally:
         for s, handler in handlers.items():
             signal.signal(s, handler)
-    emit.summary(w, time.monotonic() - start, stopped is not None)
+    over_budget = None if budget is None else not within_budget(w.peak, budget)
+    click.echo(emit.summary(w, time.monotonic() - start, stopped is not None, over_budget))
     if stopped is None:
         return 0
     click.echo("shmdoctor: interrupted" if stopped == signal.SIGINT else "shmdoctor: terminated", err=True)
@@ -201,101 +184,3 @@ class _Stopped(Exception):
 
 def _stop(signum, frame) -> None:
     raise _Stopped(signum)
-
-
-class _JsonLines:
-    def __init__(self, directory: str, budget: int | None):
-        self.directory, self.budget = directory, budget
-
-    def sample(self, t, size, used, w: Watch, fresh) -> None:
-        doc = {
-            "schema": SCHEMA,
-            "type": "sample",
-            "t": round(t, 3),
-            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-            "size_bytes": size,
-            "used_bytes": used,
-            "peak_bytes": w.peak,
-            "budget_bytes": self.budget,
-        }
-        if fresh is not None:  # present only in the samples where /proc was scanned
-            doc["holders"] = [_holder_dict(h) for h in fresh.holders]
-            doc["held_bytes"] = fresh.bytes
-        click.echo(json.dumps(doc))
-
-    def summary(self, w: Watch, elapsed: float, interrupted: bool) -> None:
-        click.echo(
-            json.dumps(
-                {
-                    "schema": SCHEMA,
-                    "type": "summary",
-                    "directory": self.directory,
-                    "duration_s": round(elapsed, 3),
-                    "samples": w.samples,
-                    "holder_scans": w.scans,
-                    "size_bytes": w.size,
-                    "start_used_bytes": w.start_used,
-                    "peak_bytes": w.peak,
-                    "peak_t": round(w.peak_t, 3),
-                    "budget_bytes": self.budget,
-                    "peak_over_budget": None if self.budget is None else not within_budget(w.peak, self.budget),
-                    "holders": [_holder_dict(h) for h in w.biggest()],
-                    "unreadable": sorted(w.unreadable),
-                    "interrupted": interrupted,
-                }
-            )
-        )
-
-
-class _Text:
-    def __init__(self, directory: str, budget: int | None, interval: float, holders_every: float):
-        self.budget, self.printed_used, self.printed_t, self.printed_holders = budget, None, -math.inf, None
-        scans = f"holders every {holders_every:g} s when it changes" if holders_every else "no holder scans"
-        line = f"watching {directory} every {interval:g} s, {scans}"
-        if budget:
-            line += f"; budget {format_size(budget)} (the loader's predicted need)"
-        click.echo(line + "; Ctrl-C to stop")
-
-    def sample(self, t, size, used, w: Watch, fresh) -> None:
-        holders = [(h.pid, h.bytes) for h in fresh.holders] if fresh is not None else self.printed_holders
-        if used != self.printed_used or t - self.printed_t >= HEARTBEAT_S or holders != self.printed_holders:
-            line = f"{t:8.1f}s  used {format_size(used):>10} ({_share(used, size):>4} of {format_size(size)})"
-            line += f"  peak {format_size(w.peak)}"
-            if self.budget:
-                line += f"  budget {_share(used, self.budget)}"
-            click.echo(line)
-            self.printed_used, self.printed_t = used, t
-        if holders != self.printed_holders:  # the holders, under the sample they were scanned at
-            for h in fresh.holders[:HOLDERS_SHOWN]:
-                click.echo(_holder_line(h))
-            if len(fresh.holders) > HOLDERS_SHOWN:
-                click.echo(f"           and {len(fresh.holders) - HOLDERS_SHOWN} more (--format json lists them all)")
-            self.printed_holders = holders
-
-    def summary(self, w: Watch, elapsed: float, interrupted: bool) -> None:
-        out = [f"\nSummary  {w.samples} samples over {elapsed:.1f} s" + (" (interrupted)" if interrupted else "")]
-        out.append(
-            f"  peak     {format_size(w.peak)} at {w.peak_t:.1f}s, {_share(w.peak, w.size)} of {format_size(w.size)} "
-            f"({format_size(max(0, w.peak - (w.start_used or 0)))} above the {format_size(w.start_used)} in use "
-            "at the start)"
-        )
-        if self.budget:
-            verdict = (
-                f"the peak took {_share(w.peak, self.budget)} of it"
-                if within_budget(w.peak, self.budget)
-                else f"the peak went {format_size(w.peak - self.budget)} over it: something else uses /dev/shm too, "
-                "or the loader is not the one described"
-            )
-            out.append(f"  budget   {format_size(self.budget)} predicted for the loader: {verdict}")
-        if w.scans:
-            biggest = w.biggest()
-            out.append(
-                f"  holders  {len(biggest)} process{'es' if len(biggest) != 1 else ''} seen in {w.scans} scans"
-                + (", biggest hold of each:" if biggest else "")
-            )
-            out += [_holder_line(h) for h in biggest[:HOLDERS_SHOWN]]
-            if len(biggest) > HOLDERS_SHOWN:
-                out.append(f"           and {len(biggest) - HOLDERS_SHOWN} more (--format json lists them all)")
-        if w.unreadable:
-            out.append(f"note: could not read {len(w.unreadable)} process(es): {'; '.join(sorted(w.unreadable)[:3])}")
-        click.echo("\n".join(out))
