@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 from conftest import REPO, missing, run_cli
+from shmdoctor.bench.model import Config, Result
 from shmdoctor.bench.render import render_text
 
 GPU_RUN = REPO / "docs" / "gpu-bench" / "bench-seed-workers.json"
@@ -20,6 +21,12 @@ def test_text_from_the_gpu_run_leads_with_the_recommendation(monkeypatch):
     assert len(rows) == len(doc["results"]) == 20 and all(row[4] == "ok" for row in rows)
 
 
+
+def test_a_config_read_back_from_its_dict_labels_the_same():
+    """The text is rendered from the JSON document, its labels by Config.label: each dict reads back to its Config."""
+    for config in (Config(0, None, False, False), Config(3, 2, True, False)):
+        d = Result(config, "ok", predicted_shm_bytes=1).to_dict(batch_size=8)
+        assert Config.of(d) == config
 def test_plot_writes_a_png(tmp_path):
     try:
         import matplotlib  # noqa: F401

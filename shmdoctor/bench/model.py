@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 Status = Literal["ok", "shm-exhausted", "error"]
@@ -14,6 +14,11 @@ class Config:
     prefetch_factor: int | None  # None with num_workers=0 (PyTorch refuses a prefetch_factor there)
     pin_memory: bool
     non_blocking: bool
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> Config:
+        """The config in a result's or a recommendation's dict form (its other keys ignored)."""
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
 
     def label(self, device_is_cuda: bool = True) -> str:
         text = f"num_workers={self.num_workers}"

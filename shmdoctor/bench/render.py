@@ -4,17 +4,14 @@ the findings and the table. The text is rendered from the document, so a saved J
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Sequence
-
-import click
 
 from ..model import SCHEMA, Facts, Finding, Fix
 from ..render.json import _finding
-from ..render.text import fix_lines
+from ..render.text import _style, fix_lines
 from ..sizes import docker_size, format_size
 from .. import fixes
-from .model import Result
+from .model import Config, Result
 from .run import Workload, need
 from .sweep import Recommendation
 
@@ -85,19 +82,6 @@ def render_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2)
 
 
-def _style(text: str, color: str) -> str:
-    return text if os.environ.get("NO_COLOR") else click.style(text, fg=color, bold=True)
-
-
-def _label(c: dict[str, Any], cuda: bool) -> str:
-    text = f"num_workers={c['num_workers']}"
-    if c["prefetch_factor"] is not None:
-        text += f", prefetch_factor={c['prefetch_factor']}"
-    if cuda:
-        text += f", pin_memory={str(c['pin_memory']).lower()}, non_blocking={str(c['non_blocking']).lower()}"
-    return text
-
-
 def _num(value: float | None, fmt: str, scale: float = 1) -> str:
     return "-" if value is None else format(value * scale, fmt)
 
@@ -153,24 +137,27 @@ def render_text(doc: dict[str, Any]) -> str:
     cuda = doc["device"]["name"].startswith("cuda")
     rec, out = doc["recommendation"], []
     if rec is None:
-        out.append(_style("NO RECOMMENDATION", "red") + "  no config ran to the end within the shared memory available")
+        out.append(
+            _style("NO RECOMMENDATION", "red", bold=True)
+            + "  no config ran to the end within the shared memory available"
+        )
     else:
         fast = rec["best_fitting"]
         out.append(
-            f"{_style('RECOMMEND', 'green')}  {_label(rec, cuda)}: {rec['batch_seconds']:.3f} s a batch, "
-            f"{_size(rec['predicted_shm_bytes'])} of /dev/shm"
+            f"{_style('RECOMMEND', 'green', bold=True)}  {Config.of(rec).label(cuda)}: "
+            f"{rec['batch_seconds']:.3f} s a batch, {_size(rec['predicted_shm_bytes'])} of /dev/shm"
         )
         why = (
             "the fastest config that fits"
             if fast == {k: rec[k] for k in fast}
             else f"the fewest workers within {rec['tolerance']:.0%} of the fastest that fits "
-            f"({_label(fast, cuda)}: {fast['batch_seconds']:.3f} s a batch)"
+            f"({Config.of(fast).label(cuda)}: {fast['batch_seconds']:.3f} s a batch)"
         )
         out.append(f"           {why}; {_size(rec['available_shm_bytes'])} of /dev/shm available")
         best = rec["best"]
         if not best["fits"]:
             out.append(
-                f"           the fastest ({_label(best, cuda)}: {best['batch_seconds']:.3f} s) needs "
+                f"           the fastest ({Config.of(best).label(cuda)}: {best['batch_seconds']:.3f} s) needs "
                 f"{_size(best['predicted_shm_bytes'])}: docker run {' '.join(best['docker_args'])} ..."
             )
     fixes_ = [Fix(**{**fx, "docker_args": tuple(fx["docker_args"])}) for f in doc["findings"] for fx in f["fixes"]]
