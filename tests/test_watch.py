@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import datetime, timezone
 
 import pytest
 
@@ -13,6 +14,7 @@ from conftest import REPO, run_cli
 from shmdoctor.commands import watch
 from shmdoctor.commands.watch import Watch
 from shmdoctor.probe.holders import Holder, Holders, Segment
+from shmdoctor.render.watch import HEARTBEAT_S, Text
 from shmdoctor.sizes import MiB
 
 BATCH = 8 * 256 * 1024  # running.py's default batch: 8 samples of 256 KiB
@@ -90,6 +92,17 @@ def test_watch_adds_up_peak_and_biggest_holds():
     assert w.scans == 3 and w.unreadable == {"pid 1 (init): permission denied"}
 
 
+
+def test_text_prints_a_sample_when_usage_or_holders_change_and_a_heartbeat_otherwise():
+    text, w, now = Text("/dev/shm", None, 0.5, 2.0), Watch(), datetime.now(timezone.utc)
+    held = Holders((Holder(7, "python train.py", (Segment(1, "torch_1", 4096, True),)),))
+    printed = []
+    for t, used, fresh in ((0.0, 10, None), (0.5, 10, None), (1.0, 20, None), (1.5, 20, held), (2.0, 20, held),
+                           (1.5 + HEARTBEAT_S, 20, None)):
+        w.sample(t, 100, used)
+        printed.append(text.sample(t, now, 100, used, w, fresh))
+    assert [p is not None for p in printed] == [True, False, True, True, False, True]
+    assert printed[3].splitlines()[1].split()[:2] == ["pid", "7"] and "\n" not in printed[5]
 HOLD = """
 import mmap, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
