@@ -46,9 +46,10 @@ def _watch_json(*args: str) -> tuple[list[dict], dict]:
 def test_the_loaders_processes_hold_unlinked_segments(loader):
     samples, summary = _watch_json("--duration", "2", "--interval", "0.2", "--holders-every", "0.5")
     ours = {h["pid"]: h for h in summary["holders"] if h["pid"] in loader}
-    # The main process maps the batches it received; each worker the ones it made. All of them unlinked at once.
+    # The main process maps the batches it received; each worker the ones it made. All of them unlinked at once,
+    # but for one a worker may be caught holding between its shm_open and its unlink.
     assert set(ours) == set(loader), summary["holders"]
-    assert all(h["unlinked_count"] == h["segments"] > 0 for h in ours.values())
+    assert all(h["segments"] - 1 <= h["unlinked_count"] <= h["segments"] and h["segments"] > 0 for h in ours.values())
     assert all(h["bytes"] >= BATCH and "running.py" in h["command"] for h in ours.values())
     assert summary["peak_bytes"] >= max(h["bytes"] for h in ours.values()) > 0
     assert summary["samples"] == len(samples) >= 2
