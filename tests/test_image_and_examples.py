@@ -15,11 +15,15 @@ SHIM = 'mkdir -p /tmp/bin && printf "#!/bin/sh\\nexec python -m shmdoctor \\"\\$
 
 @pytest.fixture(scope="module")
 def image(images):
-    """The Dockerfile built on the Debian test image (no registry here for python:3.12-slim); layers are cached."""
+    """The Dockerfile built on the Debian test image (no registry here for python:3.12-slim); layers are cached.
+    The image it replaces, if the source changed since, is removed: test runs leave no trail of dangling images."""
+    before = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", IMAGE], capture_output=True, text=True)
     proc = subprocess.run(
         ["docker", "build", "-q", "--network", "host", "--build-arg", "BASE_IMAGE=shmdoctor-test/debian:bookworm",
          "-t", IMAGE, str(REPO)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
+    if before.returncode == 0 and before.stdout.strip() not in proc.stdout:
+        subprocess.run(["docker", "rmi", before.stdout.strip()], capture_output=True)
     return IMAGE
 
 
