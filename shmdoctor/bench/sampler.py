@@ -9,6 +9,7 @@ import threading
 import psutil
 
 from ..probe import cgroup
+from ..probe.local import shm_usage
 
 INTERVAL = 0.001
 TREE_EVERY = 100  # samples between two looks at the process tree (psutil walks all of /proc: ~10 a second)
@@ -39,11 +40,11 @@ def oom_kills(sys_fs_cgroup: str = "/sys/fs/cgroup") -> int | None:
 
 
 def shm_used(path: str) -> int | None:
+    """Bytes in use, or None where there is no /dev/shm to read."""
     try:
-        st = os.statvfs(path)
+        return shm_usage(path)[1]
     except OSError:
         return None
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
 class ShmSampler(threading.Thread):
