@@ -5,6 +5,7 @@
 
 The goal (issue 3): auditing 60 running containers costs at most 1.5x auditing one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,24 @@ LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
 def start(i: int) -> str:
     name = f"sdt-audit-bench-{os.getpid()}-{i:02d}"
     labels = ["--label", TAG] + (["--label", f"sdt-audit-bench-one={os.getpid()}"] if i == 0 else [])
-    subprocess.run(["docker", "run", "-d", "--network", "none", "--name", name, *labels, f"--shm-size={64 + i}m",
-                    BUSYBOX, "sleep", "600"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "docker",
+            "run",
+            "-d",
+            "--network",
+            "none",
+            "--name",
+            name,
+            *labels,
+            f"--shm-size={64 + i}m",
+            BUSYBOX,
+            "sleep",
+            "600",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return name
 
 
@@ -53,18 +70,28 @@ def main() -> None:
         with ThreadPoolExecutor(4) as pool:
             names = list(pool.map(start, range(n)))
         cases = [
-            ("shmdoctor audit", audit + ["--filter", f"label=sdt-audit-bench-one={os.getpid()}"],
-             audit + ["--filter", f"label={TAG}"], False),
+            (
+                "shmdoctor audit",
+                audit + ["--filter", f"label=sdt-audit-bench-one={os.getpid()}"],
+                audit + ["--filter", f"label={TAG}"],
+                False,
+            ),
             ("docker inspect <all at once>", ["docker", "inspect", names[0]], ["docker", "inspect", *names], False),
-            ("shell loop of docker inspect", f"for c in {names[0]}; do docker inspect $c >/dev/null; done",
-             f"for c in {' '.join(names)}; do docker inspect $c >/dev/null; done", True),
+            (
+                "shell loop of docker inspect",
+                f"for c in {names[0]}; do docker inspect $c >/dev/null; done",
+                f"for c in {' '.join(names)}; do docker inspect $c >/dev/null; done",
+                True,
+            ),
         ]
         print(f"{n} running busybox containers, median of {args.runs} runs each, {os.cpu_count()} CPUs")
         print(f"{'':<30}{'1 container':>13}{f'{n} containers':>15}{'ratio':>8}{'per extra container':>22}")
         for label, one, many, shell in cases:
             t1, tn = timed(one, args.runs, shell), timed(many, args.runs, shell)
-            print(f"{label:<30}{t1 * 1000:>10.0f} ms{tn * 1000:>12.0f} ms{tn / t1:>7.2f}x"
-                  f"{(tn - t1) / (n - 1) * 1000:>17.1f} ms")
+            print(
+                f"{label:<30}{t1 * 1000:>10.0f} ms{tn * 1000:>12.0f} ms{tn / t1:>7.2f}x"
+                f"{(tn - t1) / (n - 1) * 1000:>17.1f} ms"
+            )
     finally:
         if names:
             subprocess.run(["docker", "rm", "-f", *names], capture_output=True)

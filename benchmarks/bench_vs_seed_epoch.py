@@ -5,6 +5,7 @@
 The goal (issue 4): bench recommends 3 or 4 workers and spends at most 1.5x one seed epoch on each config. A seed
 epoch here is the seed script's loop (1000 samples of 1 MiB, 5 ms each, batch 100, step 0.2 s) on the CPU: no CUDA.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,18 +39,38 @@ def seed_epoch(workers: int) -> float:
 
 
 def main() -> None:
-    cmd = [sys.executable, "-m", "shmdoctor", "bench", "--sample-bytes", "1MiB", "--item-latency", "0.005",
-           "--batch-size", "100", "--step-time", "0.2", "--num-workers", "0,1,2,3,4", "--format", "json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "shmdoctor",
+        "bench",
+        "--sample-bytes",
+        "1MiB",
+        "--item-latency",
+        "0.005",
+        "--batch-size",
+        "100",
+        "--step-time",
+        "0.2",
+        "--num-workers",
+        "0,1,2,3,4",
+        "--format",
+        "json",
+    ]
     start = time.perf_counter()
     doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=False).stdout)
     total = time.perf_counter() - start
     print(f"{'workers':>7}  {'bench s':>8}  {'seed epoch s':>12}  {'ratio':>6}  {'s/batch':>8}")
     for r in doc["results"]:
         epoch = seed_epoch(r["num_workers"])
-        print(f"{r['num_workers']:>7}  {r['wall_seconds']:8.2f}  {epoch:12.2f}  {r['wall_seconds'] / epoch:6.2f}  "
-              f"{r['batch_seconds']:8.3f}")
-    print(f"bench in all: {total:.1f} s (the first config includes the one import of torch); "
-          f"recommendation: num_workers={doc['recommendation']['num_workers']}")
+        print(
+            f"{r['num_workers']:>7}  {r['wall_seconds']:8.2f}  {epoch:12.2f}  {r['wall_seconds'] / epoch:6.2f}  "
+            f"{r['batch_seconds']:8.3f}"
+        )
+    print(
+        f"bench in all: {total:.1f} s (the first config includes the one import of torch); "
+        f"recommendation: num_workers={doc['recommendation']['num_workers']}"
+    )
 
 
 if __name__ == "__main__":

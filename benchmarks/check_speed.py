@@ -4,6 +4,7 @@
 
 Each pair runs both commands back to back as fresh processes, so both see the same machine state.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,18 @@ import subprocess
 import sys
 import time
 
-CHECK = [sys.executable, "-m", "shmdoctor", "check", "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
+CHECK = [
+    sys.executable,
+    "-m",
+    "shmdoctor",
+    "check",
+    "--batch-size",
+    "100",
+    "--num-workers",
+    "4",
+    "--sample-bytes",
+    "1MiB",
+]
 TORCH = [sys.executable, "-c", "import torch"]
 
 

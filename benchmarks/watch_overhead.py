@@ -7,6 +7,7 @@ time, so watch rescans holders as often as it allows), then runs `shmdoctor watc
 the default settings and two others, and reads each watch's time on the CPU (/proc/<pid>/schedstat, in ns) after
 its start-up and again S seconds later: the figure is the cost of watching itself, start-up left out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,12 @@ CONFIGS = [  # (label, watch arguments)
 def cpu_per_minute(args: list[str], seconds: float) -> float:
     """CPU seconds per minute that `shmdoctor watch ARGS` spends once started: its on-CPU time in nanoseconds
     (/proc/<pid>/schedstat) read after WARMUP and again `seconds` later, then Ctrl-C."""
-    proc = subprocess.Popen([sys.executable, "-m", "shmdoctor", "watch", "--format", "json", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shmdoctor", "watch", "--format", "json", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
     try:
         time.sleep(WARMUP)
         before, t0 = _on_cpu_ns(proc.pid), time.monotonic()
@@ -61,7 +66,9 @@ def main() -> None:
 
     loader = subprocess.Popen(
         [sys.executable, str(REPO / "tests/loaders/running.py"), "--seconds", str(args.seconds * 4 + 60)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
         ready = loader.stdout.readline().split()
@@ -77,10 +84,14 @@ def main() -> None:
         ours = [h for h in found.holders if h.pid in pids]
         processes = sum(1 for p in os.listdir("/proc") if p.isdigit())
 
-        print(f"DataLoader: main pid {ready[1]}, workers {', '.join(ready[2:])}; they hold "
-              f"{sum(len(h.segments) for h in ours)} segments now (unlinked: {sum(h.unlinked_count for h in ours)})")
-        print(f"one scan of /proc for holders: {statistics.median(scans) * 1000:.1f} ms median "
-              f"({processes} processes on this machine, {os.cpu_count()} CPUs)")
+        print(
+            f"DataLoader: main pid {ready[1]}, workers {', '.join(ready[2:])}; they hold "
+            f"{sum(len(h.segments) for h in ours)} segments now (unlinked: {sum(h.unlinked_count for h in ours)})"
+        )
+        print(
+            f"one scan of /proc for holders: {statistics.median(scans) * 1000:.1f} ms median "
+            f"({processes} processes on this machine, {os.cpu_count()} CPUs)"
+        )
         print(f"\n{'watch settings':<46}{'CPU s / min':>12}{'% of a core':>13}")
         for label, extra in CONFIGS:
             per_minute = cpu_per_minute(extra, args.seconds)

@@ -7,6 +7,7 @@ instead of letting the first batch die with "unable to allocate shared memory".
     python examples/train.py [--batches 20] [--batch-size 100] [--workers 4] [--prefetch-factor 2] [--step 0.1]
                              [--no-preflight]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,12 @@ def main() -> int:
     ap.add_argument("--no-preflight", action="store_true", help="skip the check, to see the failure it prevents")
     args = ap.parse_args()
 
-    loader = DataLoader(Samples(args.batch_size * args.batches), batch_size=args.batch_size, num_workers=args.workers,
-                        prefetch_factor=args.prefetch_factor)
+    loader = DataLoader(
+        Samples(args.batch_size * args.batches),
+        batch_size=args.batch_size,
+        num_workers=args.workers,
+        prefetch_factor=args.prefetch_factor,
+    )
     if not args.no_preflight:
         try:
             report = shmdoctor.preflight(loader)
@@ -54,7 +59,7 @@ def main() -> int:
 
     done = 0
     try:
-        for batch in loader:
+        for _batch in loader:
             done += 1
             time.sleep(args.step)  # the training step
     except RuntimeError as e:  # what a user sees without the preflight: the last line of the worker's error

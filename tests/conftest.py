@@ -2,6 +2,7 @@
 
 Under CI=true a missing engine, image or torch is a failure, never a skip: the suite's real work is the point.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,10 @@ def missing(what: str) -> None:
 
 
 def _engine_up() -> bool:
-    return shutil.which("docker") is not None and subprocess.run(
-        ["docker", "info"], capture_output=True, timeout=30
-    ).returncode == 0
+    return (
+        shutil.which("docker") is not None
+        and subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+    )
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +72,10 @@ def shmdoctor_in(*docker_args: str, args: list[str]) -> tuple[int, dict]:
 def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
     """The installed CLI as a user runs it, in a subprocess, on this machine."""
     return subprocess.run(
-        [sys.executable, "-m", "shmdoctor", *args], capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, **(env or {})}, cwd=REPO,
+        [sys.executable, "-m", "shmdoctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=REPO,
     )

@@ -1,5 +1,6 @@
 """shmdoctor audit end to end: the real Docker engine, real busybox containers with real --shm-size, --ipc, --tmpfs,
 -v /dev/shm, --memory and labels; the CLI as a user runs it."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import BUSYBOX, missing, run_cli
+
 from shmdoctor.sizes import GiB, MiB
 
 PREFIX = f"sdt-audit-{os.getpid()}-"
@@ -66,7 +67,7 @@ def audit(*args: str, env: dict | None = None) -> tuple[int, dict, str]:
 
 
 def by_name(doc: dict) -> dict[str, dict]:
-    return {r["target"]["name"][len(PREFIX):]: r for r in doc["reports"]}
+    return {r["target"]["name"][len(PREFIX) :]: r for r in doc["reports"]}
 
 
 def errors(report: dict) -> list[str]:
@@ -181,8 +182,17 @@ def test_docker_filters(fleet):
 
 def since(t0: float, name: str) -> list[str]:
     """The engine's own record of what was done to a container since t0."""
-    out = docker("events", "--since", str(int(t0)), "--until", str(int(time.time()) + 1),
-                 "--filter", f"container={name}", "--format", "{{.Action}}").stdout
+    out = docker(
+        "events",
+        "--since",
+        str(int(t0)),
+        "--until",
+        str(int(time.time()) + 1),
+        "--filter",
+        f"container={name}",
+        "--format",
+        "{{.Action}}",
+    ).stdout
     return [line.split(":")[0] for line in out.splitlines()]
 
 
@@ -206,8 +216,9 @@ def test_read_only_unless_exec(fleet):
     assert since(t1, PREFIX + "ipcnone") == []  # no /dev/shm: nothing to read, nothing run
 
 
-@pytest.mark.parametrize("host, says", [("tcp://127.0.0.1:1", "connection refused"),
-                                        ("unix:///nonexistent/docker.sock", "no socket there")])
+@pytest.mark.parametrize(
+    "host, says", [("tcp://127.0.0.1:1", "connection refused"), ("unix:///nonexistent/docker.sock", "no socket there")]
+)
 def test_unreachable_engine_is_one_line_exit_3(engine, host, says):
     proc = run_cli("audit", *SEED, env={"DOCKER_HOST": host})
     assert proc.returncode == 3 and proc.stdout == ""
@@ -221,7 +232,10 @@ def test_permission_denied_on_the_socket_is_exit_3(engine):
         missing("needs root and setpriv to run the CLI as a user outside the docker group")
     proc = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "shmdoctor", "audit"],
-        capture_output=True, text=True, timeout=60, cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
     )
     assert proc.returncode == 3 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()

@@ -1,5 +1,6 @@
 """audit's pure half on captured `docker inspect` JSON (Docker 20.10, busybox containers started for the capture,
 Env values stripped): where each container's /dev/shm comes from, its size, IPC, limits, and the verdict."""
+
 from __future__ import annotations
 
 import json
@@ -80,18 +81,28 @@ def test_limits_and_gpus():
     assert gpu.facts.gpus == "2" and any("GPUs requested: 2" in n for n in gpu.notes)
 
 
-@pytest.mark.parametrize("host, cpus", [({"NanoCpus": 2_000_000_000}, 2.0), ({"CpuQuota": 50_000}, 0.5),
-                                        ({"CpuQuota": 150_000, "CpuPeriod": 50_000}, 3.0), ({"CpuQuota": -1}, None)])
+@pytest.mark.parametrize(
+    "host, cpus",
+    [
+        ({"NanoCpus": 2_000_000_000}, 2.0),
+        ({"CpuQuota": 50_000}, 0.5),
+        ({"CpuQuota": 150_000, "CpuPeriod": 50_000}, 3.0),
+        ({"CpuQuota": -1}, None),
+    ],
+)
 def test_cpus(host, cpus):
     assert probe.cpus_of(host) == cpus
 
 
-@pytest.mark.parametrize("requests, gpus", [
-    ([{"Count": -1, "Capabilities": [["gpu"]]}], "all"),
-    ([{"Count": 0, "DeviceIDs": ["0", "3"], "Capabilities": [["gpu", "utility"]]}], "0,3"),
-    ([{"Count": 1, "Capabilities": [["fpga"]]}], None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "requests, gpus",
+    [
+        ([{"Count": -1, "Capabilities": [["gpu"]]}], "all"),
+        ([{"Count": 0, "DeviceIDs": ["0", "3"], "Capabilities": [["gpu", "utility"]]}], "0,3"),
+        ([{"Count": 1, "Capabilities": [["fpga"]]}], None),
+        (None, None),
+    ],
+)
 def test_gpus(requests, gpus):
     assert probe.gpus_of({"DeviceRequests": requests}) == gpus
 
@@ -142,8 +153,15 @@ def test_verdicts_against_the_seed_loader():
         for name, *_ in CASES
     }
     assert verdicts == {
-        "default": "fail", "shm2g": "ok", "ipchost": "ok", "ipcnone": "fail", "owner": "fail", "tmpfs": "fail",
-        "mounttmpfs": "warn", "bind": "ok", "memory": "fail",
+        "default": "fail",
+        "shm2g": "ok",
+        "ipchost": "ok",
+        "ipcnone": "fail",
+        "owner": "fail",
+        "tmpfs": "fail",
+        "mounttmpfs": "warn",
+        "bind": "ok",
+        "memory": "fail",
     }
 
 
@@ -153,13 +171,22 @@ def test_gone_container_is_said_not_judged():
     assert "removed while the audit ran" in report.findings[0].message and report.exit_code == 0
 
 
-@pytest.mark.parametrize("output, usage", [
-    ("Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
-     "shm                      65536      1024     64512   2% /dev/shm\n", (64 * MiB, MiB, 63 * MiB)),
-    ("Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
-     "df: /dev/shm: can't find mount point\n", None),
-    ("OCI runtime exec failed: exec: \"df\": executable file not found in $PATH", None),
-])
+@pytest.mark.parametrize(
+    "output, usage",
+    [
+        (
+            "Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
+            "shm                      65536      1024     64512   2% /dev/shm\n",
+            (64 * MiB, MiB, 63 * MiB),
+        ),
+        (
+            "Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
+            "df: /dev/shm: can't find mount point\n",
+            None,
+        ),
+        ('OCI runtime exec failed: exec: "df": executable file not found in $PATH', None),
+    ],
+)
 def test_parse_df(output, usage):
     assert probe.parse_df(output) == usage
 
@@ -172,15 +199,19 @@ def test_usage_from_exec_completes_the_facts():
     assert failed.unreadable == ("/dev/shm use (the container is gone)",)
 
 
-@pytest.mark.parametrize("options, size", [("size=512m", 512 * MiB), ("rw,noexec,size=2g,mode=1777", 2 * GiB),
-                                           ("rw,mode=1777", None), ("size=50%", None)])
+@pytest.mark.parametrize(
+    "options, size",
+    [("size=512m", 512 * MiB), ("rw,noexec,size=2g,mode=1777", 2 * GiB), ("rw,mode=1777", None), ("size=50%", None)],
+)
 def test_tmpfs_size(options, size):
     assert probe._tmpfs_size(options) == size
 
 
 def test_filters():
     assert probe.parse_filters(["label=team=vision", "label=job", "status=running"]) == {
-        "label": ["team=vision", "job"], "status": ["running"]}
+        "label": ["team=vision", "job"],
+        "status": ["running"],
+    }
     for bad in ("label", "=x", "name="):
         with pytest.raises(UsageError):
             probe.parse_filters([bad])

@@ -3,6 +3,7 @@
 A real sshd on loopback, with its own host key and an authorized key made here; nothing of the machine's ssh
 configuration is changed: a wrapper named `ssh`, first on PATH, gives the client the key and accepts the host key.
 """
+
 import json
 import os
 import shutil
@@ -13,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import BUSYBOX, REPO, missing
 
 pytestmark = pytest.mark.usefixtures("images")
@@ -33,15 +33,35 @@ def ssh_host(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
-    log = open(d / "sshd.log", "w")
+    log = open(d / "sshd.log", "w")  # noqa: SIM115 (sshd writes to it for the fixture's life)
     server = subprocess.Popen(
-        [sshd, "-D", "-e", "-f", "/dev/null", "-p", str(port), "-h", str(d / "host"), "-o", "ListenAddress=127.0.0.1",
-         "-o", f"AuthorizedKeysFile={d / 'authorized_keys'}", "-o", "StrictModes=no", "-o", "PidFile=none"],
-        stderr=log)
+        [
+            sshd,
+            "-D",
+            "-e",
+            "-f",
+            "/dev/null",
+            "-p",
+            str(port),
+            "-h",
+            str(d / "host"),
+            "-o",
+            "ListenAddress=127.0.0.1",
+            "-o",
+            f"AuthorizedKeysFile={d / 'authorized_keys'}",
+            "-o",
+            "StrictModes=no",
+            "-o",
+            "PidFile=none",
+        ],
+        stderr=log,
+    )
     (d / "bin").mkdir()
     wrapper = d / "bin" / "ssh"
-    wrapper.write_text(f"#!/bin/sh\nexec {shutil.which('ssh')} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
-                       f" -o LogLevel=ERROR -o BatchMode=yes -i {d / 'client'} \"$@\"\n")
+    wrapper.write_text(
+        f"#!/bin/sh\nexec {shutil.which('ssh')} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+        f' -o LogLevel=ERROR -o BatchMode=yes -i {d / "client"} "$@"\n'
+    )
     wrapper.chmod(0o755)
     for _ in range(50):
         with socket.socket() as s:
@@ -58,8 +78,11 @@ def ssh_host(tmp_path_factory):
 def containers():
     names = [f"{NAME}{i}" for i in range(12)]
     for name in names:
-        subprocess.run(["docker", "run", "-d", "--name", name, "--network", "none", BUSYBOX, "sleep", "600"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["docker", "run", "-d", "--name", name, "--network", "none", BUSYBOX, "sleep", "600"],
+            check=True,
+            capture_output=True,
+        )
     yield names
     subprocess.run(["docker", "rm", "-f", *names], capture_output=True)
 
@@ -67,9 +90,28 @@ def containers():
 def test_audit_over_ssh_judges_every_container(ssh_host, containers):
     env, sshd_log = ssh_host
     proc = subprocess.run(
-        [sys.executable, "-m", "shmdoctor", "audit", "--filter", f"name={NAME}", "--batch-size", "100",
-         "--num-workers", "4", "--sample-bytes", "1MiB", "--format", "json"],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "shmdoctor",
+            "audit",
+            "--filter",
+            f"name={NAME}",
+            "--batch-size",
+            "100",
+            "--num-workers",
+            "4",
+            "--sample-bytes",
+            "1MiB",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and doc["engine"].startswith("ssh://"), proc.stderr
     assert sorted(r["target"]["name"] for r in doc["reports"]) == sorted(containers)
@@ -79,8 +121,14 @@ def test_audit_over_ssh_judges_every_container(ssh_host, containers):
 
 def test_an_ssh_host_that_does_not_answer_is_one_line_and_exit_3(ssh_host):
     env, _ = ssh_host
-    proc = subprocess.run([sys.executable, "-m", "shmdoctor", "audit"], capture_output=True, text=True, timeout=120,
-                          env={**env, "DOCKER_HOST": "ssh://root@127.0.0.1:1"}, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shmdoctor", "audit"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "DOCKER_HOST": "ssh://root@127.0.0.1:1"},
+        cwd=REPO,
+    )
     ours = [line for line in proc.stderr.splitlines() if line.startswith("shmdoctor:")]
     assert proc.returncode == 3 and len(ours) == 1 and "cannot reach the Docker engine at ssh://" in ours[0]
     assert "Traceback" not in proc.stderr

@@ -1,14 +1,16 @@
 """Each config in its own process, on this machine with real loaders: a worker's bus error, ENOSPC or the run's
 OOM kill is a result; no worker survives and no segment of the dead child stays in /dev/shm."""
+
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
-
 from conftest import run_cli
+
 from shmdoctor.bench import isolate
 from shmdoctor.bench.model import Config
 from shmdoctor.bench.run import Workload, job
@@ -22,8 +24,7 @@ SHM = "/dev/shm"
 def run(dataset, workers):
     work = Workload(batch_size=4, batch_bytes=16384, sample_bytes=4096, dataset=dataset, budget=20)
     with Zygote() as zygote:
-        return isolate.run(job(work, Config(workers, 2 if workers else None, False, False)), timeout=120,
-                           zygote=zygote)
+        return isolate.run(job(work, Config(workers, 2 if workers else None, False, False)), timeout=120, zygote=zygote)
 
 
 def alive(pids):
@@ -45,8 +46,10 @@ def test_a_dying_config_is_a_result_and_leaves_no_process(dataset, says):
     assert alive(out.pids) == []
 
 
-MAP = "import mmap, os, sys, time; m = mmap.mmap(os.open(sys.argv[1], os.O_RDWR), 1); print('held', flush=True); " \
-      "time.sleep(600)"
+MAP = (
+    "import mmap, os, sys, time; m = mmap.mmap(os.open(sys.argv[1], os.O_RDWR), 1); print('held', flush=True); "
+    "time.sleep(600)"
+)
 
 
 def test_segments_of_the_dead_child_are_removed_and_only_those():
@@ -63,13 +66,12 @@ def test_segments_of_the_dead_child_are_removed_and_only_those():
     paths, holder = [], None
     try:
         paths.append(os.path.join(SHM, other_namespace))
-        open(paths[0], "wb").write(b"x")
+        Path(paths[0]).write_bytes(b"x")
         before = set(os.listdir(SHM))
         for n in (left, mapped, *not_segments, ours_alive, pid_one):
             paths.append(os.path.join(SHM, n))
-            open(paths[-1], "wb").write(b"x")
-        holder = psutil.Popen([sys.executable, "-c", MAP, os.path.join(SHM, mapped)], stdout=subprocess.PIPE,
-                              text=True)
+            Path(paths[-1]).write_bytes(b"x")
+        holder = psutil.Popen([sys.executable, "-c", MAP, os.path.join(SHM, mapped)], stdout=subprocess.PIPE, text=True)
         assert holder.stdout.readline().strip() == "held"
         removed = isolate.remove_segments(SHM, before, {dead.pid, os.getpid(), 1})
         assert removed == (left,)  # ours is alive, pid 1 too
@@ -84,8 +86,18 @@ def test_segments_of_the_dead_child_are_removed_and_only_those():
 
 
 def test_bench_on_this_machine_recommends_and_exits_1_when_a_config_ran_out():
-    proc = run_cli("bench", "--dataset", f"{FAULTS}:bus_error", "--batch-size", "4", "--num-workers", "0,1",
-                   "--format", "json", timeout=300)
+    proc = run_cli(
+        "bench",
+        "--dataset",
+        f"{FAULTS}:bus_error",
+        "--batch-size",
+        "4",
+        "--num-workers",
+        "0,1",
+        "--format",
+        "json",
+        timeout=300,
+    )
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1, proc.stderr
     assert doc["schema"] == "shmdoctor/1" and doc["verdict"] == "fail" and doc["device"]["name"] == "cpu"
@@ -95,15 +107,38 @@ def test_bench_on_this_machine_recommends_and_exits_1_when_a_config_ran_out():
     assert doc["recommendation"]["num_workers"] == 0
     finding = doc["findings"][0]
     assert finding["id"] == "bench-shm-exhausted" and finding["severity"] == "error" and finding["fixes"]
-    for key in ("num_workers", "prefetch_factor", "pin_memory", "non_blocking", "status", "predicted_shm_bytes",
-                "peak_shm_bytes", "data_wait_seconds", "batches_per_second", "samples_per_second", "bytes_per_second",
-                "first_batch_seconds", "worker_startup_seconds"):
+    for key in (
+        "num_workers",
+        "prefetch_factor",
+        "pin_memory",
+        "non_blocking",
+        "status",
+        "predicted_shm_bytes",
+        "peak_shm_bytes",
+        "data_wait_seconds",
+        "batches_per_second",
+        "samples_per_second",
+        "bytes_per_second",
+        "first_batch_seconds",
+        "worker_startup_seconds",
+    ):
         assert key in zero
 
 
 def test_text_puts_the_recommendation_first_and_progress_on_stderr():
-    proc = run_cli("bench", "--sample-bytes", "64k", "--batch-size", "4", "--num-workers", "0,1", "--batches", "3",
-                   timeout=300, env={"NO_COLOR": "1"})
+    proc = run_cli(
+        "bench",
+        "--sample-bytes",
+        "64k",
+        "--batch-size",
+        "4",
+        "--num-workers",
+        "0,1",
+        "--batches",
+        "3",
+        timeout=300,
+        env={"NO_COLOR": "1"},
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("RECOMMEND  num_workers=")

@@ -1,9 +1,11 @@
 """The bench's text and chart, from the JSON the H200 run produced (docs/gpu-bench/): a captured real input."""
+
 import json
 import subprocess
 import sys
 
 from conftest import REPO, missing, run_cli
+
 from shmdoctor.bench.model import Config, Result
 from shmdoctor.bench.render import render_text
 
@@ -21,20 +23,33 @@ def test_text_from_the_gpu_run_leads_with_the_recommendation(monkeypatch):
     assert len(rows) == len(doc["results"]) == 20 and all(row[4] == "ok" for row in rows)
 
 
-
 def test_a_config_read_back_from_its_dict_labels_the_same():
     """The text is rendered from the JSON document, its labels by Config.label: each dict reads back to its Config."""
     for config in (Config(0, None, False, False), Config(3, 2, True, False)):
         d = Result(config, "ok", predicted_shm_bytes=1).to_dict(batch_size=8)
         assert Config.of(d) == config
+
+
 def test_plot_writes_a_png(tmp_path):
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         missing("matplotlib is not installed (shmdoctor[plot]; scripts/test.sh installs it)")
     out = tmp_path / "sweep.png"
-    proc = run_cli("bench", "--sample-bytes", "64k", "--batch-size", "2", "--num-workers", "0,1", "--batches", "3",
-                   "--plot", str(out), timeout=300)
+    proc = run_cli(
+        "bench",
+        "--sample-bytes",
+        "64k",
+        "--batch-size",
+        "2",
+        "--num-workers",
+        "0,1",
+        "--batches",
+        "3",
+        "--plot",
+        str(out),
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -42,7 +57,9 @@ def test_plot_writes_a_png(tmp_path):
 def test_plot_without_matplotlib_says_what_it_needs(tmp_path):
     """A Python that cannot import matplotlib (a None entry in sys.modules): one line, exit 2, no file."""
     out = tmp_path / "sweep.png"
-    code = ("import sys; sys.modules['matplotlib'] = None; from shmdoctor.cli import main; "
-            f"sys.exit(main(['bench', '--sample-bytes', '64k', '--batch-size', '2', '--plot', {str(out)!r}]))")
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from shmdoctor.cli import main; "
+        f"sys.exit(main(['bench', '--sample-bytes', '64k', '--batch-size', '2', '--plot', {str(out)!r}]))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 2 and "--plot needs matplotlib" in proc.stderr and not out.exists()

@@ -1,13 +1,28 @@
 """The seed's experiment, for real on this machine's CPU: bench recommends 3 or 4 workers (issue 4).
 Its time against a seed epoch is a figure, printed by benchmarks/bench_vs_seed_epoch.py, not a timed test."""
+
 import json
 
 from conftest import run_cli
 
 
 def test_the_seed_experiment_recommends_3_or_4_workers(torch_module):
-    proc = run_cli("bench", "--sample-bytes", "1MiB", "--item-latency", "0.005", "--batch-size", "100",
-                   "--step-time", "0.2", "--num-workers", "0,1,2,3,4", "--format", "json", timeout=300)
+    proc = run_cli(
+        "bench",
+        "--sample-bytes",
+        "1MiB",
+        "--item-latency",
+        "0.005",
+        "--batch-size",
+        "100",
+        "--step-time",
+        "0.2",
+        "--num-workers",
+        "0,1,2,3,4",
+        "--format",
+        "json",
+        timeout=300,
+    )
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and [r["status"] for r in doc["results"]] == ["ok"] * 5
     assert doc["recommendation"]["num_workers"] in (3, 4)

@@ -1,4 +1,5 @@
 """How a config's end is told: the real texts PyTorch prints (FACTS.md, the seed article) and exit statuses."""
+
 import signal
 
 import pytest
@@ -6,14 +7,21 @@ import pytest
 from shmdoctor.bench.status import classify
 
 WORKER = "Caught RuntimeError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n  ...\n"
-ENOSPC = WORKER + ("RuntimeError: unable to allocate shared memory(shm) for file </torch_5170_2925381151_1>: "
-                   "No space left on device (28)")
-SEED = WORKER + ("RuntimeError: unable to allocate shared memory(shm) for file </torch_826048_2310082876_0>: "
-                 "Resource temporarily unavailable (11)")
-BUS_LOG = ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
-           "(shm).\n")
-BUS_MAIN = ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that "
-            "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.")
+ENOSPC = WORKER + (
+    "RuntimeError: unable to allocate shared memory(shm) for file </torch_5170_2925381151_1>: "
+    "No space left on device (28)"
+)
+SEED = WORKER + (
+    "RuntimeError: unable to allocate shared memory(shm) for file </torch_826048_2310082876_0>: "
+    "Resource temporarily unavailable (11)"
+)
+BUS_LOG = (
+    "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"
+)
+BUS_MAIN = (
+    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that "
+    "dataloader's workers are out of shared memory. Please try to raise your shared memory limit."
+)
 WORKER_OOM = "RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed. "
 NO_SHM = "FileNotFoundError: [Errno 2] No such file or directory"
 ANCDATA = "RuntimeError: received 0 items of ancdata"

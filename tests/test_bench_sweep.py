@@ -1,4 +1,5 @@
 """The sweep's pure parts: which configs run, when per-batch time has settled, which config is recommended."""
+
 import pytest
 
 from shmdoctor.bench.model import Config, Result
@@ -15,8 +16,14 @@ def result(w, seconds, status="ok", pin=False, nb=False, p=2):
 
 def test_configs_run_workers_0_once_and_keep_the_order():
     got = configs([0, 2], [2, 4], [True, False], [True])
-    assert got == [Config(0, None, True, True), Config(0, None, False, True), Config(2, 2, True, True),
-                   Config(2, 2, False, True), Config(2, 4, True, True), Config(2, 4, False, True)]
+    assert got == [
+        Config(0, None, True, True),
+        Config(0, None, False, True),
+        Config(2, 2, True, True),
+        Config(2, 2, False, True),
+        Config(2, 4, True, True),
+        Config(2, 4, False, True),
+    ]
 
 
 def test_windows_are_whole_worker_rounds():
@@ -59,8 +66,9 @@ def test_only_configs_that_fit_are_recommended_and_the_best_says_what_it_needs()
 
 
 def test_failed_configs_are_never_recommended():
-    rec = recommend([result(0, 0.9), result(2, None, status="shm-exhausted"), result(4, None, status="error")],
-                    capacity=64 * MiB)
+    rec = recommend(
+        [result(0, 0.9), result(2, None, status="shm-exhausted"), result(4, None, status="error")], capacity=64 * MiB
+    )
     assert rec.choice.config.num_workers == 0
 
 

@@ -1,6 +1,6 @@
 """`shmdoctor check` inside real containers, each started the way users start theirs, with the seed's loader."""
-import pytest
 
+import pytest
 from conftest import docker_run, shmdoctor_in
 
 SEED = ["check", "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
@@ -84,8 +84,10 @@ def test_preflight_on_a_real_dataloader():
 
 
 def test_preflight_with_settings_returns_the_report():
-    code = ("import shmdoctor; r = shmdoctor.preflight(batch_size=100, num_workers=4, prefetch_factor=2, "
-            "sample_bytes=2**20); print(r.verdict, r.requirement.bytes)")
+    code = (
+        "import shmdoctor; r = shmdoctor.preflight(batch_size=100, num_workers=4, prefetch_factor=2, "
+        "sample_bytes=2**20); print(r.verdict, r.requirement.bytes)"
+    )
     ok = docker_run("--shm-size=2g", cmd=["python", "-c", code])
     assert ok.stdout.split() == ["ok", str(900 * MiB)], ok.stderr
     low = docker_run(cmd=["python", "-c", code])
@@ -101,8 +103,10 @@ def test_every_loader_that_fits_today_runs_for_real(docker_args):
     flags = {"batch_size": "--batch-size", "num_workers": "--workers", "prefetch_factor": "--prefetch-factor"}
     for loader in alternatives:
         args = [a for k, v in loader.items() for a in (flags[k], str(v))]
-        proc = docker_run(*docker_args, cmd=["python", "examples/train.py", "--batches", "12", "--step", "0.1",
-                                             "--no-preflight", *args])
+        proc = docker_run(
+            *docker_args,
+            cmd=["python", "examples/train.py", "--batches", "12", "--step", "0.1", "--no-preflight", *args],
+        )
         assert proc.returncode == 0, f"{loader}: {proc.stderr[-500:]}"
 
 

@@ -4,6 +4,7 @@ The host's /dev/shm is shared with other people's tests: the tests here only cre
 whose names carry this test process's pid, and --yes on the real /dev/shm is always limited to those names. A
 --yes without names runs in a container, on a tmpfs of its own.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import PYTHON, REPO, docker_run, run_cli
+
 from shmdoctor.commands import clean
 from shmdoctor.probe import holders
 from shmdoctor.probe.holders import Holder, Holders, Segment
@@ -35,28 +36,32 @@ def _nccl(suffix: str) -> str:
 
 # --- the pure part: names and the plan ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, kind", [
-    ("torch_123_456789_0", "PyTorch"),
-    ("nccl-AbC123", "NCCL"),
-    ("sem.mp-k2j3h4_x", "Python multiprocessing semaphore"),
-    ("psm_1a2b3c", None),  # multiprocessing.shared_memory: may outlive every handle by design
-    ("sem.postgres", None),
-    ("torch_", None),
-    ("my_torch_1_2", None),
-    ("nccl", None),
-    ("random.bin", None),
-    # files of a project, which the old prefix match took for segments
-    ("torch_utils.py", None),
-    ("torch_1_2_3.py", None),
-    ("torch_1_2", None),
-    ("torch_1_2_3\n", None),
-    ("torch_١_2_3", None),  # a digit, but not an ASCII one
-    ("nccl-tests.log", None),
-    ("nccl-AbC12", None),
-    ("nccl-AbC1234", None),
-    ("sem.mp-k2j3h4", None),
-    ("sem.mp-K2J3H4_X", None),
-])
+
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("torch_123_456789_0", "PyTorch"),
+        ("nccl-AbC123", "NCCL"),
+        ("sem.mp-k2j3h4_x", "Python multiprocessing semaphore"),
+        ("psm_1a2b3c", None),  # multiprocessing.shared_memory: may outlive every handle by design
+        ("sem.postgres", None),
+        ("torch_", None),
+        ("my_torch_1_2", None),
+        ("nccl", None),
+        ("random.bin", None),
+        # files of a project, which the old prefix match took for segments
+        ("torch_utils.py", None),
+        ("torch_1_2_3.py", None),
+        ("torch_1_2", None),
+        ("torch_1_2_3\n", None),
+        ("torch_١_2_3", None),  # a digit, but not an ASCII one
+        ("nccl-tests.log", None),
+        ("nccl-AbC12", None),
+        ("nccl-AbC1234", None),
+        ("sem.mp-k2j3h4", None),
+        ("sem.mp-K2J3H4_X", None),
+    ],
+)
 def test_recognise(name, kind):
     assert recognise(name) == kind
 
@@ -70,8 +75,9 @@ before = set(os.listdir("/dev/shm"))
 t = torch.ones(4096).share_memory_()
 print(os.getpid(), *sorted(n for n in set(os.listdir("/dev/shm")) - before if n.startswith("torch_")))
 """
-    pid, *names = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                 check=True).stdout.split()
+    pid, *names = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert names, "torch made no named segment"
     assert all(recognise(n) == "PyTorch" and creator_pid(n) == int(pid) for n in names)
 
@@ -89,23 +95,28 @@ def test_recognise_multiprocessings_own_semaphores():
 def _holders(held: dict[int, list[int]], pids=()) -> Holders:
     """{pid: [inodes]} -> Holders, as a scan would have found them."""
     return Holders(
-        tuple(Holder(pid, "python train.py", tuple(Segment(i, f"seg{i}", 4096, True) for i in inodes))
-              for pid, inodes in held.items()),
+        tuple(
+            Holder(pid, "python train.py", tuple(Segment(i, f"seg{i}", 4096, True) for i in inodes))
+            for pid, inodes in held.items()
+        ),
         pids=frozenset(pids),
     )
 
 
-@pytest.mark.parametrize("name, held, alive, visible, expect", [
-    ("torch_99_1_0", {}, (), True, "leaked"),
-    ("torch_99_1_0", {500: [1]}, (500,), True, "kept"),  # mapped by a live process
-    ("torch_99_1_0", {}, (99,), True, "kept"),  # its creator is alive: a file_system batch in flight
-    ("torch_99_1_0", {}, (), False, "kept"),  # creators may live where this PID namespace cannot look
-    ("nccl-x1y2z3", {}, (), False, "leaked"),  # no creator in the name: holding alone decides
-    ("nccl-x1y2z3", {7: [1]}, (7,), True, "kept"),
-    ("sem.mp-abc_1234", {}, (), True, "leaked"),
-    ("psm_abc", {}, (), True, "unrecognised"),
-    ("core.1234", {}, (), True, "unrecognised"),
-])
+@pytest.mark.parametrize(
+    "name, held, alive, visible, expect",
+    [
+        ("torch_99_1_0", {}, (), True, "leaked"),
+        ("torch_99_1_0", {500: [1]}, (500,), True, "kept"),  # mapped by a live process
+        ("torch_99_1_0", {}, (99,), True, "kept"),  # its creator is alive: a file_system batch in flight
+        ("torch_99_1_0", {}, (), False, "kept"),  # creators may live where this PID namespace cannot look
+        ("nccl-x1y2z3", {}, (), False, "leaked"),  # no creator in the name: holding alone decides
+        ("nccl-x1y2z3", {7: [1]}, (7,), True, "kept"),
+        ("sem.mp-abc_1234", {}, (), True, "leaked"),
+        ("psm_abc", {}, (), True, "unrecognised"),
+        ("core.1234", {}, (), True, "unrecognised"),
+    ],
+)
 def test_classify(name, held, alive, visible, expect):
     plan = classify([File(name, 1, 8192)], _holders(held, alive), creators_visible=visible)
     got = {"leaked": plan.leaked, "kept": plan.kept, "unrecognised": plan.unrecognised}
@@ -119,6 +130,7 @@ def test_creator_pid():
 
 
 # --- real processes on this machine -------------------------------------------------------------------------------
+
 
 def _write(path: str, size: int = SIZE) -> None:
     with open(path, "wb") as f:
@@ -221,8 +233,10 @@ def test_yes_removes_the_leak_only(made, hold):
 
 def test_creator_alive_means_a_batch_in_flight(made, hold):
     # file_system batches queued between a worker and the loop are mapped by nobody: the live creator keeps them.
-    code = (f"import os, time; open(f'/dev/shm/torch_{{os.getpid()}}_{TAG}_0', 'wb').write(b'1' * {SIZE}); "
-            "print('made', flush=True); time.sleep(600)")
+    code = (
+        f"import os, time; open(f'/dev/shm/torch_{{os.getpid()}}_{TAG}_0', 'wb').write(b'1' * {SIZE}); "
+        "print('made', flush=True); time.sleep(600)"
+    )
     creator = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert creator.stdout.readline().strip() == "made"
@@ -258,8 +272,15 @@ print(" ".join(sorted(os.listdir(d))))
 @pytest.mark.docker
 def test_yes_never_touches_what_it_does_not_recognise(images):
     # A tmpfs of the container's own, --yes without names; the host's PID namespace, so the dead creator counts.
-    proc = docker_run("--name", f"sdt-clean-unknown-{os.getpid()}", "--pid=host", "--tmpfs", "/mnt/shm",
-                      cmd=["python", "-c", UNKNOWN_AND_KNOWN, "/mnt/shm"], timeout=120)
+    proc = docker_run(
+        "--name",
+        f"sdt-clean-unknown-{os.getpid()}",
+        "--pid=host",
+        "--tmpfs",
+        "/mnt/shm",
+        cmd=["python", "-c", UNKNOWN_AND_KNOWN, "/mnt/shm"],
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     status, *rest = proc.stdout.splitlines()
     doc, left = json.loads("\n".join(rest[:-1])), rest[-1].split()
@@ -267,8 +288,15 @@ def test_yes_never_touches_what_it_does_not_recognise(images):
     removed = sorted(e["name"] for e in doc["removed"])
     assert removed[:2] == ["nccl-left01", "sem.mp-left_ovr"] and len(removed) == 3
     assert recognise(removed[2]) == "PyTorch"
-    unknown = ["psm_5f3a", "sem.other", "notes.txt", "torch_utils.py", "nccl-tests.log", "torch_1_2_3.py",
-               "sem.mp-short"]
+    unknown = [
+        "psm_5f3a",
+        "sem.other",
+        "notes.txt",
+        "torch_utils.py",
+        "nccl-tests.log",
+        "torch_1_2_3.py",
+        "sem.mp-short",
+    ]
     assert left == sorted(unknown + ["torch_1_2_3", "torch_1_2_4"])  # and a link and a directory with segment names
     assert doc["unrecognised"]["count"] == len(unknown)
 
@@ -361,8 +389,15 @@ python -c 'import json; print(json.dumps([json.load(open("/tmp/list.json")), jso
 @pytest.mark.torch
 def test_sigkilled_file_system_loader_leak_is_listed_then_freed(images):
     # In the host's PID namespace (--pid=host) a creator's pid can be checked: the dead loader's segments go.
-    proc = docker_run("--name", f"sdt-clean-leak-{os.getpid()}", "--shm-size=256m", "--init", "--pid=host",
-                      cmd=["sh", "-c", KILL_AND_CLEAN], timeout=300)
+    proc = docker_run(
+        "--name",
+        f"sdt-clean-leak-{os.getpid()}",
+        "--shm-size=256m",
+        "--init",
+        "--pid=host",
+        cmd=["sh", "-c", KILL_AND_CLEAN],
+        timeout=300,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:4] == ["killed: 137", "list: 0", "yes: 0", "left: 0"], proc.stdout + proc.stderr
@@ -378,8 +413,14 @@ def test_sigkilled_file_system_loader_leak_is_listed_then_freed(images):
 @pytest.mark.torch
 def test_in_a_containers_pid_namespace_the_leak_is_kept_and_says_why(images):
     # Its own PID namespace: a peer sharing /dev/shm could have any of these in flight; nothing can prove otherwise.
-    proc = docker_run("--name", f"sdt-clean-leakns-{os.getpid()}", "--shm-size=256m", "--init",
-                      cmd=["sh", "-c", KILL_AND_CLEAN], timeout=300)
+    proc = docker_run(
+        "--name",
+        f"sdt-clean-leakns-{os.getpid()}",
+        "--shm-size=256m",
+        "--init",
+        cmd=["sh", "-c", KILL_AND_CLEAN],
+        timeout=300,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:3] == ["killed: 137", "list: 0", "yes: 0"] and lines[3] != "left: 0", proc.stdout + proc.stderr
@@ -404,9 +445,31 @@ OWNER_START = 'for i in $(seq 40); do /bin/true; done; python -c "$0" & wait'
 def test_a_peer_containers_segment_in_flight_is_kept(images):
     # --ipc=container:owner shares the owner's /dev/shm, not its PID namespace: the creator is invisible from here.
     owner = f"sdt-clean-owner-{os.getpid()}"
-    started = subprocess.run(["docker", "run", "-d", "--rm", "--name", owner, "--network", "none", "--ipc=shareable",
-                              "-v", f"{REPO}:/src:ro", "-w", "/src", PYTHON, "sh", "-c", OWNER_START, IPC_OWNER],
-                             capture_output=True, text=True, timeout=60)
+    started = subprocess.run(
+        [
+            "docker",
+            "run",
+            "-d",
+            "--rm",
+            "--name",
+            owner,
+            "--network",
+            "none",
+            "--ipc=shareable",
+            "-v",
+            f"{REPO}:/src:ro",
+            "-w",
+            "/src",
+            PYTHON,
+            "sh",
+            "-c",
+            OWNER_START,
+            IPC_OWNER,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     try:
         assert started.returncode == 0, started.stderr
         logs = subprocess.Popen(["docker", "logs", "-f", owner], stdout=subprocess.PIPE, text=True)
@@ -416,8 +479,9 @@ def test_a_peer_containers_segment_in_flight_is_kept(images):
             logs.kill()
             logs.wait()
         script = 'python -m shmdoctor clean --yes --format json; echo "left: $(ls /dev/shm)"'
-        proc = docker_run("--name", f"sdt-clean-peer-{os.getpid()}", f"--ipc=container:{owner}",
-                          cmd=["sh", "-c", script], timeout=120)
+        proc = docker_run(
+            "--name", f"sdt-clean-peer-{os.getpid()}", f"--ipc=container:{owner}", cmd=["sh", "-c", script], timeout=120
+        )
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
         *doc, left = proc.stdout.splitlines()
         doc = json.loads("\n".join(doc))

@@ -3,6 +3,7 @@
 Each fault is made for real in a container and `check`, `watch` and `clean` run inside it: a finding or a one-line
 error with a defined exit code, never a traceback. Interrupts are real SIGINTs sent to real subprocesses.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import PYTHON, REPO, docker_run
+
 from shmdoctor.probe import holders
 from shmdoctor.segments import creator_pid
 
@@ -25,10 +26,17 @@ WAIT = 30  # seconds a step may take before the test gives up (a hang, not a spe
 
 # --- Ctrl-C -------------------------------------------------------------------------------------------------------
 
+
 def _start(*args: str, cwd=REPO, env=None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "shmdoctor", *args], cwd=cwd, stdin=stdin,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-m", "shmdoctor", *args],
+        cwd=cwd,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _interrupt(proc: subprocess.Popen) -> tuple[int, str, str]:
@@ -76,9 +84,14 @@ def test_watch_in_a_scripts_background_still_stops_with_its_summary(signum, code
     # A shell starts background jobs with SIGINT ignored (`shmdoctor watch & ... kill -INT $!`): watch installs its
     # own handlers, so SIGINT, and SIGTERM (docker stop, timeout), still end it with the summary.
     ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
-    proc = subprocess.Popen([sys.executable, "-m", "shmdoctor", "watch", "--interval", "0.1", "--format", "json"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=ignore_sigint)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shmdoctor", "watch", "--interval", "0.1", "--format", "json"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_sigint,
+    )
     assert json.loads(proc.stdout.readline())["type"] == "sample"  # its handlers are in place by now
     proc.send_signal(signum)
     try:
@@ -110,8 +123,14 @@ print(json.dumps({"rc": proc.returncode, "stderr": err, "doc": json.loads(out), 
 @pytest.mark.docker
 def test_ctrl_c_in_clean_reports_exactly_what_it_removed(images):
     # In a container: --yes without names, on a /dev/shm of its own.
-    proc = docker_run("--name", f"sdt-faults-clean-{os.getpid()}", "--shm-size=64m",
-                      cmd=["python", "-c", CLEAN_INTERRUPTED], image=PYTHON, timeout=300)
+    proc = docker_run(
+        "--name",
+        f"sdt-faults-clean-{os.getpid()}",
+        "--shm-size=64m",
+        cmd=["python", "-c", CLEAN_INTERRUPTED],
+        image=PYTHON,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout.splitlines()[-1])
     assert "Traceback" not in r["stderr"], r["stderr"]
@@ -185,9 +204,25 @@ def engine_that_dies_after_listing(tmp_path):
 
 
 def test_the_engine_going_away_mid_audit_is_one_line_and_exit_3(engine_that_dies_after_listing):
-    proc = subprocess.run([sys.executable, "-m", "shmdoctor", "audit", "--batch-size", "100", "--num-workers", "4",
-                           "--sample-bytes", "1MiB"], capture_output=True, text=True, timeout=WAIT, cwd=REPO,
-                          env={**os.environ, "DOCKER_HOST": engine_that_dies_after_listing})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shmdoctor",
+            "audit",
+            "--batch-size",
+            "100",
+            "--num-workers",
+            "4",
+            "--sample-bytes",
+            "1MiB",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        cwd=REPO,
+        env={**os.environ, "DOCKER_HOST": engine_that_dies_after_listing},
+    )
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert proc.returncode == 3, proc.stderr
     [line] = proc.stderr.splitlines()
@@ -216,9 +251,29 @@ def test_ctrl_c_in_bench_leaves_no_worker_and_no_segment(torch_module):
     import psutil
 
     # As a terminal does: SIGINT to the whole foreground process group, while configs run in their own sessions.
-    proc = subprocess.Popen([sys.executable, "-m", "shmdoctor", "bench", "--sample-bytes", "256k", "--batch-size", "8",
-                             "--num-workers", "2", "--step-time", "0.2", "--budget", "60"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shmdoctor",
+            "bench",
+            "--sample-bytes",
+            "256k",
+            "--batch-size",
+            "8",
+            "--num-workers",
+            "2",
+            "--step-time",
+            "0.2",
+            "--budget",
+            "60",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     tree = psutil.Process(proc.pid)
     workers = lambda: [p for p in tree.children(recursive=True) if p.name() == "pt_data_worker"]  # noqa: E731
     _wait_for(lambda: len(workers()) == 2, "a config's DataLoader workers")
@@ -231,8 +286,10 @@ def test_ctrl_c_in_bench_leaves_no_worker_and_no_segment(torch_module):
         pytest.fail("bench still running after Ctrl-C")
     assert proc.returncode == INTERRUPTED and "Traceback" not in err
     assert [line for line in err.splitlines() if line][-1] == "shmdoctor: interrupted"
-    _wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in descendants),
-              "the workers to be gone")
+    _wait_for(
+        lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in descendants),
+        "the workers to be gone",
+    )
     pids = {p.pid for p in descendants}
     held = [h.pid for h in holders.scan("/dev/shm").holders if h.pid in pids]
     named = [n for n in os.listdir("/dev/shm") if creator_pid(n) in pids]
@@ -241,9 +298,31 @@ def test_ctrl_c_in_bench_leaves_no_worker_and_no_segment(torch_module):
 
 def test_ctrl_c_in_bench_after_a_config_shows_what_finished(torch_module):
     """The configs that ended are still reported, the one running is stopped and cleaned up: exit 130."""
-    proc = subprocess.Popen([sys.executable, "-m", "shmdoctor", "bench", "--sample-bytes", "256k", "--batch-size", "8",
-                             "--num-workers", "0,2", "--step-time", "0.2", "--budget", "60", "--format", "json"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shmdoctor",
+            "bench",
+            "--sample-bytes",
+            "256k",
+            "--batch-size",
+            "8",
+            "--num-workers",
+            "0,2",
+            "--step-time",
+            "0.2",
+            "--budget",
+            "60",
+            "--format",
+            "json",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     first = proc.stderr.readline()  # the progress line of the first config: it has ended
     assert first.startswith("[1/2] num_workers=0: ok"), first
     os.killpg(proc.pid, signal.SIGINT)
@@ -264,16 +343,28 @@ for spec in sys.argv[1:]:
     out[spec] = {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
 print(json.dumps(out))
 """
-CHECK, WATCH, CLEAN, CLEAN_YES = "check --format json", "watch --duration 1 --format json", "clean --format json", \
-    "clean --yes --format json"
+CHECK, WATCH, CLEAN, CLEAN_YES = (
+    "check --format json",
+    "watch --duration 1 --format json",
+    "clean --format json",
+    "clean --yes --format json",
+)
 
 
 def _fault(*docker_args: str, setup: str = "", user: str = "", commands=(CHECK, WATCH, CLEAN)) -> dict:
     """Run the commands inside a container made with docker_args after `setup` (as root); user: setpriv to it."""
     drop = f"setpriv --reuid={user} --regid={user} --clear-groups " if user else ""
-    script = f"{setup}\nexec {drop}python -c \"$RUN_ALL\" " + " ".join(f"'{c}'" for c in commands)
-    proc = docker_run("--name", f"sdt-faults-{os.getpid()}-{time.monotonic_ns()}", "-e", f"RUN_ALL={RUN_ALL}",
-                      *docker_args, cmd=["sh", "-c", script], image=PYTHON, timeout=300)
+    script = f'{setup}\nexec {drop}python -c "$RUN_ALL" ' + " ".join(f"'{c}'" for c in commands)
+    proc = docker_run(
+        "--name",
+        f"sdt-faults-{os.getpid()}-{time.monotonic_ns()}",
+        "-e",
+        f"RUN_ALL={RUN_ALL}",
+        *docker_args,
+        cmd=["sh", "-c", script],
+        image=PYTHON,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout.splitlines()[-1])
     for spec, r in results.items():

@@ -1,16 +1,19 @@
 """The top-level Dockerfile and examples/, run for real: none of them is decoration."""
+
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, docker_run
 
 IMAGE = "shmdoctor-test/shmdoctor:dev"
 SEED = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
 # The image has no shmdoctor script of its own: examples/entrypoint.sh finds one on PATH.
-SHIM = 'mkdir -p /tmp/bin && printf "#!/bin/sh\\nexec python -m shmdoctor \\"\\$@\\"\\n" >/tmp/bin/shmdoctor && chmod +x /tmp/bin/shmdoctor && PATH=/tmp/bin:$PATH '
+SHIM = (
+    'mkdir -p /tmp/bin && printf "#!/bin/sh\\nexec python -m shmdoctor \\"\\$@\\"\\n" >/tmp/bin/shmdoctor'
+    " && chmod +x /tmp/bin/shmdoctor && PATH=/tmp/bin:$PATH "
+)
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +22,22 @@ def image(images):
     The image it replaces, if the source changed since, is removed: test runs leave no trail of dangling images."""
     before = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", IMAGE], capture_output=True, text=True)
     proc = subprocess.run(
-        ["docker", "build", "-q", "--network", "host", "--build-arg", "BASE_IMAGE=shmdoctor-test/debian:bookworm",
-         "-t", IMAGE, str(REPO)], capture_output=True, text=True, timeout=900)
+        [
+            "docker",
+            "build",
+            "-q",
+            "--network",
+            "host",
+            "--build-arg",
+            "BASE_IMAGE=shmdoctor-test/debian:bookworm",
+            "-t",
+            IMAGE,
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr
     if before.returncode == 0 and before.stdout.strip() not in proc.stdout:
         subprocess.run(["docker", "rmi", before.stdout.strip()], capture_output=True)
@@ -28,18 +45,39 @@ def image(images):
 
 
 def test_image_check_in_a_64_mib_container_fails_with_the_fix(image):
-    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", image, "check", *SEED],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", image, "check", *SEED],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and proc.stdout.startswith("FAIL")
     assert "docker run --shm-size=1536m" in proc.stdout
 
 
 def test_image_is_small_runs_as_non_root_and_has_no_torch(image):
-    user = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "id", image, "-u"],
-                          capture_output=True, text=True).stdout.strip()
+    user = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "id", image, "-u"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert user == "10001"
-    no_torch = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3", image, "-c",
-                               "import importlib.util as u; print(u.find_spec('torch'))"], capture_output=True, text=True)
+    no_torch = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            "python3",
+            image,
+            "-c",
+            "import importlib.util as u; print(u.find_spec('torch'))",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert no_torch.stdout.strip() == "None"
 
 
@@ -51,21 +89,44 @@ def test_entrypoint_stops_a_container_too_small_for_its_loader():
 
 
 def test_entrypoint_execs_training_when_it_fits():
-    proc = docker_run("--shm-size=1536m", cmd=["sh", "-c", SHIM + "sh examples/entrypoint.sh python examples/train.py --batches 4"])
+    proc = docker_run(
+        "--shm-size=1536m", cmd=["sh", "-c", SHIM + "sh examples/entrypoint.sh python examples/train.py --batches 4"]
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("OK") and proc.stdout.rstrip().endswith("trained on 4 batches")
 
 
 def test_image_audits_a_running_container_through_the_read_only_socket(image):
     name = "sdt-lead-audited"
-    subprocess.run(["docker", "run", "-d", "--name", name, "--network", "none", "shmdoctor-test/busybox:1", "sleep", "600"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["docker", "run", "-d", "--name", name, "--network", "none", "shmdoctor-test/busybox:1", "sleep", "600"],
+        check=True,
+        capture_output=True,
+    )
     try:
         gid = str(Path("/var/run/docker.sock").stat().st_gid)
         proc = subprocess.run(
-            ["docker", "run", "--rm", "--network", "none", "-v", "/var/run/docker.sock:/var/run/docker.sock:ro",
-             "--group-add", gid, image, "audit", name, *SEED, "--format", "json"],
-            capture_output=True, text=True, timeout=120)
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                "-v",
+                "/var/run/docker.sock:/var/run/docker.sock:ro",
+                "--group-add",
+                gid,
+                image,
+                "audit",
+                name,
+                *SEED,
+                "--format",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         doc = json.loads(proc.stdout)
         assert proc.returncode == 1 and doc["verdict"] == "fail", proc.stderr
         [report] = doc["reports"]
@@ -77,8 +138,13 @@ def test_image_audits_a_running_container_through_the_read_only_socket(image):
 
 @pytest.mark.parametrize("example", ["examples/docker-compose.yml", "examples/k8s-job.yaml"])
 def test_example_definitions_pass_lint_with_their_own_loader(example):
-    proc = subprocess.run([str(REPO / ".venv/bin/shmdoctor"), "lint", example, "--format", "json"],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        [str(REPO / ".venv/bin/shmdoctor"), "lint", example, "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["verdict"] == "ok", proc.stdout
     [report] = doc["reports"]
@@ -90,6 +156,10 @@ def test_example_definitions_pass_lint_with_their_own_loader(example):
 def test_example_definitions_fail_lint_for_a_loader_they_cannot_hold(example, tmp_path):
     bigger = tmp_path / Path(example).name  # the same file, with a loader twice as hungry in its label
     bigger.write_text((REPO / example).read_text().replace("num_workers=4", "num_workers=8"))
-    proc = subprocess.run([str(REPO / ".venv/bin/shmdoctor"), "lint", str(bigger), "--format", "json"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(REPO / ".venv/bin/shmdoctor"), "lint", str(bigger), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1 and json.loads(proc.stdout)["reports"][0]["findings"][0]["id"] == "shm-too-small"

@@ -1,5 +1,6 @@
 """shmdoctor lint end to end: files, directories and stdin in; a table or one JSON document out; exit codes; and the
 round trip: the fix snippet lint prints, applied to the failing file, makes lint pass."""
+
 from __future__ import annotations
 
 import io
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO
+
 from shmdoctor.cli import main
 
 DATA = Path(__file__).parent / "data" / "manifests"
@@ -52,8 +53,16 @@ def test_json_document_for_a_directory(capsys):
 
 def test_annotation_overrides_the_command_line(capsys):
     # the command line asks for 100 MiB batches × 8 workers; the Job's annotation says 100 × 1 MiB × 4 workers
-    code, doc = lint_json(capsys, str(DATA / "k8s" / "training.yaml"),
-                          "--batch-size", "100", "--num-workers", "8", "--sample-bytes", "100MiB")
+    code, doc = lint_json(
+        capsys,
+        str(DATA / "k8s" / "training.yaml"),
+        "--batch-size",
+        "100",
+        "--num-workers",
+        "8",
+        "--sample-bytes",
+        "100MiB",
+    )
     reports = by_name(doc)
     job = reports[f"{DATA}/k8s/training.yaml:Job/resnet50-train"]
     assert job["requirement"]["loader"]["num_workers"] == 4 and job["requirement"]["bytes"] == 900 << 20
@@ -88,15 +97,23 @@ def test_stdin_yaml_and_json(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO((DATA / "kubectl-get-pods.json").read_text()))
     code, doc = lint_json(capsys, "-", *SEED)
     assert sorted(by_name(doc)) == [
-        "<stdin>:Pod/coredns-5dd5756b68-7xk2p", "<stdin>:Pod/notebook-0", "<stdin>:Pod/resnet50-train-x7v4q"]
+        "<stdin>:Pod/coredns-5dd5756b68-7xk2p",
+        "<stdin>:Pod/notebook-0",
+        "<stdin>:Pod/resnet50-train-x7v4q",
+    ]
     monkeypatch.setattr(sys, "stdin", io.StringIO((DATA / "k8s" / "training.yaml").read_text()))  # helm template | ...
     code, doc = lint_json(capsys, "-")
     assert len(doc["reports"]) == 8 and len(doc["passed_over"]) == 2
 
 
 def test_stdin_that_is_not_utf8_is_one_line_exit_2():
-    proc = subprocess.run([sys.executable, "-m", "shmdoctor", "lint", "-"], input="services:\n  caf\xe9: {}\n".encode("latin-1"),
-                          capture_output=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shmdoctor", "lint", "-"],
+        input="services:\n  caf\xe9: {}\n".encode("latin-1"),
+        capture_output=True,
+        cwd=REPO,
+        timeout=60,
+    )
     err = proc.stderr.decode()
     assert proc.returncode == 2 and proc.stdout == b"" and len(err.splitlines()) == 1, err
     assert err.startswith("shmdoctor: error: <stdin>: cannot read: 'utf-8' codec can't decode byte 0xe9")
@@ -144,14 +161,17 @@ def test_a_shm_the_file_cannot_size_is_said_not_passed(capsys, tmp_path):
     assert report["shm"]["free_bytes"] is None
 
 
-@pytest.mark.parametrize("path, message", [
-    ("helm-unrendered.yaml", "helm-unrendered.yaml:5: not YAML: found a mapping as a key"),
-    ("tabs.yml", "tabs.yml:3: not YAML: found character that cannot start any token"),
-    ("values.yaml", "values.yaml:2: not a compose file (services:) or a Kubernetes manifest"),
-    ("compose-bad-size.yml", "compose-bad-size.yml:3: service 'trainer': shm_size: cannot read 'plenty'"),
-    ("job-bad-quantity.yaml", "job-bad-quantity.yaml:10: Job/trainer: resources.limits.memory"),
-    ("missing.yaml", "missing.yaml: no such file or directory"),
-])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("helm-unrendered.yaml", "helm-unrendered.yaml:5: not YAML: found a mapping as a key"),
+        ("tabs.yml", "tabs.yml:3: not YAML: found character that cannot start any token"),
+        ("values.yaml", "values.yaml:2: not a compose file (services:) or a Kubernetes manifest"),
+        ("compose-bad-size.yml", "compose-bad-size.yml:3: service 'trainer': shm_size: cannot read 'plenty'"),
+        ("job-bad-quantity.yaml", "job-bad-quantity.yaml:10: Job/trainer: resources.limits.memory"),
+        ("missing.yaml", "missing.yaml: no such file or directory"),
+    ],
+)
 def test_bad_files_exit_2_with_file_and_line(capsys, path, message):
     code, out, err = lint(capsys, str(BAD / path))
     assert code == 2 and out == ""
@@ -186,9 +206,11 @@ def _unreadable(path: Path) -> bool:
 
 def test_bad_loader_annotation_names_the_target(capsys, tmp_path):
     manifest = tmp_path / "job.yaml"
-    manifest.write_text("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n"
-                        "    shmdoctor.loader: batch_size=many\nspec:\n  template:\n    spec:\n"
-                        "      containers: [{name: c, image: x}]\n")
+    manifest.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n"
+        "    shmdoctor.loader: batch_size=many\nspec:\n  template:\n    spec:\n"
+        "      containers: [{name: c, image: x}]\n"
+    )
     code, _, err = lint(capsys, str(manifest))
     assert code == 2 and f"{manifest}:6: {manifest}:Job/j: shmdoctor.loader:" in err and "batch_size" in err
 
@@ -196,18 +218,26 @@ def test_bad_loader_annotation_names_the_target(capsys, tmp_path):
 def test_only_unknown_kinds(capsys, tmp_path):
     (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n")
     code, doc = lint_json(capsys, str(tmp_path / "cm.yaml"))
-    assert (code, doc["verdict"], doc["reports"], doc["passed_over"]) == (0, "ok", [], [f"{tmp_path}/cm.yaml:ConfigMap/c"])
+    assert (code, doc["verdict"], doc["reports"], doc["passed_over"]) == (
+        0,
+        "ok",
+        [],
+        [f"{tmp_path}/cm.yaml:ConfigMap/c"],
+    )
 
 
 def test_lint_imports_neither_torch_nor_docker():
-    code = ("import sys; from shmdoctor.cli import main; "
-            "main(['lint', 'tests/data/manifests', '--format', 'json']); "
-            "assert not {'torch', 'docker'} & set(sys.modules), sorted({'torch', 'docker'} & set(sys.modules))")
+    code = (
+        "import sys; from shmdoctor.cli import main; "
+        "main(['lint', 'tests/data/manifests', '--format', 'json']); "
+        "assert not {'torch', 'docker'} & set(sys.modules), sorted({'torch', 'docker'} & set(sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
 
 
 # ---- the round trip: apply the printed fix to the failing file, lint again ----
+
 
 def _fix(report: dict, language: str) -> str:
     first = next(f for f in report["findings"] if f["severity"] == "error")
@@ -229,10 +259,13 @@ def _merge(into: dict, patch: dict) -> None:
             into[key] = value
 
 
-@pytest.mark.parametrize("source, services", [
-    ("docker-compose.yml", ["evaluator", "preprocess", "feature-reader", "bigshm-smallmem"]),
-    ("stack.yml", ["trainer", "dashboard"]),  # Swarm: a tmpfs volume, as shm_size would be ignored
-])
+@pytest.mark.parametrize(
+    "source, services",
+    [
+        ("docker-compose.yml", ["evaluator", "preprocess", "feature-reader", "bigshm-smallmem"]),
+        ("stack.yml", ["trainer", "dashboard"]),  # Swarm: a tmpfs volume, as shm_size would be ignored
+    ],
+)
 def test_compose_fix_round_trip(capsys, tmp_path, source, services):
     need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB"]  # 1.8 GiB: all of these fail
     code, doc = lint_json(capsys, str(DATA / source), *need)
@@ -263,14 +296,20 @@ def _apply_kubernetes(pod_spec: dict, container: str | None, snippet: str) -> No
 def _pod_spec(obj: dict) -> dict:
     kind = obj["kind"]
     return {"Pod": lambda: obj["spec"], "CronJob": lambda: obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]}.get(
-        kind, lambda: obj["spec"]["template"]["spec"])()
+        kind, lambda: obj["spec"]["template"]["spec"]
+    )()
 
 
-@pytest.mark.parametrize("source, targets", [
-    ("k8s/training.yaml", {"Deployment/feature-server": None, "CronJob/nightly-eval": None,
-                           "StatefulSet/embedder/embed": "embed"}),
-    ("kubectl-get-pods.json", {"Pod/resnet50-train-x7v4q": None, "Pod/coredns-5dd5756b68-7xk2p": None}),
-])
+@pytest.mark.parametrize(
+    "source, targets",
+    [
+        (
+            "k8s/training.yaml",
+            {"Deployment/feature-server": None, "CronJob/nightly-eval": None, "StatefulSet/embedder/embed": "embed"},
+        ),
+        ("kubectl-get-pods.json", {"Pod/resnet50-train-x7v4q": None, "Pod/coredns-5dd5756b68-7xk2p": None}),
+    ],
+)
 def test_kubernetes_fix_round_trip(capsys, tmp_path, source, targets):
     need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB"]  # 1.8 GiB
     code, doc = lint_json(capsys, str(DATA / source), *need)

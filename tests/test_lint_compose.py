@@ -1,4 +1,5 @@
 """Compose services -> Facts: a table of service definitions and what Docker gives them, then a real-world file."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -67,12 +68,15 @@ def test_tmpfs_without_size_is_unknown_and_said():
     assert facts.shm.size_bytes is None and "half the host's memory" in facts.unreadable[0]
 
 
-@pytest.mark.parametrize("keys, limit", [
-    ("mem_limit: 8g", 8 * GiB),
-    ("deploy: {resources: {limits: {memory: 2G}}}", 2 * GiB),
-    ("mem_limit: 8g\ndeploy: {resources: {limits: {memory: 2G}}}", 2 * GiB),  # the tighter one
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "keys, limit",
+    [
+        ("mem_limit: 8g", 8 * GiB),
+        ("deploy: {resources: {limits: {memory: 2G}}}", 2 * GiB),
+        ("mem_limit: 8g\ndeploy: {resources: {limits: {memory: 2G}}}", 2 * GiB),  # the tighter one
+        ("", None),
+    ],
+)
 def test_memory_limit(keys, limit):
     assert one(keys).memory.limit_bytes == limit
 
@@ -95,14 +99,23 @@ services:
     assert "ipc: container:dcgm-exporter: that container is not defined in this file" in outside.unreadable[0]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("services:\n  a: {image: x, ipc: 'service:nope'}\n", "docker-compose.yml:2: service 'a': ipc: service:nope: no service"),
-    ("services:\n  a: {image: x, ipc: 'service:b'}\n  b: {image: x, ipc: 'service:a'}\n", "a cycle"),
-    ("services:\n  a: {image: x, ipc: sometimes}\n", "ipc: unknown mode 'sometimes'"),
-    ("services:\n  a:\n    image: x\n    shm_size: plenty\n", "docker-compose.yml:3: service 'a': shm_size: cannot read 'plenty'"),
-    ("services:\n  a: just-a-string\n", "service 'a' is not a mapping"),
-    ("services:\n  a: {image: x, tmpfs: '/dev/shm:size=1.5g'}\n", "service 'a': tmpfs size: cannot read '1.5g'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "services:\n  a: {image: x, ipc: 'service:nope'}\n",
+            "docker-compose.yml:2: service 'a': ipc: service:nope: no service",
+        ),
+        ("services:\n  a: {image: x, ipc: 'service:b'}\n  b: {image: x, ipc: 'service:a'}\n", "a cycle"),
+        ("services:\n  a: {image: x, ipc: sometimes}\n", "ipc: unknown mode 'sometimes'"),
+        (
+            "services:\n  a:\n    image: x\n    shm_size: plenty\n",
+            "docker-compose.yml:3: service 'a': shm_size: cannot read 'plenty'",
+        ),
+        ("services:\n  a: just-a-string\n", "service 'a' is not a mapping"),
+        ("services:\n  a: {image: x, tmpfs: '/dev/shm:size=1.5g'}\n", "service 'a': tmpfs size: cannot read '1.5g'"),
+    ],
+)
 def test_bad_services_name_file_and_line(text, message):
     with pytest.raises(UsageError, match=None) as e:
         services(text)
@@ -113,31 +126,51 @@ ENV = {"SET": "value", "EMPTY": "", "FALLBACK": "fb"}
 
 
 # (as written, interpolated, unset variables used bare): the compose spec's table, with SET, EMPTY (set to ''), UNSET
-@pytest.mark.parametrize("text, expected, unset", [
-    ("${SET}", "value", set()), ("$SET", "value", set()), ("a${SET}b$SET.c", "avalueb" + "value.c", set()),
-    ("${UNSET}", "", {"UNSET"}), ("$UNSET", "", {"UNSET"}),
-    ("${UNSET:-d}", "d", set()), ("${UNSET-d}", "d", set()),
-    ("${EMPTY:-d}", "d", set()), ("${EMPTY-d}", "", set()),  # ':-' for unset or empty, '-' for unset only
-    ("${SET:-d}", "value", set()),
-    ("${SET:+alt}", "alt", set()), ("${EMPTY:+alt}", "", set()), ("${EMPTY+alt}", "alt", set()), ("${UNSET+alt}", "", set()),
-    ("${SET?e}", "value", set()), ("${EMPTY?e}", "", set()),
-    ("${UNSET:-${FALLBACK}}", "fb", set()), ("${UNSET:-${ALSO:-deep}}", "deep", set()), ("${UNSET-$FALLBACK}", "fb", set()),
-    ("$$SET", "$SET", set()), ("$${SET}", "${SET}", set()), ("${UNSET:-$$}", "$", set()),
-    ("5$", "5$", set()), ("$1 and $-", "$1 and $-", set()),  # not a variable: kept as written
-])
+@pytest.mark.parametrize(
+    "text, expected, unset",
+    [
+        ("${SET}", "value", set()),
+        ("$SET", "value", set()),
+        ("a${SET}b$SET.c", "avalueb" + "value.c", set()),
+        ("${UNSET}", "", {"UNSET"}),
+        ("$UNSET", "", {"UNSET"}),
+        ("${UNSET:-d}", "d", set()),
+        ("${UNSET-d}", "d", set()),
+        ("${EMPTY:-d}", "d", set()),
+        ("${EMPTY-d}", "", set()),  # ':-' for unset or empty, '-' for unset only
+        ("${SET:-d}", "value", set()),
+        ("${SET:+alt}", "alt", set()),
+        ("${EMPTY:+alt}", "", set()),
+        ("${EMPTY+alt}", "alt", set()),
+        ("${UNSET+alt}", "", set()),
+        ("${SET?e}", "value", set()),
+        ("${EMPTY?e}", "", set()),
+        ("${UNSET:-${FALLBACK}}", "fb", set()),
+        ("${UNSET:-${ALSO:-deep}}", "deep", set()),
+        ("${UNSET-$FALLBACK}", "fb", set()),
+        ("$$SET", "$SET", set()),
+        ("$${SET}", "${SET}", set()),
+        ("${UNSET:-$$}", "$", set()),
+        ("5$", "5$", set()),
+        ("$1 and $-", "$1 and $-", set()),  # not a variable: kept as written
+    ],
+)
 def test_interpolation_follows_the_compose_spec(text, expected, unset):
     found: set[str] = set()
     assert compose.interpolate(text, ENV, found) == expected
     assert found == unset
 
 
-@pytest.mark.parametrize("text, message", [
-    ("${UNSET:?give the size}", "variable UNSET is unset or empty: give the size"),
-    ("${EMPTY:?}", "variable EMPTY is unset or empty"),
-    ("${UNSET?}", "variable UNSET is unset"),
-    ("${SET/a/b}", "invalid interpolation: '${SET/a/b}'"),
-    ("${SET", "invalid interpolation: '${SET' has no closing '}'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("${UNSET:?give the size}", "variable UNSET is unset or empty: give the size"),
+        ("${EMPTY:?}", "variable EMPTY is unset or empty"),
+        ("${UNSET?}", "variable UNSET is unset"),
+        ("${SET/a/b}", "invalid interpolation: '${SET/a/b}'"),
+        ("${SET", "invalid interpolation: '${SET' has no closing '}'"),
+    ],
+)
 def test_interpolation_errors(text, message):
     with pytest.raises(UsageError) as e:
         compose.interpolate(text, ENV, set())
@@ -155,22 +188,34 @@ def test_interpolation_in_a_service(monkeypatch):
     assert one("deploy: {resources: {limits: {memory: '${TRAIN_SHM}'}}}").memory.limit_bytes == 3 * GiB
     unset = one("shm_size: ${UNSET_SHM_FOR_TEST}")  # compose: a warning and an empty string, so the default
     assert unset.shm.size_bytes == 64 * MiB
-    assert unset.unreadable == ("the variables UNSET_SHM_FOR_TEST (not set here: compose would substitute an empty "
-                                "string)",)
+    assert unset.unreadable == (
+        "the variables UNSET_SHM_FOR_TEST (not set here: compose would substitute an empty string)",
+    )
     assert one("volumes: ['${UNSET_DATA_FOR_TEST}:/data']").unreadable == ()  # only what decides /dev/shm counts
 
 
-@pytest.mark.parametrize("keys, message", [
-    ("shm_size: ${SECRET_FOR_TEST}", "shm_size: cannot read '${SECRET_FOR_TEST}' as a size once its variables"),
-    ("tmpfs: /dev/shm:size=${SECRET_FOR_TEST}", "tmpfs size: cannot read '/dev/shm:size=${SECRET_FOR_TEST}'"),
-    ("volumes: [{type: tmpfs, target: /dev/shm, tmpfs: {size: '${SECRET_FOR_TEST}'}}]",
-     "tmpfs.size: cannot read '${SECRET_FOR_TEST}'"),
-    ("mem_limit: ${SECRET_FOR_TEST}", "mem_limit: cannot read '${SECRET_FOR_TEST}'"),
-    ("deploy: {resources: {limits: {memory: '${SECRET_FOR_TEST}'}}}", "deploy.resources.limits.memory: cannot read"),
-    ("ipc: ${SECRET_FOR_TEST}", "ipc: unknown mode '${SECRET_FOR_TEST}'"),
-    ("ipc: service:${SECRET_FOR_TEST}", "ipc: service:${SECRET_FOR_TEST}: no service of that name"),
-    ("shm_size: ${SECRET_FOR_TEST:?is required}", "shm_size: variable SECRET_FOR_TEST is unset or empty: is required"),
-])
+@pytest.mark.parametrize(
+    "keys, message",
+    [
+        ("shm_size: ${SECRET_FOR_TEST}", "shm_size: cannot read '${SECRET_FOR_TEST}' as a size once its variables"),
+        ("tmpfs: /dev/shm:size=${SECRET_FOR_TEST}", "tmpfs size: cannot read '/dev/shm:size=${SECRET_FOR_TEST}'"),
+        (
+            "volumes: [{type: tmpfs, target: /dev/shm, tmpfs: {size: '${SECRET_FOR_TEST}'}}]",
+            "tmpfs.size: cannot read '${SECRET_FOR_TEST}'",
+        ),
+        ("mem_limit: ${SECRET_FOR_TEST}", "mem_limit: cannot read '${SECRET_FOR_TEST}'"),
+        (
+            "deploy: {resources: {limits: {memory: '${SECRET_FOR_TEST}'}}}",
+            "deploy.resources.limits.memory: cannot read",
+        ),
+        ("ipc: ${SECRET_FOR_TEST}", "ipc: unknown mode '${SECRET_FOR_TEST}'"),
+        ("ipc: service:${SECRET_FOR_TEST}", "ipc: service:${SECRET_FOR_TEST}: no service of that name"),
+        (
+            "shm_size: ${SECRET_FOR_TEST:?is required}",
+            "shm_size: variable SECRET_FOR_TEST is unset or empty: is required",
+        ),
+    ],
+)
 def test_errors_name_variables_never_their_values(monkeypatch, keys, message):
     secret = "hunter2-do-not-print"
     monkeypatch.setenv("SECRET_FOR_TEST", "" if "required" in message else secret)
@@ -180,13 +225,16 @@ def test_errors_name_variables_never_their_values(monkeypatch, keys, message):
     assert str(e.value).startswith("docker-compose.yml:3: service 'svc': ")
 
 
-@pytest.mark.parametrize("extra_service, swarm", [
-    ("deploy: {mode: replicated, replicas: 2}", True),
-    ("deploy: {placement: {constraints: [node.role == worker]}}", True),
-    ("deploy: {update_config: {parallelism: 1}}", True),
-    ("deploy: {replicas: 2, resources: {limits: {memory: 4G}}}", False),  # docker compose honours these too
-    ("", False),
-])
+@pytest.mark.parametrize(
+    "extra_service, swarm",
+    [
+        ("deploy: {mode: replicated, replicas: 2}", True),
+        ("deploy: {placement: {constraints: [node.role == worker]}}", True),
+        ("deploy: {update_config: {parallelism: 1}}", True),
+        ("deploy: {replicas: 2, resources: {limits: {memory: 4G}}}", False),  # docker compose honours these too
+        ("", False),
+    ],
+)
 def test_swarm_is_told_by_swarm_only_deploy_keys(extra_service, swarm):
     facts = one(f"shm_size: 2g\n{extra_service}")
     assert ("swarm" in facts.flags) == swarm
@@ -210,8 +258,10 @@ def test_swarm_ignores_shm_size_and_ipc_but_honours_a_tmpfs():
 def test_loader_label_as_mapping_or_list():
     mapping = services("services:\n  a: {image: x, labels: {shmdoctor.loader: 'batch_size=8,sample_bytes=1m'}}\n")
     assert mapping["a"].loader_spec == "batch_size=8,sample_bytes=1m"
-    found = services("services:\n  a:\n    image: x\n    labels:\n      - team=vision\n"
-                     "      - shmdoctor.loader=batch_size=8,num_workers=2,sample_bytes=1m\n")
+    found = services(
+        "services:\n  a:\n    image: x\n    labels:\n      - team=vision\n"
+        "      - shmdoctor.loader=batch_size=8,num_workers=2,sample_bytes=1m\n"
+    )
     assert found["a"].loader_spec == "batch_size=8,num_workers=2,sample_bytes=1m"
     assert found["a"].loader_at == "docker-compose.yml:3"
 
@@ -221,9 +271,16 @@ def test_the_real_world_compose_file():
     found = {d.facts.target.name: d for d in compose.probe(doc)}
     size = {name.split(":")[1]: d.facts.shm.size_bytes for name, d in found.items()}
     assert size == {
-        "trainer": 2 * GiB, "evaluator": 64 * MiB, "preprocess": 512 * MiB, "augment": GiB,
-        "feature-store": 256 * MiB, "feature-reader": 256 * MiB, "feature-follower": 256 * MiB,
-        "monitor": None, "notebook": None, "bigshm-smallmem": 4 * GiB,
+        "trainer": 2 * GiB,
+        "evaluator": 64 * MiB,
+        "preprocess": 512 * MiB,
+        "augment": GiB,
+        "feature-store": 256 * MiB,
+        "feature-reader": 256 * MiB,
+        "feature-follower": 256 * MiB,
+        "monitor": None,
+        "notebook": None,
+        "bigshm-smallmem": 4 * GiB,
     }
     trainer = found["docker-compose.yml:trainer"]
     assert trainer.facts.memory.limit_bytes == 16 * GiB  # mem_limit, with the x-common anchor merged in

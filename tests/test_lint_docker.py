@@ -1,5 +1,6 @@
 """What lint computes for a compose service is what the engine gives: each service of the real-world compose file is
 started with the `docker run` flags compose maps its keys to, and busybox `df` reads its /dev/shm."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import BUSYBOX
+
 from shmdoctor.cli import main
 
 COMPOSE = Path(__file__).parent / "data" / "manifests" / "docker-compose.yml"
@@ -35,8 +36,12 @@ def docker_args(service: dict, names: dict[str, str]) -> list[str]:
 
 
 def df_shm_bytes(*args: str) -> int:
-    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", *args, BUSYBOX, "df", "-Pk", "/dev/shm"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", *args, BUSYBOX, "df", "-Pk", "/dev/shm"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return int(proc.stdout.splitlines()[1].split()[1]) * 1024
 
@@ -51,8 +56,23 @@ def owners(images):
         for name, service in compose.items():
             if service.get("ipc") == "shareable":
                 container = f"sdt-lint-{name}-{run}"
-                subprocess.run(["docker", "run", "-d", "--name", container, "--network", "none",
-                                *docker_args(service, names), BUSYBOX, "sleep", "300"], check=True, capture_output=True)
+                subprocess.run(
+                    [
+                        "docker",
+                        "run",
+                        "-d",
+                        "--name",
+                        container,
+                        "--network",
+                        "none",
+                        *docker_args(service, names),
+                        BUSYBOX,
+                        "sleep",
+                        "300",
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
                 names[name] = container
                 if service.get("container_name"):
                     names[service["container_name"]] = container
@@ -75,9 +95,18 @@ def test_lint_sizes_match_the_engine(owners, capsys):
             continue
         assert df_shm_bytes(*docker_args(service, names)) == lint_size, name
         compared.append(name)
-    assert sorted(compared) == sorted([
-        "trainer", "evaluator", "preprocess", "augment", "feature-store", "feature-reader", "feature-follower",
-        "bigshm-smallmem"])
+    assert sorted(compared) == sorted(
+        [
+            "trainer",
+            "evaluator",
+            "preprocess",
+            "augment",
+            "feature-store",
+            "feature-reader",
+            "feature-follower",
+            "bigshm-smallmem",
+        ]
+    )
 
 
 def test_swarm_tmpfs_workaround_matches_the_engine(images, capsys):

@@ -1,4 +1,5 @@
 """Kubernetes manifests -> Facts: pod templates found wherever they nest, /dev/shm as the kubelet sizes it."""
+
 from __future__ import annotations
 
 import json
@@ -22,35 +23,74 @@ def workloads(text: str, source: str = "pod.yaml") -> tuple[dict, list[str]]:
     return found, passed_over
 
 
-def pod(spec_yaml: str, containers: str = "- {name: main, image: x, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}"):
+def pod(
+    spec_yaml: str, containers: str = "- {name: main, image: x, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}"
+):
     text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" + "\n".join(
-        "  " + line for line in (f"containers:\n" + "\n".join("  " + c for c in containers.splitlines()) + "\n"
-                                 + spec_yaml).splitlines())
+        "  " + line
+        for line in (
+            "containers:\n" + "\n".join("  " + c for c in containers.splitlines()) + "\n" + spec_yaml
+        ).splitlines()
+    )
     return workloads(text)[0]
 
 
-MOUNTED = "- {name: main, image: x, volumeMounts: [{name: dshm, mountPath: /dev/shm}], resources: {limits: {memory: %s}}}"
+MOUNTED = (
+    "- {name: main, image: x, volumeMounts: [{name: dshm, mountPath: /dev/shm}], resources: {limits: {memory: %s}}}"
+)
 
 # (pod spec beyond containers, containers, size, source, unknown said)
 CASES = [
     ("", "- {name: main, image: x}", 64 * MiB, "runtime-shm", False),
-    ("volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 2Gi}}]", MOUNTED % "8Gi", 2 * GiB, "k8s-emptydir", False),
+    (
+        "volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 2Gi}}]",
+        MOUNTED % "8Gi",
+        2 * GiB,
+        "k8s-emptydir",
+        False,
+    ),
     # sizeLimit above the pod's memory limits: the limits cap it
-    ("volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}]", MOUNTED % "3Gi", 3 * GiB, "k8s-emptydir", False),
+    (
+        "volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}]",
+        MOUNTED % "3Gi",
+        3 * GiB,
+        "k8s-emptydir",
+        False,
+    ),
     # no sizeLimit: as large as the pod's memory limits ...
     ("volumes: [{name: dshm, emptyDir: {medium: Memory}}]", MOUNTED % "768Mi", 768 * MiB, "k8s-emptydir", False),
     # ... which are the sum of its containers' limits
-    ("volumes: [{name: dshm, emptyDir: {medium: Memory}}]",
-     (MOUNTED % "1Gi") + "\n- {name: side, image: y, resources: {limits: {memory: 512Mi}}}", 1536 * MiB, "k8s-emptydir", False),
+    (
+        "volumes: [{name: dshm, emptyDir: {medium: Memory}}]",
+        (MOUNTED % "1Gi") + "\n- {name: side, image: y, resources: {limits: {memory: 512Mi}}}",
+        1536 * MiB,
+        "k8s-emptydir",
+        False,
+    ),
     # ... and unknown with no limits (the node's memory)
-    ("volumes: [{name: dshm, emptyDir: {medium: Memory}}]",
-     "- {name: main, image: x, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}", None, "k8s-emptydir", True),
+    (
+        "volumes: [{name: dshm, emptyDir: {medium: Memory}}]",
+        "- {name: main, image: x, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}",
+        None,
+        "k8s-emptydir",
+        True,
+    ),
     # a container without a limit lifts the pod's: unknown again
-    ("volumes: [{name: dshm, emptyDir: {medium: Memory}}]",
-     (MOUNTED % "1Gi") + "\n- {name: side, image: y}", None, "k8s-emptydir", True),
+    (
+        "volumes: [{name: dshm, emptyDir: {medium: Memory}}]",
+        (MOUNTED % "1Gi") + "\n- {name: side, image: y}",
+        None,
+        "k8s-emptydir",
+        True,
+    ),
     # pod-level resources (PodLevelResources) where given
-    ("resources: {limits: {memory: 6Gi}}\nvolumes: [{name: dshm, emptyDir: {medium: Memory}}]",
-     "- {name: main, image: x, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}", 6 * GiB, "k8s-emptydir", False),
+    (
+        "resources: {limits: {memory: 6Gi}}\nvolumes: [{name: dshm, emptyDir: {medium: Memory}}]",
+        "- {name: main, image: x, volumeMounts: [{name: dshm, mountPath: /dev/shm}]}",
+        6 * GiB,
+        "k8s-emptydir",
+        False,
+    ),
     ("volumes: [{name: dshm, emptyDir: {sizeLimit: 1Gi}}]", MOUNTED % "4Gi", GiB, "k8s-emptydir-disk", False),
     ("volumes: [{name: dshm, emptyDir: {}}]", MOUNTED % "4Gi", None, "k8s-emptydir-disk", True),
     ("volumes: [{name: dshm, hostPath: {path: /dev/shm, type: Directory}}]", MOUNTED % "4Gi", None, "host", True),
@@ -59,8 +99,13 @@ CASES = [
     ("volumes: [{name: dshm, hostPath: {path: /mnt/fast}}]", MOUNTED % "4Gi", None, "unknown", True),
     ("volumes: [{name: dshm, persistentVolumeClaim: {claimName: scratch}}]", MOUNTED % "4Gi", None, "unknown", True),
     # hostIPC with an emptyDir mounted at /dev/shm: the mount is what the container sees there
-    ("hostIPC: true\nvolumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 1Gi}}]", MOUNTED % "4Gi", GiB,
-     "k8s-emptydir", False),
+    (
+        "hostIPC: true\nvolumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 1Gi}}]",
+        MOUNTED % "4Gi",
+        GiB,
+        "k8s-emptydir",
+        False,
+    ),
 ]
 
 
@@ -81,11 +126,18 @@ def test_host_ipc_and_container_memory_limit():
 
 def test_every_template_found_wherever_it_nests():
     found, passed_over = workloads((DATA / "k8s" / "training.yaml").read_text(), "training.yaml")
-    assert sorted(found) == sorted([
-        "Deployment/feature-server", "Job/resnet50-train", "CronJob/nightly-eval",
-        "StatefulSet/embedder/embed", "StatefulSet/embedder/metrics",
-        "PyTorchJob/bert-ddp/Master", "PyTorchJob/bert-ddp/Worker", "Pod/debug-shell",
-    ])
+    assert sorted(found) == sorted(
+        [
+            "Deployment/feature-server",
+            "Job/resnet50-train",
+            "CronJob/nightly-eval",
+            "StatefulSet/embedder/embed",
+            "StatefulSet/embedder/metrics",
+            "PyTorchJob/bert-ddp/Master",
+            "PyTorchJob/bert-ddp/Worker",
+            "Pod/debug-shell",
+        ]
+    )
     assert passed_over == ["ConfigMap/train-config", "Service/embedder"]
     size = {name: d.facts.shm.size_bytes for name, d in found.items()}
     assert size["Deployment/feature-server"] == 64 * MiB
@@ -108,30 +160,64 @@ def test_kubectl_get_pods_list():
     assert sorted(found) == ["Pod/coredns-5dd5756b68-7xk2p", "Pod/notebook-0", "Pod/resnet50-train-x7v4q"]
     assert passed_over == []
     train = found["Pod/resnet50-train-x7v4q"].facts
-    assert (train.shm.size_bytes, train.memory.limit_bytes, train.target.id) == (512 * MiB, 16 * GiB, "ml/resnet50-train-x7v4q")
+    assert (train.shm.size_bytes, train.memory.limit_bytes, train.target.id) == (
+        512 * MiB,
+        16 * GiB,
+        "ml/resnet50-train-x7v4q",
+    )
     assert found["Pod/coredns-5dd5756b68-7xk2p"].facts.target.id == "kube-system/coredns-5dd5756b68-7xk2p"
     # the same List read as YAML (stdin is sniffed) gives the same answer
     assert sorted(workloads(text, documents.STDIN)[0]) == sorted(found)
 
 
 def test_typed_lists_and_jobset_style_template_lists():
-    doc = {"apiVersion": "v1", "kind": "PodList", "items": [
-        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
-         "spec": {"replicatedJobs": [
-             {"name": "leader", "template": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}},
-             {"name": "workers", "template": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}},
-         ]}}]}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "PodList",
+        "items": [
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": {"name": "js"},
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "leader",
+                            "template": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}},
+                        },
+                        {
+                            "name": "workers",
+                            "template": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}},
+                        },
+                    ]
+                },
+            }
+        ],
+    }
     found, _ = workloads(json.dumps(doc), "jobset.json")
     assert sorted(found) == ["JobSet/js/leader", "JobSet/js/workers"]
 
 
-@pytest.mark.parametrize("containers, volumes, message", [
-    ("- {name: m, image: x, resources: {limits: {memory: 16 gigs}}}", "", "pod.yaml:6: Pod/p: resources.limits.memory"),
-    ("- {name: m, image: x, volumeMounts: [{name: gone, mountPath: /dev/shm}]}", "",
-     "names volume 'gone', which the pod does not define"),
-    ("- {name: m, image: x, volumeMounts: [{name: d, mountPath: /dev/shm}]}",
-     "volumes: [{name: d, emptyDir: {medium: Memory, sizeLimit: lots}}]", "emptyDir.sizeLimit: cannot read 'lots'"),
-])
+@pytest.mark.parametrize(
+    "containers, volumes, message",
+    [
+        (
+            "- {name: m, image: x, resources: {limits: {memory: 16 gigs}}}",
+            "",
+            "pod.yaml:6: Pod/p: resources.limits.memory",
+        ),
+        (
+            "- {name: m, image: x, volumeMounts: [{name: gone, mountPath: /dev/shm}]}",
+            "",
+            "names volume 'gone', which the pod does not define",
+        ),
+        (
+            "- {name: m, image: x, volumeMounts: [{name: d, mountPath: /dev/shm}]}",
+            "volumes: [{name: d, emptyDir: {medium: Memory, sizeLimit: lots}}]",
+            "emptyDir.sizeLimit: cannot read 'lots'",
+        ),
+    ],
+)
 def test_bad_values_name_file_and_line(containers, volumes, message):
     with pytest.raises(UsageError) as e:
         pod(volumes, containers)

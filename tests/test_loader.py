@@ -1,4 +1,5 @@
 """The requirement formula of FACTS.md, and the loader's validation."""
+
 import pytest
 
 from shmdoctor.errors import UsageError
@@ -18,10 +19,18 @@ from shmdoctor.sizes import MiB
     ],
 )
 def test_requirement_formula(workers, prefetch, pin, ranks, batches):
-    need = requirement(loader_config(batch_size=100, num_workers=workers, prefetch_factor=prefetch,
-                                     sample_bytes="1MiB", pin_memory=pin, ranks=ranks))
+    need = requirement(
+        loader_config(
+            batch_size=100,
+            num_workers=workers,
+            prefetch_factor=prefetch,
+            sample_bytes="1MiB",
+            pin_memory=pin,
+            ranks=ranks,
+        )
+    )
     assert need.bytes == batches * 100 * MiB
-    assert dict((t.label, t.value) for t in need.breakdown)["total"] == need.bytes
+    assert {t.label: t.value for t in need.breakdown}["total"] == need.bytes
 
 
 def test_seed_formula_is_one_batch_short():
@@ -56,7 +65,8 @@ def test_bad_loaders_are_refused(kwargs, words):
 
 def test_loader_spec_from_a_label():
     assert parse_loader_spec("batch_size=100, num_workers=4,sample_bytes=1MiB,pin_memory=true") == dict(
-        batch_size=100, num_workers=4, sample_bytes="1MiB", pin_memory=True)
+        batch_size=100, num_workers=4, sample_bytes="1MiB", pin_memory=True
+    )
     for bad in ("batch_size", "colour=red", "batch_size=ten", "pin_memory=maybe"):
         with pytest.raises(UsageError):
             parse_loader_spec(bad)

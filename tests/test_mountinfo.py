@@ -1,4 +1,5 @@
 """The /dev/shm probe on mountinfo captured inside real containers (tests/data/mountinfo: `docker run <flags>`)."""
+
 from pathlib import Path
 
 import pytest
@@ -39,11 +40,13 @@ def test_classify_captured_docker_mounts(capture, ipc_host, source, size):
 
 
 def test_kubernetes_sources():
-    runtime_default = mountinfo.parse_line("1271 1263 0:270 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k")
-    emptydir = mountinfo.parse_line(
-        "1290 1263 0:262 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=2097152k,inode64"
+    runtime_default = mountinfo.parse_line(
+        "1271 1263 0:270 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k"
     )
-    assert mountinfo.classify(runtime_default, in_container=True, ipc_host=False, runtime="kubernetes")[0] == "runtime-shm"
+    emptydir = mountinfo.parse_line("1290 1263 0:262 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=2097152k,inode64")
+    assert (
+        mountinfo.classify(runtime_default, in_container=True, ipc_host=False, runtime="kubernetes")[0] == "runtime-shm"
+    )
     assert mountinfo.classify(emptydir, in_container=True, ipc_host=False, runtime="kubernetes")[0] == "k8s-emptydir"
     assert emptydir.size_bytes == 2 * GiB
 
@@ -62,7 +65,9 @@ def test_stacked_mounts_the_last_wins():
 
 
 def test_escaped_mount_points_and_optional_fields():
-    m = mountinfo.parse_line(r"36 35 98:0 /mnt1 /mnt/with\040space rw,noatime master:1 shared:2 - ext3 /dev/root rw,errors=continue")
+    m = mountinfo.parse_line(
+        r"36 35 98:0 /mnt1 /mnt/with\040space rw,noatime master:1 shared:2 - ext3 /dev/root rw,errors=continue"
+    )
     assert m.mount_point == "/mnt/with space" and m.fstype == "ext3" and m.size_bytes is None
 
 

@@ -1,5 +1,6 @@
 """Properties of the parsers (hypothesis): what goes in as text comes out as the same value, and any other input
 is a UsageError (a one-line message), never another exception."""
+
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +19,15 @@ from shmdoctor.probe.compose import interpolate
 from shmdoctor.probe.documents import parse
 from shmdoctor.probe.mountinfo import parse_line
 from shmdoctor.sizes import (
-    KiB, MiB, TiB, docker_size, format_size, k8s_quantity, nice_size, parse_quantity, parse_size,
+    KiB,
+    MiB,
+    TiB,
+    docker_size,
+    format_size,
+    k8s_quantity,
+    nice_size,
+    parse_quantity,
+    parse_size,
 )
 
 sizes = st.integers(min_value=1, max_value=64 * TiB)
@@ -34,6 +43,7 @@ def _one_line_usage_error(call, *args, **kwargs):
 
 
 # --- sizes --------------------------------------------------------------------------------------------------------
+
 
 @given(sizes)
 def test_docker_spelling_round_trips(n):
@@ -59,8 +69,10 @@ def test_nice_size_is_the_least_step_at_or_above(n):
     assert nice_size(nice) == nice  # a step is its own rounding
 
 
-@given(st.integers(min_value=1, max_value=10**6), st.sampled_from(["", "b", "k", "m", "g", "K", "M", "G", "kib", "MiB",
-                                                                   "GB", "Gi", "ki"]))
+@given(
+    st.integers(min_value=1, max_value=10**6),
+    st.sampled_from(["", "b", "k", "m", "g", "K", "M", "G", "kib", "MiB", "GB", "Gi", "ki"]),
+)
 def test_parse_size_units(number, unit):
     factor = {"": 1, "b": 1, "k": KiB, "m": MiB, "g": 1024**3}[unit[:1].lower()]
     assert parse_size(f"{number}{unit}") == number * factor
@@ -80,6 +92,7 @@ def test_parse_quantity_of_any_text_is_a_quantity_or_a_usage_error(text):
 
 # --- mountinfo lines ----------------------------------------------------------------------------------------------
 
+
 def _kernel_escape(path: str) -> str:
     """As the kernel's mangle_path (show_mountinfo): space, tab, newline and backslash as octal escapes."""
     return "".join(f"\\{ord(c):03o}" if c in " \t\n\\" else c for c in path)
@@ -91,17 +104,42 @@ paths = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters
 words = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=12)
 
 
-@given(st.integers(0, 10**6), st.integers(0, 10**6), paths, paths, words, st.lists(words, max_size=3), words, paths,
-       st.lists(words, max_size=4))
+@given(
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    paths,
+    paths,
+    words,
+    st.lists(words, max_size=3),
+    words,
+    paths,
+    st.lists(words, max_size=4),
+)
 def test_mountinfo_line_round_trips(mount_id, parent, root, point, opts, optional, fstype, source, super_opts):
     assume("-" not in (opts, fstype, *optional))  # the kernel writes a lone "-" only as the separator
-    line = " ".join([
-        str(mount_id), str(parent), "0:42", _kernel_escape(root), _kernel_escape(point), opts, *optional, "-",
-        fstype, _kernel_escape(source), ",".join(super_opts) or "rw",
-    ])
+    line = " ".join(
+        [
+            str(mount_id),
+            str(parent),
+            "0:42",
+            _kernel_escape(root),
+            _kernel_escape(point),
+            opts,
+            *optional,
+            "-",
+            fstype,
+            _kernel_escape(source),
+            ",".join(super_opts) or "rw",
+        ]
+    )
     m = parse_line(line + "\n")
     assert (m.mount_id, m.parent_id, m.root, m.mount_point, m.fstype, m.source) == (
-        mount_id, parent, root, point, fstype, source,
+        mount_id,
+        parent,
+        root,
+        point,
+        fstype,
+        source,
     )
     assert m.options == tuple(opts.split(","))
 
@@ -171,9 +209,26 @@ def _lint(body) -> None:
 
 @settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
 @given(
-    st.sampled_from(["metadata", "kind", "spec.volumes", "spec.hostIPC", "spec.resources", "container.resources",
-                     "container.volumeMounts", "container.name", "volume.emptyDir", "volume.hostPath", "volume.name",
-                     "mount.name", "mount.mountPath", "meta.annotations", "meta.name", "meta.namespace"]),
+    st.sampled_from(
+        [
+            "metadata",
+            "kind",
+            "spec.volumes",
+            "spec.hostIPC",
+            "spec.resources",
+            "container.resources",
+            "container.volumeMounts",
+            "container.name",
+            "volume.emptyDir",
+            "volume.hostPath",
+            "volume.name",
+            "mount.name",
+            "mount.mountPath",
+            "meta.annotations",
+            "meta.name",
+            "meta.namespace",
+        ]
+    ),
     values,
 )
 def test_a_pod_with_any_value_anywhere_is_judged_or_a_usage_error(where, value):
@@ -183,22 +238,31 @@ def test_a_pod_with_any_value_anywhere_is_judged_or_a_usage_error(where, value):
     spec = {"containers": [container], "volumes": [volume]}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     owner, key = where.split(".") if "." in where else ("pod", where)
-    {"pod": pod, "spec": pod["spec"], "container": container, "volume": volume, "meta": meta,
-     "mount": container["volumeMounts"][0]}[owner][key] = value
+    {
+        "pod": pod,
+        "spec": pod["spec"],
+        "container": container,
+        "volume": volume,
+        "meta": meta,
+        "mount": container["volumeMounts"][0],
+    }[owner][key] = value
     _lint(pod)
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
-@given(st.sampled_from(["shm_size", "ipc", "tmpfs", "mem_limit", "deploy", "volumes", "labels", "container_name"]),
-       values)
+@given(
+    st.sampled_from(["shm_size", "ipc", "tmpfs", "mem_limit", "deploy", "volumes", "labels", "container_name"]), values
+)
 def test_a_compose_service_with_any_value_anywhere_is_judged_or_a_usage_error(key, value):
     _lint({"services": {"trainer": {"image": "x", key: value}}})
 
 
 SECRET = "hunter2-do-not-print"
 # Pieces of compose's interpolation syntax, names set (to the secret, or empty) and unset, and other text.
-interpolation_text = st.lists(st.sampled_from(
-    ["$", "{", "}", ":", "-", "?", "+", "$$", "${", "SET", "EMPTY", "UNSET", "x", " ", "\n", "/", "1"]), max_size=16)
+interpolation_text = st.lists(
+    st.sampled_from(["$", "{", "}", ":", "-", "?", "+", "$$", "${", "SET", "EMPTY", "UNSET", "x", " ", "\n", "/", "1"]),
+    max_size=16,
+)
 
 
 @settings(max_examples=500)

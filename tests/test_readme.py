@@ -1,10 +1,11 @@
 """The README stays true: its rules table is the catalogue, its command lines parse, its lint output is real."""
+
 import re
 import shlex
 
 import pytest
-
 from conftest import REPO, run_cli
+
 from shmdoctor.rules import RULES
 
 README = (REPO / "README.md").read_text()
@@ -30,7 +31,7 @@ def test_the_rules_table_is_the_catalogue():
 
 @pytest.mark.parametrize("line", command_lines())
 def test_every_documented_command_line_parses(line):
-    """Each `shmdoctor ...` line of the README, its options checked by the real parser (with --help, so nothing runs)."""
+    """Each `shmdoctor ...` line of the README, its options checked by the real parser (--help: nothing runs)."""
     proc = run_cli(*shlex.split(line), "--help")
     assert proc.returncode == 0, f"{line}: {proc.stderr}"
 
@@ -53,8 +54,20 @@ def test_the_failing_container_output_is_what_check_prints(images):
     from conftest import docker_run
 
     block = next(b for b in BLOCKS if b.startswith("FAIL  this loader needs 900 MiB"))
-    proc = docker_run(cmd=["python", "-m", "shmdoctor", "check", "--batch-size", "100", "--num-workers", "4",
-                           "--sample-bytes", "1MiB"])
+    proc = docker_run(
+        cmd=[
+            "python",
+            "-m",
+            "shmdoctor",
+            "check",
+            "--batch-size",
+            "100",
+            "--num-workers",
+            "4",
+            "--sample-bytes",
+            "1MiB",
+        ]
+    )
 
     def normal(text: str) -> list[str]:
         text = re.sub(r"Facts   \w+ ", "Facts   HOST ", text)

@@ -1,4 +1,5 @@
 """A table of catching and non-catching cases per rule (hadolint-style): Facts + loader -> which rules fire."""
+
 from dataclasses import replace
 
 import pytest
@@ -91,7 +92,11 @@ CASES = {
         (dict(flags=frozenset({"swarm", f"swarm-ignores-shm-size={2 * GiB}"})), None, True),
         (dict(flags=frozenset({"swarm", "swarm-ignores-ipc=host"})), seed(), True),
         (dict(flags=frozenset({"swarm"})), None, False),  # nothing ignored: default-shm says the rest
-        (dict(flags=frozenset({"swarm", f"swarm-ignores-shm-size={GiB}"}), shm=shm(2 * GiB, source="tmpfs")), None, False),
+        (
+            dict(flags=frozenset({"swarm", f"swarm-ignores-shm-size={GiB}"}), shm=shm(2 * GiB, source="tmpfs")),
+            None,
+            False,
+        ),
         (dict(), None, False),
     ],
     "shm-on-disk": [  # lint: an emptyDir without medium: Memory at /dev/shm
@@ -162,10 +167,16 @@ def test_largest_loader_that_fits_today():
     assert loaders == [{"num_workers": 1}, {"batch_size": 45}]
 
 
-@pytest.mark.parametrize("changes", [
-    dict(shm=shm(64 * MiB)), dict(shm=shm(512 * MiB)), dict(shm=shm(768 * MiB)),
-    dict(shm=shm(2 * GiB), memory=Memory(700 * MiB, 10 * MiB)), dict(shm=shm(2 * GiB), memory=Memory(1 * GiB, 143 * MiB)),
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(shm=shm(64 * MiB)),
+        dict(shm=shm(512 * MiB)),
+        dict(shm=shm(768 * MiB)),
+        dict(shm=shm(2 * GiB), memory=Memory(700 * MiB, 10 * MiB)),
+        dict(shm=shm(2 * GiB), memory=Memory(1 * GiB, 143 * MiB)),
+    ],
+)
 def test_a_loader_that_fits_today_fits_with_room_to_spare(changes):
     """Every 'fits today' fix, applied, is judged ok: no error and no thin headroom (a fix must not need a fix)."""
     facts = replace(BASE, **changes)

@@ -7,8 +7,18 @@ from shmdoctor.sizes import GiB, KiB, MiB, docker_size, format_size, k8s_quantit
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("1048576", MiB), ("512m", 512 * MiB), ("2g", 2 * GiB), ("2G", 2 * GiB), ("1MiB", MiB), ("2GiB", 2 * GiB),
-        ("64k", 64 * KiB), ("1.5g", int(1.5 * GiB)), ("100MB", 100 * MiB), ("1Mi", MiB), (" 8m ", 8 * MiB), (4096, 4096),
+        ("1048576", MiB),
+        ("512m", 512 * MiB),
+        ("2g", 2 * GiB),
+        ("2G", 2 * GiB),
+        ("1MiB", MiB),
+        ("2GiB", 2 * GiB),
+        ("64k", 64 * KiB),
+        ("1.5g", int(1.5 * GiB)),
+        ("100MB", 100 * MiB),
+        ("1Mi", MiB),
+        (" 8m ", 8 * MiB),
+        (4096, 4096),
     ],
 )
 def test_parse_size_accepts_docker_and_iec(text, expected):
@@ -22,21 +32,38 @@ def test_parse_size_rejects_with_one_line(text):
     assert "\n" not in str(e.value) and "--sample-bytes" in str(e.value)
 
 
-@pytest.mark.parametrize("text, expected", [("2Gi", 2 * GiB), ("512Mi", 512 * MiB), ("1G", 10**9), ("500M", 5 * 10**8), (1024, 1024)])
+@pytest.mark.parametrize(
+    "text, expected", [("2Gi", 2 * GiB), ("512Mi", 512 * MiB), ("1G", 10**9), ("500M", 5 * 10**8), (1024, 1024)]
+)
 def test_parse_quantity(text, expected):
     assert parse_quantity(text) == expected
 
 
 @pytest.mark.parametrize(
     "need, size, docker, k8s",
-    [(900 * MiB, 1024 * MiB, "1g", "1Gi"), (int(1125 * MiB), 1536 * MiB, "1536m", "1536Mi"), (1, 64 * MiB, "64m", "64Mi"),
-     (2 * GiB, 2 * GiB, "2g", "2Gi"), (2 * GiB + 1, 3 * GiB, "3g", "3Gi")],
+    [
+        (900 * MiB, 1024 * MiB, "1g", "1Gi"),
+        (int(1125 * MiB), 1536 * MiB, "1536m", "1536Mi"),
+        (1, 64 * MiB, "64m", "64Mi"),
+        (2 * GiB, 2 * GiB, "2g", "2Gi"),
+        (2 * GiB + 1, 3 * GiB, "3g", "3Gi"),
+    ],
 )
 def test_nice_sizes_are_what_people_type(need, size, docker, k8s):
     assert nice_size(need) == size
     assert docker_size(size) == docker and k8s_quantity(size) == k8s
 
 
-@pytest.mark.parametrize("n, text", [(0, "0 B"), (4096, "4 KiB"), (64 * MiB, "64 MiB"), (int(1.5 * GiB), "1.5 GiB"), (900 * MiB, "900 MiB"), (None, "unknown")])
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0 B"),
+        (4096, "4 KiB"),
+        (64 * MiB, "64 MiB"),
+        (int(1.5 * GiB), "1.5 GiB"),
+        (900 * MiB, "900 MiB"),
+        (None, "unknown"),
+    ],
+)
 def test_format_size(n, text):
     assert format_size(n) == text

@@ -1,4 +1,5 @@
 """watch: a real DataLoader with workers, seen through statvfs and /proc; the summary; the pieces it adds up."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ import sys
 from datetime import datetime, timezone
 
 import pytest
-
 from conftest import REPO, run_cli
+
 from shmdoctor.commands import watch
 from shmdoctor.commands.watch import Watch
 from shmdoctor.probe.holders import Holder, Holders, Segment
@@ -23,8 +24,12 @@ BATCH = 8 * 256 * 1024  # running.py's default batch: 8 samples of 256 KiB
 @pytest.fixture
 def loader(torch_module):
     """A real DataLoader (2 workers, file_descriptor strategy) training on this machine: its main and worker pids."""
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests/loaders/running.py"), "--seconds", "120"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "tests/loaders/running.py"), "--seconds", "120"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = proc.stdout.readline().split()
         assert line and line[0] == "ready", "the loader did not start"
@@ -60,8 +65,19 @@ def test_the_loaders_processes_hold_unlinked_segments(loader):
 
 @pytest.mark.torch
 def test_text_names_the_loader_and_the_budget(loader):
-    proc = run_cli("watch", "--duration", "1.5", "--holders-every", "0.5",
-                   "--batch-size", "8", "--num-workers", "2", "--sample-bytes", "256KiB")
+    proc = run_cli(
+        "watch",
+        "--duration",
+        "1.5",
+        "--holders-every",
+        "0.5",
+        "--batch-size",
+        "8",
+        "--num-workers",
+        "2",
+        "--sample-bytes",
+        "256KiB",
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.splitlines()[0].startswith("watching /dev/shm every 0.5 s")
@@ -72,8 +88,20 @@ def test_text_names_the_loader_and_the_budget(loader):
 
 
 def test_budget_and_no_holder_scans_in_json():
-    samples, summary = _watch_json("--duration", "0.5", "--interval", "0.1", "--holders-every", "0",
-                                   "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB")
+    samples, summary = _watch_json(
+        "--duration",
+        "0.5",
+        "--interval",
+        "0.1",
+        "--holders-every",
+        "0",
+        "--batch-size",
+        "100",
+        "--num-workers",
+        "4",
+        "--sample-bytes",
+        "1MiB",
+    )
     assert summary["budget_bytes"] == 900 * MiB  # FACTS.md: (2·4 + 1) × 100 MiB
     assert summary["holder_scans"] == 0 and summary["holders"] == []
     assert not any("holders" in s for s in samples)
@@ -93,17 +121,24 @@ def test_watch_adds_up_peak_and_biggest_holds():
     assert w.scans == 3 and w.unreadable == {"pid 1 (init): permission denied"}
 
 
-
 def test_text_prints_a_sample_when_usage_or_holders_change_and_a_heartbeat_otherwise():
     text, w, now = Text("/dev/shm", None, 0.5, 2.0), Watch(), datetime.now(timezone.utc)
     held = Holders((Holder(7, "python train.py", (Segment(1, "torch_1", 4096, True),)),))
     printed = []
-    for t, used, fresh in ((0.0, 10, None), (0.5, 10, None), (1.0, 20, None), (1.5, 20, held), (2.0, 20, held),
-                           (1.5 + HEARTBEAT_S, 20, None)):
+    for t, used, fresh in (
+        (0.0, 10, None),
+        (0.5, 10, None),
+        (1.0, 20, None),
+        (1.5, 20, held),
+        (2.0, 20, held),
+        (1.5 + HEARTBEAT_S, 20, None),
+    ):
         w.sample(t, 100, used)
         printed.append(text.sample(t, now, 100, used, w, fresh))
     assert [p is not None for p in printed] == [True, False, True, True, False, True]
     assert printed[3].splitlines()[1].split()[:2] == ["pid", "7"] and "\n" not in printed[5]
+
+
 HOLD = """
 import mmap, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
@@ -119,8 +154,11 @@ def test_holders_are_named_by_executable_and_script_never_their_arguments(tmp_pa
     script = tmp_path / "hold.py"
     script.write_text(HOLD)
     segment = f"/dev/shm/sdt-watch-{os.getpid()}"
-    holder = subprocess.Popen([sys.executable, str(script), segment, "--password=hunter2", "--token", "s3cr3t"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, str(script), segment, "--password=hunter2", "--token", "s3cr3t"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         shown = f"{os.path.basename(sys.executable)} {script}"

@@ -6,20 +6,28 @@
 用法：
 ./num-workers-bench.py
 """
+
 # The seed article's script (../../../shared/seed/000_*.txt), verbatim but for its indentation, which the article
 # lost, and num_runs: 3 instead of 10 (as in FACTS.md), to save device time.
-import torch
 import time
+
+import torch
+
+
 class MyDataset(torch.utils.data.Dataset):
     def __init__(self):
         # 创建一个大小约为 1 MB 的张量
-        self.tensor = torch.ones(1*2**18) # pytorch 中默认 torch.ones() 创建的是 float32（4字节）张量
+        self.tensor = torch.ones(1 * 2**18)  # pytorch 中默认 torch.ones() 创建的是 float32（4字节）张量
+
     def __len__(self):
         return 1000
+
     def __getitem__(self, idx):
         # 模拟较慢的数据预处理过程
         time.sleep(0.005)
         return self.tensor
+
+
 num_runs = 3
 num_workers = 5
 batch_size = 100

@@ -12,18 +12,26 @@ CPU 到 GPU 的数据拷贝通常会更快，并且有机会与 GPU 计算过程
 用法：
 ./pin-memory-non-block-bench.py
 """
+
 # The seed article's script (../../../shared/seed/000_*.txt), verbatim but for its indentation, which the article
 # lost, and num_runs: 3 instead of 10 (as in FACTS.md), to save device time.
-import torch
 import time
+
+import torch
+
+
 class MyDataset(torch.utils.data.Dataset):
     def __init__(self):
         # 创建一个大小约为 1 MB 的张量
-        self.tensor = torch.ones(1*2**18) # pytorch 中默认 torch.ones() 创建的是 float32（4字节）张量
+        self.tensor = torch.ones(1 * 2**18)  # pytorch 中默认 torch.ones() 创建的是 float32（4字节）张量
+
     def __len__(self):
         return 1000
+
     def __getitem__(self, idx):
         return self.tensor
+
+
 num_runs = 3
 num_workers = 5
 batch_size = 100

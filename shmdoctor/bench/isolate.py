@@ -1,5 +1,6 @@
 """Run one config in a child process and make sure it leaves nothing behind: no worker alive, no segment of its
 processes in /dev/shm. A crash, a bus error or an OOM kill comes back as a result."""
+
 from __future__ import annotations
 
 import json
@@ -99,7 +100,8 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
     baseline, kills, before = shm_used(shm_path), oom_kills(), _names(shm_path)
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp:
         job_path, result_path, log_path, pids_path = (
-            os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt", "pids"))
+            os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt", "pids")
+        )
         with open(job_path, "w") as f:
             json.dump({**job, "pids_file": pids_path}, f)
         started = time.perf_counter()
@@ -119,9 +121,14 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
             sampler.stop()
             removed = remove_segments(shm_path, before, pids)
         log_text = Path(log_path).read_text(errors="replace")[-LOG_TAIL:] if os.path.exists(log_path) else ""
-    status, message = classify(measured.get("error", ""), log_text, returncode,
-                               shm_present=os.path.isdir(shm_path), timed_out=timed_out,
-                               oom_killed=kills is not None and (oom_kills() or 0) > kills)
+    status, message = classify(
+        measured.get("error", ""),
+        log_text,
+        returncode,
+        shm_present=os.path.isdir(shm_path),
+        timed_out=timed_out,
+        oom_killed=kills is not None and (oom_kills() or 0) > kills,
+    )
     after = shm_used(shm_path)
     return Outcome(
         status=status,

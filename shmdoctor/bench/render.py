@@ -4,13 +4,14 @@ the findings and the table. The text is rendered from the document, so a saved J
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from .. import fixes
 from ..model import SCHEMA, Facts, Finding, Fix
 from ..render.json import _finding
 from ..render.text import _style, fix_lines
 from ..sizes import docker_size, format_size
-from .. import fixes
 from .model import Config, Result
 from .run import Workload, need
 from .sweep import Recommendation

@@ -94,7 +94,7 @@ class Zygote:
             self.proc.stdout.close()
             self.proc = None
 
-    def __enter__(self) -> "Zygote":
+    def __enter__(self) -> Zygote:
         self.proc = self._spawn()  # its `import torch` runs while the parent gets ready
         return self
 

@@ -6,8 +6,8 @@ import click
 
 from ..cli import INTERRUPTED
 from ..errors import UsageError
-from ..options import FORMATS, loader_kwargs
 from ..loader import loader_config
+from ..options import FORMATS, loader_kwargs
 from ..sizes import parse_size
 
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
@@ -141,8 +141,8 @@ def command(
 
     from .. import fixes
     from ..bench import render, run, sweep
-    from ..probe import local
     from ..bench.progress import progress
+    from ..probe import local
 
     name, info = resolve_device(device)
     cuda = name.startswith("cuda")

@@ -9,7 +9,7 @@ import fcntl
 import os
 import signal
 import stat
-from typing import Iterator
+from collections.abc import Iterator
 
 import click
 

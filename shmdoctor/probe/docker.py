@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import socket
 import struct
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from ..errors import ProbeError, UsageError
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterator
+from typing import Any
 
 from ..errors import UsageError
 from ..model import Facts

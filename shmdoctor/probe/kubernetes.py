@@ -13,7 +13,8 @@ Nothing runs from a manifest: use, and so what is free, is never known (used and
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import UsageError
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target

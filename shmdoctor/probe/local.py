@@ -20,7 +20,7 @@ def runtime(root: str = "/") -> str:
         return "kubernetes"
     if os.path.exists(os.path.join(root, ".dockerenv")):
         return "docker"
-    if os.path.exists(os.path.join(root, "run/.containerenv")) or os.environ.get("container"):
+    if os.path.exists(os.path.join(root, "run/.containerenv")) or os.environ.get("container"):  # noqa: SIM112 (podman sets it lowercase)
         return "container"
     try:
         with open(os.path.join(root, "proc/1/cgroup")) as f:

@@ -1,5 +1,6 @@
 """Datasets that fail inside a DataLoader worker the way a short /dev/shm or the OOM killer makes them fail, for
 `shmdoctor bench --dataset` tests. In the main process (where shmdoctor measures a sample) they behave."""
+
 from __future__ import annotations
 
 import os

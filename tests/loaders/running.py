@@ -5,6 +5,7 @@
 Prints 'ready <main pid> <worker pids...>' once the first batch arrived. --kill: SIGKILL itself right after,
 as the OOM killer or a scheduler would, leaving file_system segments behind.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """The seed article's loader (batch 100 x 1 MiB float32 samples), and datasets of other shapes for --dataset tests."""
+
 from __future__ import annotations
 
 import time
