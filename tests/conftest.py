@@ -1,37 +1,64 @@
-"""Shared test plumbing: the real Docker engine and the images scripts/build-test-images.sh builds.
+"""Shared test plumbing: the markers each folder implies, and fixtures for the real engine, test images and torch.
 
-Under CI=true a missing engine, image or torch is a failure, never a skip: the suite's real work is the point.
+A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus) without being told; a test
+marked with a need skips when the need is missing, and fails under CI=true: the suite's real work is the point.
+Tests in tests/unit/ need neither an engine nor torch. Plain helpers: tests/helpers.py.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import functools
+import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-BUSYBOX = "shmdoctor-test/busybox:1"
-PYTHON = "shmdoctor-test/python:1"  # Debian python3 + torch 2.13 CPU + click/psutil/pyyaml; the source at /src
-CI = os.environ.get("CI", "").lower() == "true"
+from tests.helpers import BUSYBOX, PYTHON, missing
+
+INTEGRATION = Path(__file__).resolve().parent / "integration"
+UNIT = Path(__file__).resolve().parent / "unit"
+NEEDS_TOOLS = {"engine", "images", "torch_module"}
 
 
-def missing(what: str) -> None:
-    """Fail under CI, skip elsewhere: the one place that decides."""
-    if CI:
-        pytest.fail(f"{what} (under CI=true this is a failure: run scripts/test.sh)", pytrace=False)
-    pytest.skip(what)
-
-
+@functools.cache
 def _engine_up() -> bool:
     return (
         shutil.which("docker") is not None
         and subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
     )
+
+
+# marker -> (is it there, what to say when it is not)
+NEEDS = {
+    "docker": (_engine_up, "no Docker engine is running"),
+    "torch": (lambda: importlib.util.find_spec("torch") is not None, "torch is not installed"),
+    "podman": (lambda: shutil.which("podman") is not None, "podman is not installed"),
+    "prometheus": (lambda: shutil.which("prometheus") is not None, "prometheus is not installed"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(item.fspath)
+        if path.is_relative_to(INTEGRATION):
+            kind = path.relative_to(INTEGRATION).parts[0]
+            if kind not in NEEDS:
+                raise pytest.UsageError(f"{path}: tests/integration/{kind}/ is not one of {sorted(NEEDS)}")
+            item.add_marker(kind)
+        elif path.is_relative_to(UNIT):
+            needs = {m.name for m in item.iter_markers() if m.name in NEEDS} | (NEEDS_TOOLS & set(item.fixturenames))
+            if needs:
+                raise pytest.UsageError(f"{item.nodeid} needs {sorted(needs)}: it belongs in tests/integration/")
+
+
+def pytest_runtest_setup(item):
+    for marker in item.iter_markers():
+        if marker.name in NEEDS:
+            present, says = NEEDS[marker.name]
+            if not present():
+                missing(says)
 
 
 @pytest.fixture(scope="session")
@@ -54,28 +81,3 @@ def torch_module():
     except ImportError:
         missing("torch is not installed")
     return torch
-
-
-def docker_run(*args: str, cmd: list[str], image: str = PYTHON, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`docker run --rm` with the source tree mounted read-only at /src, no network; returns the finished process."""
-    argv = ["docker", "run", "--rm", "--network", "none", "-v", f"{REPO}:/src:ro", "-w", "/src", *args, image, *cmd]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-
-
-def shmdoctor_in(*docker_args: str, args: list[str]) -> tuple[int, dict]:
-    """Run `python -m shmdoctor ARGS --format json` inside a fresh container; (exit code, parsed report)."""
-    proc = docker_run(*docker_args, cmd=["python", "-m", "shmdoctor", *args, "--format", "json"])
-    assert proc.stdout.strip(), f"no output; stderr: {proc.stderr}"
-    return proc.returncode, json.loads(proc.stdout)
-
-
-def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    """The installed CLI as a user runs it, in a subprocess, on this machine."""
-    return subprocess.run(
-        [sys.executable, "-m", "shmdoctor", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=REPO,
-    )

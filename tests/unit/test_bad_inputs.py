@@ -1,6 +1,7 @@
 """The catalogue of bad inputs, across every command: each is one row, with its exit code and its one-line message.
 
 Run as a user runs them (a subprocess): exactly one line on stderr, no traceback, nothing half-done.
+The rows only an engine can refuse are in tests/integration/docker/test_bad_inputs.py.
 {d} in an argument is a directory holding the bad files below; commands run from it (--dataset imports from it).
 """
 
@@ -11,6 +12,8 @@ import subprocess
 import sys
 
 import pytest
+
+from tests.helpers import assert_one_line_error
 
 FILES = {
     "badsyntax.py": "def broken(:\n",
@@ -264,14 +267,6 @@ CASES = [
         USAGE,
         "--filter 'label': expected KEY=VALUE",
     ),
-    (
-        "audit a container that does not exist",
-        ["audit", "sdt-bad-inputs-no-such-container"],
-        {},
-        USAGE,
-        "no such container: sdt-bad-inputs-no-such-container",
-    ),
-    ("audit a container name no engine allows", ["audit", "bad/name!"], {}, USAGE, "no such container: bad/name!"),
     # lint: files
     ("lint a file that is not there", ["lint", "{d}/nowhere.yml"], {}, USAGE, "nowhere.yml: no such file or directory"),
     ("lint without a file", ["lint"], {}, USAGE, "Missing argument"),
@@ -321,7 +316,6 @@ CASES = [
         "batch_size must be an integer",
     ),
 ]
-ENGINE_ROWS = {"audit a container that does not exist", "audit a container name no engine allows"}
 
 
 @pytest.fixture(scope="module")
@@ -334,9 +328,7 @@ def bad_files(tmp_path_factory):
 
 
 @pytest.mark.parametrize("argv, env, code, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input(request, bad_files, argv, env, code, message):
-    if request.node.callspec.id in ENGINE_ROWS:
-        request.getfixturevalue("engine")
+def test_bad_input(bad_files, argv, env, code, message):
     args = [a.format(d=bad_files) for a in argv]
     proc = subprocess.run(
         [sys.executable, "-m", "shmdoctor", *args],
@@ -346,12 +338,7 @@ def test_bad_input(request, bad_files, argv, env, code, message):
         cwd=bad_files,
         env={**os.environ, **env},
     )
-    lines = proc.stderr.splitlines()
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("shmdoctor: error: "), proc.stderr
-    assert message in lines[0]
-    assert proc.returncode == code
-    assert proc.stdout == ""  # nothing half-done on stdout
+    assert_one_line_error(proc, code, message)
 
 
 def test_the_catalogue_covers_every_command_and_30_kinds():

@@ -4,12 +4,12 @@ import re
 import shlex
 
 import pytest
-from conftest import REPO, run_cli
 
 from shmdoctor.rules import RULES
+from tests.helpers import REPO, readme_blocks, run_cli
 
 README = (REPO / "README.md").read_text()
-BLOCKS = re.findall(r"```(?:bash|console)?\n(.*?)```", README, re.S)
+BLOCKS = readme_blocks()
 
 
 def command_lines() -> list[str]:
@@ -46,32 +46,3 @@ def test_the_lint_example_output_is_what_lint_prints():
     command, *expected = block.strip().splitlines()
     proc = run_cli(*shlex.split(command)[2:])
     assert proc.returncode == 0 and proc.stdout.splitlines()[: len(expected)] == expected
-
-
-def test_the_failing_container_output_is_what_check_prints(images):
-    """The README's 'A container that fails': the same command in a default container, line for line (the
-    container's hostname, its memory in use, ulimit and CPUs aside)."""
-    from conftest import docker_run
-
-    block = next(b for b in BLOCKS if b.startswith("FAIL  this loader needs 900 MiB"))
-    proc = docker_run(
-        cmd=[
-            "python",
-            "-m",
-            "shmdoctor",
-            "check",
-            "--batch-size",
-            "100",
-            "--num-workers",
-            "4",
-            "--sample-bytes",
-            "1MiB",
-        ]
-    )
-
-    def normal(text: str) -> list[str]:
-        text = re.sub(r"Facts   \w+ ", "Facts   HOST ", text)
-        text = re.sub(r"ulimit -n  \d+    CPUs [\d.]+", "ulimit -n  N    CPUs N", text)
-        return re.sub(r"no limit, [\d.]+ \w+ used", "no limit, USED", text).rstrip().splitlines()
-
-    assert proc.returncode == 1 and normal(proc.stdout) == normal(block)

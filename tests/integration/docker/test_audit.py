@@ -11,9 +11,9 @@ import sys
 import time
 
 import pytest
-from conftest import BUSYBOX, missing, run_cli
 
 from shmdoctor.sizes import GiB, MiB
+from tests.helpers import BUSYBOX, missing, run_cli
 
 PREFIX = f"sdt-audit-{os.getpid()}-"
 SECRET = "s3cr3t-value-for-audit-tests"

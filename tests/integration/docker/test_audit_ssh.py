@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BUSYBOX, REPO, missing
+
+from tests.helpers import BUSYBOX, REPO, missing
 
 pytestmark = pytest.mark.usefixtures("images")
 NAME = "sdt-ssh-"

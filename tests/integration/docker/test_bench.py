@@ -3,7 +3,8 @@
 import json
 
 import pytest
-from conftest import docker_run
+
+from tests.helpers import docker_run
 
 pytestmark = pytest.mark.usefixtures("images")
 # After the bench, from the same container: /dev/shm's use (statvfs) and its listing, on stderr.

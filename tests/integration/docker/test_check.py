@@ -1,7 +1,8 @@
 """`shmdoctor check` inside real containers, each started the way users start theirs, with the seed's loader."""
 
 import pytest
-from conftest import docker_run, shmdoctor_in
+
+from tests.helpers import docker_run, shmdoctor_in
 
 SEED = ["check", "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
 MiB, GiB = 2**20, 2**30

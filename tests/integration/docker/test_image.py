@@ -1,11 +1,12 @@
-"""The top-level Dockerfile and examples/, run for real: none of them is decoration."""
+"""The top-level Dockerfile, built and run for real: the image checks, audits, and stops what cannot fit."""
 
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, docker_run
+
+from tests.helpers import REPO, docker_run
 
 IMAGE = "shmdoctor-test/shmdoctor:dev"
 SEED = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
@@ -134,32 +135,3 @@ def test_image_audits_a_running_container_through_the_read_only_socket(image):
         assert "--shm-size=1536m" in report["findings"][0]["fixes"][0]["docker_args"]
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
-
-
-@pytest.mark.parametrize("example", ["examples/docker-compose.yml", "examples/k8s-job.yaml"])
-def test_example_definitions_pass_lint_with_their_own_loader(example):
-    proc = subprocess.run(
-        [str(REPO / ".venv/bin/shmdoctor"), "lint", example, "--format", "json"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
-    doc = json.loads(proc.stdout)
-    assert proc.returncode == 0 and doc["verdict"] == "ok", proc.stdout
-    [report] = doc["reports"]
-    assert report["requirement"]["bytes"] == 900 * 2**20  # from the label/annotation: batch 100 × 1 MiB, 4 workers
-    assert report["shm"]["size_bytes"] == 1536 * 2**20
-
-
-@pytest.mark.parametrize("example", ["examples/docker-compose.yml", "examples/k8s-job.yaml"])
-def test_example_definitions_fail_lint_for_a_loader_they_cannot_hold(example, tmp_path):
-    bigger = tmp_path / Path(example).name  # the same file, with a loader twice as hungry in its label
-    bigger.write_text((REPO / example).read_text().replace("num_workers=4", "num_workers=8"))
-    proc = subprocess.run(
-        [str(REPO / ".venv/bin/shmdoctor"), "lint", str(bigger), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 1 and json.loads(proc.stdout)["reports"][0]["findings"][0]["id"] == "shm-too-small"

@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
-from conftest import BUSYBOX
 
 from shmdoctor.cli import main
+from tests.helpers import BUSYBOX, DATA
 
-COMPOSE = Path(__file__).parent / "data" / "manifests" / "docker-compose.yml"
-pytestmark = pytest.mark.docker
+COMPOSE = DATA / "manifests" / "docker-compose.yml"
 
 
 def docker_args(service: dict, names: dict[str, str]) -> list[str]:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import run_cli
 
 from shmdoctor.bench import isolate
 from shmdoctor.bench.model import Config
 from shmdoctor.bench.run import Workload, job
 from shmdoctor.bench.zygote import Zygote
+from tests.helpers import run_cli
 
 pytestmark = pytest.mark.usefixtures("torch_module")
 FAULTS = "tests.loaders.bench_faults"

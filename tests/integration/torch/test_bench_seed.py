@@ -3,7 +3,7 @@ Its time against a seed epoch is a figure, printed by benchmarks/bench_vs_seed_e
 
 import json
 
-from conftest import run_cli
+from tests.helpers import run_cli
 
 
 def test_the_seed_experiment_recommends_3_or_4_workers(torch_module):

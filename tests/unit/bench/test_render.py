@@ -4,10 +4,9 @@ import json
 import subprocess
 import sys
 
-from conftest import REPO, missing, run_cli
-
 from shmdoctor.bench.model import Config, Result
 from shmdoctor.bench.render import render_text
+from tests.helpers import REPO
 
 GPU_RUN = REPO / "docs" / "gpu-bench" / "bench-seed-workers.json"
 
@@ -28,30 +27,6 @@ def test_a_config_read_back_from_its_dict_labels_the_same():
     for config in (Config(0, None, False, False), Config(3, 2, True, False)):
         d = Result(config, "ok", predicted_shm_bytes=1).to_dict(batch_size=8)
         assert Config.of(d) == config
-
-
-def test_plot_writes_a_png(tmp_path):
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        missing("matplotlib is not installed (shmdoctor[plot]; scripts/test.sh installs it)")
-    out = tmp_path / "sweep.png"
-    proc = run_cli(
-        "bench",
-        "--sample-bytes",
-        "64k",
-        "--batch-size",
-        "2",
-        "--num-workers",
-        "0,1",
-        "--batches",
-        "3",
-        "--plot",
-        str(out),
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_without_matplotlib_says_what_it_needs(tmp_path):

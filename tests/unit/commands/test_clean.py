@@ -2,7 +2,7 @@
 
 The host's /dev/shm is shared with other people's tests: the tests here only create, name and remove segments
 whose names carry this test process's pid, and --yes on the real /dev/shm is always limited to those names. A
---yes without names runs in a container, on a tmpfs of its own.
+--yes without names runs in a container, on a tmpfs of its own: tests/integration/docker/test_clean.py.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PYTHON, REPO, docker_run, run_cli
 
 from shmdoctor.commands import clean
 from shmdoctor.probe import holders
 from shmdoctor.probe.holders import Holder, Holders, Segment
-from shmdoctor.segments import NOT_VISIBLE, Entry, File, classify, creator_pid, recognise
+from shmdoctor.segments import Entry, File, classify, creator_pid, recognise
+from tests.helpers import run_cli
 
 SHM = "/dev/shm"
 TAG = str(os.getpid())  # the <random> field of this test's torch_<pid>_<random>_<n> names
@@ -64,22 +64,6 @@ def _nccl(suffix: str) -> str:
 )
 def test_recognise(name, kind):
     assert recognise(name) == kind
-
-
-def test_recognise_pytorchs_own_names(torch_module):
-    # A real file_system segment, named by ATen: torch_<pid>_<random>_<counter>.
-    code = """
-import os, torch, torch.multiprocessing as mp
-mp.set_sharing_strategy("file_system")
-before = set(os.listdir("/dev/shm"))
-t = torch.ones(4096).share_memory_()
-print(os.getpid(), *sorted(n for n in set(os.listdir("/dev/shm")) - before if n.startswith("torch_")))
-"""
-    pid, *names = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert names, "torch made no named segment"
-    assert all(recognise(n) == "PyTorch" and creator_pid(n) == int(pid) for n in names)
 
 
 def test_recognise_multiprocessings_own_semaphores():
@@ -251,56 +235,6 @@ def test_creator_alive_means_a_batch_in_flight(made, hold):
         creator.wait()
 
 
-UNKNOWN_AND_KNOWN = """
-import os, subprocess, sys
-d = sys.argv[1]
-def write(name): open(os.path.join(d, name), "wb").write(b"1" * 8192)
-subprocess.run([sys.executable, "-c", f"open('{d}/torch_%d_1_0' % __import__('os').getpid(), 'wb').write(b'1')"])
-for name in ("nccl-left01", "sem.mp-left_ovr", "psm_5f3a", "sem.other", "notes.txt", "torch_utils.py",
-             "nccl-tests.log", "torch_1_2_3.py", "sem.mp-short"):
-    write(name)
-os.symlink("/etc/hostname", os.path.join(d, "torch_1_2_3"))
-os.mkdir(os.path.join(d, "torch_1_2_4"))
-out = subprocess.run([sys.executable, "-m", "shmdoctor", "clean", "--yes", "--format", "json", "--path", d],
-                     capture_output=True, text=True)
-print(out.returncode, out.stderr.strip())
-print(out.stdout)
-print(" ".join(sorted(os.listdir(d))))
-"""
-
-
-@pytest.mark.docker
-def test_yes_never_touches_what_it_does_not_recognise(images):
-    # A tmpfs of the container's own, --yes without names; the host's PID namespace, so the dead creator counts.
-    proc = docker_run(
-        "--name",
-        f"sdt-clean-unknown-{os.getpid()}",
-        "--pid=host",
-        "--tmpfs",
-        "/mnt/shm",
-        cmd=["python", "-c", UNKNOWN_AND_KNOWN, "/mnt/shm"],
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    status, *rest = proc.stdout.splitlines()
-    doc, left = json.loads("\n".join(rest[:-1])), rest[-1].split()
-    assert status == "0 "
-    removed = sorted(e["name"] for e in doc["removed"])
-    assert removed[:2] == ["nccl-left01", "sem.mp-left_ovr"] and len(removed) == 3
-    assert recognise(removed[2]) == "PyTorch"
-    unknown = [
-        "psm_5f3a",
-        "sem.other",
-        "notes.txt",
-        "torch_utils.py",
-        "nccl-tests.log",
-        "torch_1_2_3.py",
-        "sem.mp-short",
-    ]
-    assert left == sorted(unknown + ["torch_1_2_3", "torch_1_2_4"])  # and a link and a directory with segment names
-    assert doc["unrecognised"]["count"] == len(unknown)
-
-
 @pytest.mark.parametrize("where", ["a project directory", "a directory inside a tmpfs"])
 def test_a_path_that_is_not_a_tmpfs_mount_point_is_refused(tmp_path, made, where):
     if where == "a project directory":
@@ -371,151 +305,3 @@ def test_holders_see_unlinked_segments(made, hold):
 
 
 # --- a real leak, in a container's own /dev/shm -------------------------------------------------------------------
-
-KILL_AND_CLEAN = """
-ready=$(python tests/loaders/running.py --strategy file_system --kill 2>/dev/null)
-echo "killed: $?"
-for pid in ${ready#ready }; do  # the workers notice their parent is gone within 5 s, and exit
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
-done
-python -m shmdoctor clean --format json > /tmp/list.json; echo "list: $?"
-python -m shmdoctor clean --yes --format json > /tmp/yes.json; echo "yes: $?"
-echo "left: $(ls /dev/shm | wc -l)"
-python -c 'import json; print(json.dumps([json.load(open("/tmp/list.json")), json.load(open("/tmp/yes.json"))]))'
-"""
-
-
-@pytest.mark.docker
-@pytest.mark.torch
-def test_sigkilled_file_system_loader_leak_is_listed_then_freed(images):
-    # In the host's PID namespace (--pid=host) a creator's pid can be checked: the dead loader's segments go.
-    proc = docker_run(
-        "--name",
-        f"sdt-clean-leak-{os.getpid()}",
-        "--shm-size=256m",
-        "--init",
-        "--pid=host",
-        cmd=["sh", "-c", KILL_AND_CLEAN],
-        timeout=300,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[:4] == ["killed: 137", "list: 0", "yes: 0", "left: 0"], proc.stdout + proc.stderr
-    listed, freed = json.loads(lines[4])
-    names = [e["name"] for e in listed["leaked"]]
-    assert names and all(recognise(n) == "PyTorch" for n in names)
-    assert listed["leaked_bytes"] > 0 and listed["used_bytes"] >= listed["leaked_bytes"]
-    assert sorted(e["name"] for e in freed["removed"]) == sorted(names)
-    assert freed["freed_bytes"] == listed["leaked_bytes"]
-
-
-@pytest.mark.docker
-@pytest.mark.torch
-def test_in_a_containers_pid_namespace_the_leak_is_kept_and_says_why(images):
-    # Its own PID namespace: a peer sharing /dev/shm could have any of these in flight; nothing can prove otherwise.
-    proc = docker_run(
-        "--name",
-        f"sdt-clean-leakns-{os.getpid()}",
-        "--shm-size=256m",
-        "--init",
-        cmd=["sh", "-c", KILL_AND_CLEAN],
-        timeout=300,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[:3] == ["killed: 137", "list: 0", "yes: 0"] and lines[3] != "left: 0", proc.stdout + proc.stderr
-    listed, kept = json.loads(lines[4])
-    assert listed["leaked"] == [] and kept["removed"] == [] and kept["freed_bytes"] == 0
-    assert kept["kept"] and all(e["kind"] == "PyTorch" and e["why"] == NOT_VISIBLE for e in kept["kept"])
-
-
-IPC_OWNER = """
-import os, time
-open(f"/dev/shm/torch_{os.getpid()}_1_0", "wb").write(b"1" * 8192)  # in flight: its creator alive, nobody maps it
-print("made", flush=True)
-time.sleep(600)
-"""
-
-
-# The creator's pid past the few the peer's own processes will have: pid 1 there must not vouch for it by chance.
-OWNER_START = 'for i in $(seq 40); do /bin/true; done; python -c "$0" & wait'
-
-
-@pytest.mark.docker
-def test_a_peer_containers_segment_in_flight_is_kept(images):
-    # --ipc=container:owner shares the owner's /dev/shm, not its PID namespace: the creator is invisible from here.
-    owner = f"sdt-clean-owner-{os.getpid()}"
-    started = subprocess.run(
-        [
-            "docker",
-            "run",
-            "-d",
-            "--rm",
-            "--name",
-            owner,
-            "--network",
-            "none",
-            "--ipc=shareable",
-            "-v",
-            f"{REPO}:/src:ro",
-            "-w",
-            "/src",
-            PYTHON,
-            "sh",
-            "-c",
-            OWNER_START,
-            IPC_OWNER,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    try:
-        assert started.returncode == 0, started.stderr
-        logs = subprocess.Popen(["docker", "logs", "-f", owner], stdout=subprocess.PIPE, text=True)
-        try:
-            assert logs.stdout.readline().strip() == "made"
-        finally:
-            logs.kill()
-            logs.wait()
-        script = 'python -m shmdoctor clean --yes --format json; echo "left: $(ls /dev/shm)"'
-        proc = docker_run(
-            "--name", f"sdt-clean-peer-{os.getpid()}", f"--ipc=container:{owner}", cmd=["sh", "-c", script], timeout=120
-        )
-        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-        *doc, left = proc.stdout.splitlines()
-        doc = json.loads("\n".join(doc))
-        assert doc["removed"] == [] and [(e["kind"], e["why"]) for e in doc["kept"]] == [("PyTorch", NOT_VISIBLE)]
-        assert left == f"left: {doc['kept'][0]['name']}" and creator_pid(left[6:]) is not None
-    finally:
-        subprocess.run(["docker", "rm", "-f", owner], capture_output=True, timeout=60)
-
-
-OTHER_USER = """
-setpriv --reuid=1000 --regid=1000 --clear-groups sh -c '
-  head -c 8192 /dev/zero > /dev/shm/nccl-left01
-  head -c 8192 /dev/zero > /dev/shm/nccl-held01
-  exec 3</dev/shm/nccl-held01; touch /tmp/holding; exec sleep 600' &
-while [ ! -e /tmp/holding ]; do sleep 0.05; done
-python -m shmdoctor clean --format json > /tmp/list.json; echo "list: $?"
-python -m shmdoctor clean --yes --format json > /tmp/yes.json; echo "yes: $?"
-ls /dev/shm
-python -c 'import json; print(json.dumps([json.load(open("/tmp/list.json")), json.load(open("/tmp/yes.json"))]))'
-"""
-
-
-@pytest.mark.docker
-def test_a_containers_root_cleans_what_its_training_user_left(images):
-    # Docker drops CAP_SYS_PTRACE and CAP_LEASE: root in the container can neither read uid 1000's descriptors in
-    # /proc nor take a lease on its files. The lease is taken as the file's owner; it still finds the holder.
-    proc = docker_run("--name", f"sdt-clean-user-{os.getpid()}", "--init", cmd=["sh", "-c", OTHER_USER], timeout=300)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[:3] == ["list: 0", "yes: 0", "nccl-held01"], proc.stdout + proc.stderr
-    listed, freed = json.loads(lines[3])
-    assert [e["name"] for e in listed["leaked"]] == ["nccl-left01"]
-    assert [(e["name"], e["why"]) for e in listed["kept"]] == [
-        ("nccl-held01", "a process /proc did not show has it open or mapped")
-    ]
-    assert any("(sleep 600): permission denied" in u for u in listed["unreadable"])
-    assert [e["name"] for e in freed["removed"]] == ["nccl-left01"] and freed["failed"] == []

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
 
 from shmdoctor.cli import main
+from tests.helpers import DATA as TEST_DATA
+from tests.helpers import REPO
 
-DATA = Path(__file__).parent / "data" / "manifests"
-BAD = Path(__file__).parent / "data" / "manifests-bad"
+DATA = TEST_DATA / "manifests"
+BAD = TEST_DATA / "manifests-bad"
 SEED = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # needs 900 MiB
 
 

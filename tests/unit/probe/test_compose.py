@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from shmdoctor.errors import UsageError
 from shmdoctor.probe import compose, documents
 from shmdoctor.sizes import GiB, MiB
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "manifests"
+DATA = TEST_DATA / "manifests"
 
 
 def services(text: str, swarm: bool | None = None) -> dict:

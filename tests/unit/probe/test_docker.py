@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from shmdoctor.loader import loader_config
 from shmdoctor.options import requirement_from
 from shmdoctor.probe import docker as probe
 from shmdoctor.sizes import GiB, MiB
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "inspect"
+DATA = TEST_DATA / "inspect"
 HOST_SHM = 23 * GiB  # what the engine host's /dev/shm would be
 SEED = dict(batch_size=100, num_workers=4, prefetch_factor=None, sample_bytes="1MiB", pin_memory=False, ranks=1)
 

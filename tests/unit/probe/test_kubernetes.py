@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from shmdoctor.errors import UsageError
 from shmdoctor.probe import documents, kubernetes
 from shmdoctor.sizes import GiB, MiB
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "manifests"
+DATA = TEST_DATA / "manifests"
 
 
 def workloads(text: str, source: str = "pod.yaml") -> tuple[dict, list[str]]:

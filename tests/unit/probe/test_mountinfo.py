@@ -1,14 +1,13 @@
 """The /dev/shm probe on mountinfo captured inside real containers (tests/data/mountinfo: `docker run <flags>`)."""
 
-from pathlib import Path
-
 import pytest
 
 from shmdoctor.errors import UsageError
 from shmdoctor.probe import mountinfo
 from shmdoctor.sizes import GiB, MiB
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "mountinfo"
+DATA = TEST_DATA / "mountinfo"
 HOST_SHM = 24684096 * 1024  # the capturing machine's /dev/shm
 
 

@@ -1,0 +1,126 @@
+"""What tests share, importable from every folder: `from tests.helpers import run_cli, unique_name, ...`.
+
+Fixtures (engine, images, torch_module) live in tests/conftest.py; this module holds plain functions and constants.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+BUSYBOX = "shmdoctor-test/busybox:1"
+PYTHON = "shmdoctor-test/python:1"  # Debian python3 + torch 2.13 CPU + click/psutil/pyyaml; the source at /src
+CI = os.environ.get("CI", "").lower() == "true"
+INTERRUPTED = 130
+WAIT = 30  # seconds a step may take before a test gives up (a hang, not a speed limit)
+RUN_PREFIX = f"sdt-{os.getpid()}"  # this run's containers, images and networks: two runs on one engine never collide
+
+
+def unique_name(label: str) -> str:
+    """A container/network/image name unique to this test run: `sdt-<pid>-<label>`."""
+    return f"{RUN_PREFIX}-{label}"
+
+
+def missing(what: str) -> None:
+    """Fail under CI, skip elsewhere: the one place that decides."""
+    if CI:
+        pytest.fail(f"{what} (under CI=true this is a failure: run scripts/test.sh)", pytrace=False)
+    pytest.skip(what)
+
+
+def entry_point() -> str:
+    """The installed `shmdoctor` script of the interpreter running the tests (whatever venv that is)."""
+    return str(Path(sys.executable).parent / "shmdoctor")
+
+
+def docker_run(*args: str, cmd: list[str], image: str = PYTHON, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`docker run --rm` with the source tree mounted read-only at /src, no network; returns the finished process."""
+    argv = ["docker", "run", "--rm", "--network", "none", "-v", f"{REPO}:/src:ro", "-w", "/src", *args, image, *cmd]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def shmdoctor_in(*docker_args: str, args: list[str]) -> tuple[int, dict]:
+    """Run `python -m shmdoctor ARGS --format json` inside a fresh container; (exit code, parsed report)."""
+    proc = docker_run(*docker_args, cmd=["python", "-m", "shmdoctor", *args, "--format", "json"])
+    assert proc.stdout.strip(), f"no output; stderr: {proc.stderr}"
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    """The installed CLI as a user runs it, in a subprocess, on this machine."""
+    return subprocess.run(
+        [sys.executable, "-m", "shmdoctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=REPO,
+    )
+
+
+def start_cli(*args: str, cwd=REPO, env=None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
+    """The CLI started in a subprocess, left running (to be interrupted)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "shmdoctor", *args],
+        cwd=cwd,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def interrupt(proc: subprocess.Popen) -> tuple[int, str, str]:
+    """A real SIGINT; (exit code, stdout, stderr without empty lines)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("still running after SIGINT")
+    assert "Traceback" not in err, err
+    # Click writes an empty line first (after the terminal's ^C) when the interrupt reaches it
+    return proc.returncode, out, "\n".join(line for line in err.splitlines() if line)
+
+
+def wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up waiting for {what}")
+        time.sleep(0.01)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, message: str) -> None:
+    """What every bad input gets: one `shmdoctor: error:` line holding message, the exit code, nothing on stdout."""
+    lines = proc.stderr.splitlines()
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("shmdoctor: error: "), proc.stderr
+    assert message in lines[0]
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout == ""  # nothing half-done on stdout
+
+
+def readme_blocks() -> list[str]:
+    """The README's code blocks (bash, console or plain), in order."""
+    return re.findall(r"```(?:bash|console)?\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+
+
+def watch_json(*args: str) -> tuple[list[dict], dict]:
+    """`shmdoctor watch --format json ARGS` run to its end: (the samples, the summary)."""
+    proc = run_cli("watch", "--format", "json", *args)
+    assert proc.returncode == 0, proc.stderr
+    docs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [d["type"] for d in docs] == ["sample"] * (len(docs) - 1) + ["summary"]
+    return docs[:-1], docs[-1]
