@@ -5,6 +5,7 @@ Fixtures (engine, images, torch_module) live in tests/conftest.py; this module h
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -43,10 +44,21 @@ def entry_point() -> str:
     return str(Path(sys.executable).parent / "shmdoctor")
 
 
+_runs = itertools.count()
+
+
 def docker_run(*args: str, cmd: list[str], image: str = PYTHON, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`docker run --rm` with the source tree mounted read-only at /src, no network; returns the finished process."""
-    argv = ["docker", "run", "--rm", "--network", "none", "-v", f"{REPO}:/src:ro", "-w", "/src", *args, image, *cmd]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    """`docker run --rm` with the source tree mounted read-only at /src, no network; returns the finished process.
+
+    Named with unique_name() unless args name it; past the timeout the container is removed, not left running."""
+    name = args[args.index("--name") + 1] if "--name" in args else unique_name(f"run-{next(_runs)}")
+    named = () if "--name" in args else ("--name", name)
+    argv = ["docker", "run", "--rm", *named, "--network", "none", "-v", f"{REPO}:/src:ro", "-w", "/src", *args]
+    try:
+        return subprocess.run([*argv, image, *cmd], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
+        raise
 
 
 def shmdoctor_in(*docker_args: str, args: list[str]) -> tuple[int, dict]:

@@ -13,9 +13,9 @@ import time
 import pytest
 
 from shmdoctor.sizes import GiB, MiB
-from tests.helpers import BUSYBOX, missing, run_cli
+from tests.helpers import BUSYBOX, missing, run_cli, unique_name
 
-PREFIX = f"sdt-audit-{os.getpid()}-"
+PREFIX = unique_name("audit-")
 SECRET = "s3cr3t-value-for-audit-tests"
 SEED = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # needs 900 MiB
 LABEL = "shmdoctor.loader=batch_size=10,num_workers=2,sample_bytes=1MiB"  # needs (2·2+1) × 10 MiB = 50 MiB
@@ -246,8 +246,8 @@ def test_container_removed_mid_audit_is_said_and_the_audit_goes_on(fleet, monkey
     from shmdoctor.cli import main
     from shmdoctor.probe import docker as probe
 
-    doomed = start("doomed", "--label", f"sdt-audit-gone={os.getpid()}", "--shm-size=2g")
-    kept = start("kept", "--label", f"sdt-audit-gone={os.getpid()}", "--shm-size=2g")
+    label = f"sdt-audit-gone={PREFIX}"
+    doomed, kept = PREFIX + "doomed", PREFIX + "kept"
     listed = probe.Engine.list
 
     def list_then_remove(self, filters, include_exited):  # the engine lists it, then it is gone before its inspect
@@ -258,7 +258,9 @@ def test_container_removed_mid_audit_is_said_and_the_audit_goes_on(fleet, monkey
 
     monkeypatch.setattr(probe.Engine, "list", list_then_remove)
     try:
-        code = main(["audit", "--filter", f"label=sdt-audit-gone={os.getpid()}", "--format", "json", *SEED])
+        start("doomed", "--label", label, "--shm-size=2g")
+        start("kept", "--label", label, "--shm-size=2g")
+        code = main(["audit", "--filter", f"label={label}", "--format", "json", *SEED])
     finally:
         remove(doomed, kept)
     doc = json.loads(capsys.readouterr().out)
@@ -273,8 +275,9 @@ def test_container_removed_mid_audit_is_said_and_the_audit_goes_on(fleet, monkey
 def test_oom_killed_container_with_all(images):
     # 100 MiB into a 256 MiB /dev/shm under a 32 MiB memory limit: tmpfs pages are charged to the cgroup.
     fill = ("dd", "if=/dev/zero", "of=/dev/shm/x", "bs=1M", "count=100")
-    name = start("oom", "--memory=32m", "--shm-size=256m", cmd=fill)
+    name = PREFIX + "oom"
     try:
+        start("oom", "--memory=32m", "--shm-size=256m", cmd=fill)
         assert docker("wait", name).stdout.strip() == "137"
         assert docker("inspect", "-f", "{{.State.OOMKilled}}", name).stdout.strip() == "true"
         code, doc, _ = audit("--filter", f"name={name}")

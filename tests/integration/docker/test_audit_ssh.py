@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BUSYBOX, REPO, missing
+from tests.helpers import BUSYBOX, REPO, missing, unique_name
 
 pytestmark = pytest.mark.usefixtures("images")
-NAME = "sdt-ssh-"
+NAME = unique_name("ssh-")
 
 
 @pytest.fixture(scope="module")
@@ -78,14 +78,16 @@ def ssh_host(tmp_path_factory):
 @pytest.fixture
 def containers():
     names = [f"{NAME}{i}" for i in range(12)]
-    for name in names:
-        subprocess.run(
-            ["docker", "run", "-d", "--name", name, "--network", "none", BUSYBOX, "sleep", "600"],
-            check=True,
-            capture_output=True,
-        )
-    yield names
-    subprocess.run(["docker", "rm", "-f", *names], capture_output=True)
+    try:
+        for name in names:
+            subprocess.run(
+                ["docker", "run", "-d", "--name", name, "--network", "none", BUSYBOX, "sleep", "600"],
+                check=True,
+                capture_output=True,
+            )
+        yield names
+    finally:
+        subprocess.run(["docker", "rm", "-f", *names], capture_output=True)
 
 
 def test_audit_over_ssh_judges_every_container(ssh_host, containers):

@@ -6,11 +6,10 @@ The pure part and clean on the host's /dev/shm (limited to this test's own names
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 from shmdoctor.segments import NOT_VISIBLE, creator_pid, recognise
-from tests.helpers import PYTHON, REPO, docker_run
+from tests.helpers import PYTHON, REPO, docker_run, unique_name
 
 UNKNOWN_AND_KNOWN = """
 import os, subprocess, sys
@@ -34,7 +33,7 @@ def test_yes_never_touches_what_it_does_not_recognise(images):
     # A tmpfs of the container's own, --yes without names; the host's PID namespace, so the dead creator counts.
     proc = docker_run(
         "--name",
-        f"sdt-clean-unknown-{os.getpid()}",
+        unique_name("clean-unknown"),
         "--pid=host",
         "--tmpfs",
         "/mnt/shm",
@@ -78,7 +77,7 @@ def test_sigkilled_file_system_loader_leak_is_listed_then_freed(images):
     # In the host's PID namespace (--pid=host) a creator's pid can be checked: the dead loader's segments go.
     proc = docker_run(
         "--name",
-        f"sdt-clean-leak-{os.getpid()}",
+        unique_name("clean-leak"),
         "--shm-size=256m",
         "--init",
         "--pid=host",
@@ -100,7 +99,7 @@ def test_in_a_containers_pid_namespace_the_leak_is_kept_and_says_why(images):
     # Its own PID namespace: a peer sharing /dev/shm could have any of these in flight; nothing can prove otherwise.
     proc = docker_run(
         "--name",
-        f"sdt-clean-leakns-{os.getpid()}",
+        unique_name("clean-leakns"),
         "--shm-size=256m",
         "--init",
         cmd=["sh", "-c", KILL_AND_CLEAN],
@@ -128,7 +127,7 @@ OWNER_START = 'for i in $(seq 40); do /bin/true; done; python -c "$0" & wait'
 
 def test_a_peer_containers_segment_in_flight_is_kept(images):
     # --ipc=container:owner shares the owner's /dev/shm, not its PID namespace: the creator is invisible from here.
-    owner = f"sdt-clean-owner-{os.getpid()}"
+    owner = unique_name("clean-owner")
     started = subprocess.run(
         [
             "docker",
@@ -164,7 +163,7 @@ def test_a_peer_containers_segment_in_flight_is_kept(images):
             logs.wait()
         script = 'python -m shmdoctor clean --yes --format json; echo "left: $(ls /dev/shm)"'
         proc = docker_run(
-            "--name", f"sdt-clean-peer-{os.getpid()}", f"--ipc=container:{owner}", cmd=["sh", "-c", script], timeout=120
+            "--name", unique_name("clean-peer"), f"--ipc=container:{owner}", cmd=["sh", "-c", script], timeout=120
         )
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
         *doc, left = proc.stdout.splitlines()
@@ -191,7 +190,7 @@ python -c 'import json; print(json.dumps([json.load(open("/tmp/list.json")), jso
 def test_a_containers_root_cleans_what_its_training_user_left(images):
     # Docker drops CAP_SYS_PTRACE and CAP_LEASE: root in the container can neither read uid 1000's descriptors in
     # /proc nor take a lease on its files. The lease is taken as the file's owner; it still finds the holder.
-    proc = docker_run("--name", f"sdt-clean-user-{os.getpid()}", "--init", cmd=["sh", "-c", OTHER_USER], timeout=300)
+    proc = docker_run("--name", unique_name("clean-user"), "--init", cmd=["sh", "-c", OTHER_USER], timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:3] == ["list: 0", "yes: 0", "nccl-held01"], proc.stdout + proc.stderr

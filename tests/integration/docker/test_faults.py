@@ -8,10 +8,8 @@ error with a defined exit code, never a traceback.
 from __future__ import annotations
 
 import json
-import os
-import time
 
-from tests.helpers import INTERRUPTED, PYTHON, docker_run
+from tests.helpers import INTERRUPTED, PYTHON, docker_run, unique_name
 
 CLEAN_INTERRUPTED = """
 import json, os, signal, subprocess, sys, time
@@ -34,7 +32,7 @@ def test_ctrl_c_in_clean_reports_exactly_what_it_removed(images):
     # In a container: --yes without names, on a /dev/shm of its own.
     proc = docker_run(
         "--name",
-        f"sdt-faults-clean-{os.getpid()}",
+        unique_name("faults-clean"),
         "--shm-size=64m",
         cmd=["python", "-c", CLEAN_INTERRUPTED],
         image=PYTHON,
@@ -73,8 +71,6 @@ def _fault(*docker_args: str, setup: str = "", user: str = "", commands=(CHECK, 
     drop = f"setpriv --reuid={user} --regid={user} --clear-groups " if user else ""
     script = f'{setup}\nexec {drop}python -c "$RUN_ALL" ' + " ".join(f"'{c}'" for c in commands)
     proc = docker_run(
-        "--name",
-        f"sdt-faults-{os.getpid()}-{time.monotonic_ns()}",
         "-e",
         f"RUN_ALL={RUN_ALL}",
         *docker_args,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, docker_run
+from tests.helpers import BUSYBOX, REPO, docker_run, unique_name
 
-IMAGE = "shmdoctor-test/shmdoctor:dev"
+IMAGE = f"shmdoctor-test/shmdoctor:{unique_name('dev')}"  # this run's build, removed after
 SEED = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
 # The image has no shmdoctor script of its own: examples/entrypoint.sh finds one on PATH.
 SHIM = (
@@ -19,9 +19,8 @@ SHIM = (
 
 @pytest.fixture(scope="module")
 def image(images):
-    """The Dockerfile built on the Debian test image (no registry here for python:3.12-slim); layers are cached.
-    The image it replaces, if the source changed since, is removed: test runs leave no trail of dangling images."""
-    before = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", IMAGE], capture_output=True, text=True)
+    """The Dockerfile built on the Debian test image (no registry here for python:3.12-slim), tagged for this run
+    alone and removed after it: test runs leave no trail of images, and two runs never test each other's build."""
     proc = subprocess.run(
         [
             "docker",
@@ -39,10 +38,11 @@ def image(images):
         text=True,
         timeout=900,
     )
-    assert proc.returncode == 0, proc.stderr
-    if before.returncode == 0 and before.stdout.strip() not in proc.stdout:
-        subprocess.run(["docker", "rmi", before.stdout.strip()], capture_output=True)
-    return IMAGE
+    try:
+        assert proc.returncode == 0, proc.stderr
+        yield IMAGE
+    finally:
+        subprocess.run(["docker", "rmi", IMAGE], capture_output=True, timeout=120)
 
 
 def test_image_check_in_a_64_mib_container_fails_with_the_fix(image):
@@ -98,9 +98,9 @@ def test_entrypoint_execs_training_when_it_fits():
 
 
 def test_image_audits_a_running_container_through_the_read_only_socket(image):
-    name = "sdt-lead-audited"
+    name = unique_name("image-audited")
     subprocess.run(
-        ["docker", "run", "-d", "--name", name, "--network", "none", "shmdoctor-test/busybox:1", "sleep", "600"],
+        ["docker", "run", "-d", "--name", name, "--network", "none", BUSYBOX, "sleep", "600"],
         check=True,
         capture_output=True,
     )

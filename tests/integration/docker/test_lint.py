@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 
 import pytest
 import yaml
 
 from shmdoctor.cli import main
-from tests.helpers import BUSYBOX, DATA
+from tests.helpers import BUSYBOX, DATA, unique_name
 
 COMPOSE = DATA / "manifests" / "docker-compose.yml"
 
@@ -46,14 +45,13 @@ def df_shm_bytes(*args: str) -> int:
 
 @pytest.fixture
 def owners(images):
-    """The IPC owners of the file (ipc: shareable), running, named sdt-lint-<service>-<run>; removed after."""
+    """The IPC owners of the file (ipc: shareable), running, named unique_name("lint-<service>"); removed after."""
     compose = yaml.safe_load(COMPOSE.read_text())["services"]
-    run = uuid.uuid4().hex[:8]
     names: dict[str, str] = {}
     try:
         for name, service in compose.items():
             if service.get("ipc") == "shareable":
-                container = f"sdt-lint-{name}-{run}"
+                container = unique_name(f"lint-{name}")
                 subprocess.run(
                     [
                         "docker",
