@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The whole test run on a fresh Debian 12 machine, as root: Docker engine, test images, venv, pytest.
-# Idempotent: each step is skipped when already done. Extra arguments go to pytest.
+# The whole test run on a fresh Debian 12 machine, as root: venv, linters, Docker engine, test images, pytest.
+# Idempotent: each step is skipped when already done. Extra arguments go to pytest. A lint failure fails the run,
+# before anything slow starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+echo "== installing shmdoctor with torch==2.13.0"
+.venv/bin/pip install -q -e '.[test,bench,plot]' torch==2.13.0
+
+echo "== lint"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
 
 need_pkgs=()
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
@@ -23,10 +32,6 @@ fi
 
 echo "== test images"
 bash scripts/build-test-images.sh
-
-if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
-echo "== installing shmdoctor with torch==2.13.0"
-.venv/bin/pip install -q -e '.[test,bench,plot]' torch==2.13.0
 
 echo "== pytest"
 exec .venv/bin/python -m pytest "$@"
