@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BUSYBOX, PYTHON, missing
+from tests.helpers import BUSYBOX, PYTHON, kill_started, missing
 
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 UNIT = Path(__file__).resolve().parent / "unit"
@@ -59,6 +59,12 @@ def pytest_runtest_setup(item):
             present, says = NEEDS[marker.name]
             if not present():
                 missing(says)
+
+
+@pytest.fixture(autouse=True)
+def _no_cli_left_running():
+    yield
+    kill_started()
 
 
 @pytest.fixture(scope="session")

@@ -80,9 +80,12 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subproce
     )
 
 
+_started: list[subprocess.Popen] = []
+
+
 def start_cli(*args: str, cwd=REPO, env=None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
-    """The CLI started in a subprocess, left running (to be interrupted)."""
-    return subprocess.Popen(
+    """The CLI started in a subprocess, left running (to be interrupted); killed after the test if still running."""
+    proc = subprocess.Popen(
         [sys.executable, "-m", "shmdoctor", *args],
         cwd=cwd,
         stdin=stdin,
@@ -91,6 +94,17 @@ def start_cli(*args: str, cwd=REPO, env=None, stdin=subprocess.DEVNULL) -> subpr
         text=True,
         env={**os.environ, **(env or {})},
     )
+    _started.append(proc)
+    return proc
+
+
+def kill_started() -> None:
+    """Kill what start_cli started and is still running (a test that failed before its interrupt)."""
+    while _started:
+        proc = _started.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
 
 
 def interrupt(proc: subprocess.Popen) -> tuple[int, str, str]:

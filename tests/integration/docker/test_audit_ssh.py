@@ -57,6 +57,15 @@ def ssh_host(tmp_path_factory):
         ],
         stderr=log,
     )
+    try:
+        yield _client(d, port), d / "sshd.log"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _client(d: Path, port: int) -> dict:
+    """The environment of a docker client that reaches the engine through this sshd, once it listens."""
     (d / "bin").mkdir()
     wrapper = d / "bin" / "ssh"
     wrapper.write_text(
@@ -69,10 +78,7 @@ def ssh_host(tmp_path_factory):
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 break
         time.sleep(0.1)
-    env = {**os.environ, "PATH": f"{d / 'bin'}:{os.environ['PATH']}", "DOCKER_HOST": f"ssh://root@127.0.0.1:{port}"}
-    yield env, d / "sshd.log"
-    server.terminate()
-    server.wait(timeout=10)
+    return {**os.environ, "PATH": f"{d / 'bin'}:{os.environ['PATH']}", "DOCKER_HOST": f"ssh://root@127.0.0.1:{port}"}
 
 
 @pytest.fixture
