@@ -143,6 +143,16 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     return grow, host
 
 
+def read_write(facts: Facts) -> Fix:
+    """The same /dev/shm mounted read-write, said where it was mounted read-only."""
+    size = facts.shm.size_bytes if facts.shm.source == "tmpfs" else None
+    return Fix(
+        summary="mount /dev/shm read-write: drop ro / read_only / readOnly from the mount at /dev/shm",
+        docker_args=("--tmpfs", f"/dev/shm:size={docker_size(size)}") if size else (),
+        compose=f"tmpfs:\n  - /dev/shm:size={docker_size(size)}" if size else None,
+    )
+
+
 def grow_memory(need: Requirement, facts: Facts) -> Fix:
     limit = memory_for(need.bytes, facts, need.loader.ranks)
     return Fix(

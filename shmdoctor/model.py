@@ -32,11 +32,20 @@ class Shm:
     # docker-shm | tmpfs | host | host-ipc | k8s-emptydir | runtime-shm | system | none | unknown
     source: str
     detail: str = ""  # how the source was told, in words (a mountinfo line, an inspect key)
+    read_only: bool = False  # mounted read-only: no segment can be created, whatever its size
 
     @classmethod
-    def unmeasured(cls, size: int | None, source: str, detail: str) -> Shm:
+    def unmeasured(cls, size: int | None, source: str, detail: str, read_only: bool = False) -> Shm:
         """A /dev/shm known from its definition (inspect, a file): what is used, and so free, is not known."""
-        return cls(present=True, size_bytes=size, used_bytes=None, free_bytes=None, source=source, detail=detail)
+        return cls(
+            present=True,
+            size_bytes=size,
+            used_bytes=None,
+            free_bytes=None,
+            source=source,
+            detail=detail,
+            read_only=read_only,
+        )
 
 
 @dataclass(frozen=True)

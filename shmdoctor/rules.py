@@ -63,6 +63,15 @@ def no_shm(facts, need):
         )
 
 
+@rule("shm-read-only", "error", "/dev/shm is mounted read-only: workers cannot create segments")
+def shm_read_only(facts, need):
+    if facts.shm.present and facts.shm.read_only and (need is None or _workers(need)):
+        return "/dev/shm is mounted read-only: DataLoader workers fail with 'Read-only file system (30)'", (
+            fixes.read_write(facts),
+            Fix("load in the training process", loader={"num_workers": 0}),
+        )
+
+
 @rule("shm-too-small", "error", "the loader needs more /dev/shm than is free")
 def shm_too_small(facts, need):
     shm, available = facts.shm, fixes.shm_available(facts)
@@ -209,15 +218,6 @@ def shm_on_disk(facts, need):
     return msg, (
         Fix("make it memory-backed", kubernetes="emptyDir: {medium: Memory}  # and a sizeLimit for your loader"),
     )
-
-
-@rule("shm-read-only", "error", "/dev/shm is mounted read-only: workers cannot create segments")
-def shm_read_only(facts, need):
-    if "shm-read-only" in facts.flags and (need is None or _workers(need)):
-        return "/dev/shm is mounted read-only: DataLoader workers fail with 'Read-only file system (30)'", (
-            Fix("mount it read-write: drop ':ro' from --tmpfs /dev/shm (readOnly from its volume mount)"),
-            Fix("load in the training process", loader={"num_workers": 0}),
-        )
 
 
 @rule("shm-full", "warning", "/dev/shm is (nearly) full before the loader starts")

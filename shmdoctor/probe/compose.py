@@ -192,8 +192,9 @@ def _tmpfs_bytes(svc: _Service, options: str, written: str) -> int | None:
     return None
 
 
-def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str] | None:
-    """A mount at /dev/shm: (source 'tmpfs' | 'host' | 'unknown', its size in bytes where the file tells, detail)."""
+def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str, bool] | None:
+    """A mount at /dev/shm: (source 'tmpfs' | 'host' | 'unknown', its size in bytes where the file tells, detail,
+    read-only)."""
     tmpfs = svc.body.get("tmpfs")
     if tmpfs is not None and not isinstance(tmpfs, (str, list)):
         raise svc.error(f"tmpfs must be a path or a list of paths, not {type(tmpfs).__name__}")
@@ -202,7 +203,8 @@ def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str] | None:
         path, _, options = expanded.partition(":")
         if path.rstrip("/") == SHM:
             svc.unset |= unset
-            return "tmpfs", _tmpfs_bytes(svc, options, str(entry)), f"tmpfs: {entry}"
+            read_only = "ro" in (o.strip() for o in options.split(","))
+            return "tmpfs", _tmpfs_bytes(svc, options, str(entry)), f"tmpfs: {entry}", read_only
     volumes = svc.body.get("volumes")
     if volumes is not None and not isinstance(volumes, list):
         raise svc.error(f"volumes must be a list, not {type(volumes).__name__}")
@@ -215,12 +217,13 @@ def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str] | None:
     return None
 
 
-def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int | None, str] | None:
+def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int | None, str, bool] | None:
     """One entry of `volumes:` (short or long syntax) if it mounts at /dev/shm: a tmpfs, the host's, or unknown."""
     if isinstance(volume, dict):
         if str(volume.get("target", "")).rstrip("/") != SHM:
             return None
         kind, source = volume.get("type") or "volume", volume.get("source")
+        read_only = volume.get("read_only") in (True, "true")
         if kind == "tmpfs":
             options, written_options = volume.get("tmpfs"), written.get("tmpfs")
             size = options.get("size") if isinstance(options, dict) else None
@@ -229,6 +232,7 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int |
                 "tmpfs",
                 svc.size("tmpfs.size", size, written_size),
                 f"volumes: tmpfs at {SHM}" + (f", size {written_size}" if written_size else ""),
+                read_only,
             )
     elif isinstance(volume, str):
         parts = volume.split(":")
@@ -236,14 +240,15 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int |
         if target.rstrip("/") != SHM:
             return None
         kind = "bind" if source and source.startswith(("/", ".", "~")) else "volume"
+        read_only = len(parts) > 2 and "ro" in parts[2].split(",")
     else:
         return None
     if kind == "bind" and str(source).rstrip("/") == SHM:
-        return "host", None, f"volumes: the host's {SHM} bound in"
+        return "host", None, f"volumes: the host's {SHM} bound in", read_only
     what = f"a {kind} of {source}" if source else "an anonymous volume"
     if isinstance(written, dict):
-        return "unknown", None, f"volumes: {what} at {SHM}"
-    return "unknown", None, f"volumes: {written} ({what})"
+        return "unknown", None, f"volumes: {what} at {SHM}", read_only
+    return "unknown", None, f"volumes: {written} ({what})", read_only
 
 
 class ComposeFile:
@@ -275,7 +280,7 @@ class ComposeFile:
             )
 
         if mount:
-            source, size, detail = mount
+            source, size, detail, read_only = mount
             if size is None and source == "tmpfs":
                 unreadable.append(
                     f"{SHM_SIZE_UNKNOWN} ({detail}: no size in bytes, so the kernel's default, half the host's memory)"
@@ -289,7 +294,7 @@ class ComposeFile:
                 unreadable.append(
                     f"{SHM_SIZE_UNKNOWN} ({detail}: its size is the volume's, which a file does not tell)"
                 )
-            return Shm.unmeasured(size, source, detail), ipc_fact
+            return Shm.unmeasured(size, source, detail, read_only), ipc_fact
         if mode == "host":
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (ipc: host uses the host's {SHM}, whose size a file does not tell)")
             return Shm.unmeasured(None, "host-ipc", "ipc: host (the host's /dev/shm; shm_size is ignored)"), ipc_fact

@@ -57,18 +57,22 @@ def _mounted_shm(info: Inspect, host_shm: int | None) -> Shm | None:
     if tmpfs is not None:
         size = _tmpfs_size(tmpfs)
         unsized = "" if size else ": no size, the kernel's default of half the host's memory"
-        return Shm.unmeasured(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}{unsized}")
+        read_only = "ro" in (o.strip() for o in tmpfs.split(","))
+        return Shm.unmeasured(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}{unsized}", read_only)
     for mount in host.get("Mounts") or []:
         if mount.get("Target") == SHM and mount.get("Type") == "tmpfs":
             size = (mount.get("TmpfsOptions") or {}).get("SizeBytes") or None
-            return Shm.unmeasured(size, "tmpfs", f"HostConfig.Mounts: tmpfs at /dev/shm, SizeBytes {size}")
+            detail = f"HostConfig.Mounts: tmpfs at /dev/shm, SizeBytes {size}"
+            return Shm.unmeasured(size, "tmpfs", detail, bool(mount.get("ReadOnly")))
     for mount in info.get("Mounts") or []:
         if mount.get("Destination") == SHM:
             source = mount.get("Source") or mount.get("Name") or "?"
+            read_only = mount.get("RW") is False
             if mount.get("Type") == "bind" and source == SHM:
                 known = "" if host_shm else ": its size is not known from a remote engine (--exec reads it)"
-                return Shm.unmeasured(host_shm, "host", f"Mounts: bind of the host's /dev/shm{known}")
-            return Shm.unmeasured(None, "unknown", f"Mounts: a {mount.get('Type')} mount of {source} at /dev/shm")
+                return Shm.unmeasured(host_shm, "host", f"Mounts: bind of the host's /dev/shm{known}", read_only)
+            detail = f"Mounts: a {mount.get('Type')} mount of {source} at /dev/shm"
+            return Shm.unmeasured(None, "unknown", detail, read_only)
     return None
 
 

@@ -14,6 +14,7 @@ Nothing runs from a manifest: use, and so what is free, is never known (used and
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
@@ -131,6 +132,7 @@ class _Pod:
             return Shm.unmeasured(
                 RUNTIME_DEFAULT_SHM, "runtime-shm", "no volume at /dev/shm: the container runtime's default"
             )
+        read_only = mount.get("readOnly") in (True, "true")
         volume = self.volumes.get(mount.get("name")) if isinstance(mount.get("name"), str) else None
         if volume is None:
             raise UsageError(
@@ -150,15 +152,16 @@ class _Pod:
                     size_limit,
                     "k8s-emptydir-disk",
                     f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)",
+                    read_only,
                 )
-            return self._memory_empty_dir(volume.get("name"), size_limit, unreadable)
+            return replace(self._memory_empty_dir(volume.get("name"), size_limit, unreadable), read_only=read_only)
         host_path = _mapping(volume.get("hostPath"), "hostPath", self.doc.source, volume).get("path", "")
         if str(host_path).rstrip("/") == SHM:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (hostPath {SHM} is the node's, whose size a manifest does not tell)")
-            return Shm.unmeasured(None, "host", f"hostPath {SHM} (the node's /dev/shm)")
+            return Shm.unmeasured(None, "host", f"hostPath {SHM} (the node's /dev/shm)", read_only)
         kind = next((k for k in volume if k != "name"), "unknown")
         unreadable.append(f"{SHM_SIZE_UNKNOWN} (a {kind} volume at {SHM}: its size is not in the manifest)")
-        return Shm.unmeasured(None, "unknown", f"a {kind} volume at {SHM}")
+        return Shm.unmeasured(None, "unknown", f"a {kind} volume at {SHM}", read_only)
 
     def _memory_empty_dir(self, name: str, size_limit: int | None, unreadable: list[str]) -> Shm:
         pod_limit = self.pod_memory_limit()

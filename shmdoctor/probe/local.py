@@ -77,8 +77,8 @@ def probe(shm_path: str = "/dev/shm") -> Facts:
             size, used, free = shm_usage(shm_path)
         except OSError as e:
             unreadable.append(f"/dev/shm usage (statvfs: {e.strerror})")
-    shm = Shm(present=present, size_bytes=size, used_bytes=used, free_bytes=free, source=source, detail=detail)
-    flags = {"shm-read-only"} if present and mount is not None and "ro" in mount.options else set()
+    read_only = present and mount is not None and "ro" in mount.options
+    shm = Shm(present, size, used, free, source, detail, read_only=read_only)
 
     if ipc_host:
         ipc = Ipc("host")
@@ -98,5 +98,4 @@ def probe(shm_path: str = "/dev/shm") -> Facts:
         nofile=None if nofile == resource.RLIM_INFINITY else nofile,
         cpus=cgroup.cpus(),
         unreadable=tuple(unreadable),
-        flags=frozenset(flags),
     )

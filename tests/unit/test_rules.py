@@ -19,8 +19,8 @@ BASE = Facts(
 )
 
 
-def shm(size, used=0, source="docker-shm"):
-    return Shm(True, size, used, size - used, source)
+def shm(size, used=0, source="docker-shm", read_only=False):
+    return Shm(True, size, used, size - used, source, read_only=read_only)
 
 
 def seed(**kw):  # batch 100 × 1 MiB, 4 workers: needs 900 MiB
@@ -105,9 +105,9 @@ CASES = {
         (dict(shm=shm(GiB, source="k8s-emptydir"), runtime="kubernetes"), None, False),
     ],
     "shm-read-only": [  # --tmpfs /dev/shm:ro
-        (dict(flags=frozenset({"shm-read-only"}), shm=shm(GiB, source="tmpfs")), None, True),
-        (dict(flags=frozenset({"shm-read-only"}), shm=shm(GiB, source="tmpfs")), seed(), True),
-        (dict(flags=frozenset({"shm-read-only"}), shm=shm(GiB, source="tmpfs")), seed(num_workers=0), False),
+        (dict(shm=shm(GiB, source="tmpfs", read_only=True)), None, True),
+        (dict(shm=shm(GiB, source="tmpfs", read_only=True)), seed(), True),
+        (dict(shm=shm(GiB, source="tmpfs", read_only=True)), seed(num_workers=0), False),
         (dict(), seed(), False),
     ],
     "shm-full": [  # leftovers of killed loaders, or another job

@@ -57,6 +57,30 @@ def test_service_shm(keys, size, source, ipc):
     assert facts.target.kind == "service" and facts.runtime == "compose"
 
 
+@pytest.mark.parametrize(
+    "keys, read_only",
+    [
+        ("tmpfs: /dev/shm:ro,size=2g", True),
+        ("tmpfs: /dev/shm:size=2g,ro", True),
+        ("tmpfs: /dev/shm:size=2g", False),
+        ("tmpfs: /dev/shm:rw,size=2g", False),
+        ("volumes: [/dev/shm:/dev/shm:ro]", True),
+        ("volumes: [/dev/shm:/dev/shm:rw]", False),
+        ("volumes: [{type: bind, source: /dev/shm, target: /dev/shm, read_only: true}]", True),
+        ("volumes: [{type: tmpfs, target: /dev/shm, read_only: true, tmpfs: {size: 1073741824}}]", True),
+        ("volumes: [{type: tmpfs, target: /dev/shm, tmpfs: {size: 1073741824}}]", False),
+        ("read_only: true\nshm_size: 2g", False),  # a read-only root: Docker's shm mount stays writable
+    ],
+)
+def test_a_read_only_shm_is_said_and_fails(keys, read_only):
+    from shmdoctor.rules import judge
+
+    facts = one(keys)
+    assert facts.shm.read_only is read_only
+    ids = [f.id for f in judge(facts, None).findings]
+    assert ids[:1] == ["shm-read-only"] if read_only else "shm-read-only" not in ids
+
+
 def test_ipc_none_has_no_shm():
     facts = one("ipc: none")
     assert not facts.shm.present and facts.ipc.mode == "none"

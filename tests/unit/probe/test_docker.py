@@ -36,6 +36,8 @@ CASES = [
     ("mounttmpfs", "--mount type=tmpfs,destination=/dev/shm,tmpfs-size=1g", (True, GiB, "tmpfs"), "private"),
     ("bind", "-v /dev/shm:/dev/shm", (True, HOST_SHM, "host"), "private"),
     ("memory", "--shm-size=2g --memory=700m --cpus=1.5", (True, 2 * GiB, "docker-shm"), "private"),
+    ("tmpfs-ro", "--tmpfs /dev/shm:ro,size=512m", (True, 512 * MiB, "tmpfs"), "private"),
+    ("bind-ro", "-v /dev/shm:/dev/shm:ro", (True, HOST_SHM, "host"), "private"),
 ]
 
 
@@ -47,6 +49,15 @@ def test_shm_and_ipc_from_inspect(name, options, shm, ipc):
     assert facts.shm.used_bytes is None  # inspect does not tell; only --exec reads it
     assert facts.shm.free_bytes is None  # nor, then, what is free: the rules judge against the size
     assert (facts.target.kind, facts.target.name, facts.runtime) == ("container", f"sdt-audit-cap-{name}", "docker")
+    assert facts.shm.read_only == name.endswith("-ro")  # `touch /dev/shm/x` in each: 'Read-only file system'
+
+
+@pytest.mark.parametrize("name", ["tmpfs-ro", "bind-ro"])
+def test_a_read_only_shm_fails_whatever_its_size(name):
+    probed = probe.facts_from_inspect(captured(name), host_shm=HOST_SHM)
+    for loader in (None, SEED):
+        report = _judge(probed, loader, requirement_from(loader) if loader else None, "error")
+        assert report.verdict == "fail" and report.findings[0].id == "shm-read-only", report.findings
 
 
 def test_host_shm_is_unknown_when_the_engine_is_remote():
@@ -162,6 +173,8 @@ def test_verdicts_against_the_seed_loader():
         "mounttmpfs": "warn",
         "bind": "ok",
         "memory": "fail",
+        "tmpfs-ro": "fail",
+        "bind-ro": "fail",
     }
 
 

@@ -119,6 +119,22 @@ def test_pod_shm(spec, containers, size, source, unknown):
     assert facts.target.kind == "workload" and facts.runtime == "kubernetes"
 
 
+@pytest.mark.parametrize("read_only", ["true", "false"])
+@pytest.mark.parametrize(
+    "volume", ["{medium: Memory, sizeLimit: 2Gi}", "{sizeLimit: 2Gi}", "null"], ids=["memory", "disk", "no-size"]
+)
+def test_a_read_only_mount_at_dev_shm_fails(volume, read_only):
+    from shmdoctor.rules import judge
+
+    facts = pod(
+        f"volumes: [{{name: dshm, emptyDir: {volume}}}]",
+        f"- {{name: main, image: x, volumeMounts: [{{name: dshm, mountPath: /dev/shm, readOnly: {read_only}}}]}}",
+    )["Pod/p"].facts
+    assert facts.shm.read_only is (read_only == "true")
+    ids = [f.id for f in judge(facts, None).findings]
+    assert ids[:1] == ["shm-read-only"] if read_only == "true" else "shm-read-only" not in ids
+
+
 def test_host_ipc_and_container_memory_limit():
     facts = pod("hostIPC: true", "- {name: main, image: x, resources: {limits: {memory: 1500M}}}")["Pod/p"].facts
     assert facts.ipc.mode == "host" and facts.memory.limit_bytes == 1_500_000_000
