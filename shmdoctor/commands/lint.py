@@ -34,29 +34,15 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
     helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
     kubectl get pods -A -o json | shmdoctor lint - --format json
     """
-    from ..probe import compose, documents, kubernetes  # lazy: PyYAML is imported only here
+    from ..probe import files  # lazy: PyYAML is imported only here
 
     base = loader_kwargs(**loader)
-    reports: list[Report] = []
-    passed_over: list[str] = []
-    sources: list[str] = []
-    for doc in documents.read(list(paths)):
-        if doc.source not in sources:
-            sources.append(doc.source)
-        if compose.is_compose(doc.body):
-            found = compose.probe(doc, swarm)
-        elif kubernetes.is_manifest(doc.body):
-            found, skipped = kubernetes.probe(doc)
-            passed_over.extend(f"{doc.source}:{name}" for name in skipped)
-        else:
-            raise UsageError(
-                f"{documents.where(doc.source, doc.body)}: not a compose file (services:) or a "
-                f"Kubernetes manifest (apiVersion, kind) (document {doc.index + 1})"
-            )
-        reports.extend(_judge(d, base, fail_on) for d in found)
+    inputs = files.read(list(paths), swarm)
+    reports = [_judge(d, base, fail_on) for d in inputs.definitions]
+    passed_over, sources = inputs.objects, inputs.sources
 
     if fmt == "json":
-        click.echo(render_json.render_many(reports, passed_over=passed_over))
+        click.echo(render_json.render_many(reports, passed_over=passed_over, files_passed_over=inputs.files))
     else:
         targets = "1 service or workload" if len(reports) == 1 else f"{len(reports)} services and workloads"
         title = f"shmdoctor lint: {targets} in {len(sources)} file" + "s"[len(sources) == 1 :]
@@ -65,6 +51,8 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
         )
         if passed_over:
             click.echo(f"passed over {len(passed_over)} objects without a pod template: " + ", ".join(passed_over))
+        for why in inputs.files:
+            click.echo(f"passed over {why}")
     return max((r.exit_code for r in reports), default=0)
 
 

@@ -20,6 +20,10 @@ SUFFIXES = (".yml", ".yaml", ".json")
 STDIN = "<stdin>"
 
 
+class Unparsable(UsageError):
+    """A file that is neither YAML nor JSON (an unrendered template, tabs): among others, lint passes it over."""
+
+
 class Node(dict):
     """A YAML mapping with the line it starts on (1-based)."""
 
@@ -77,7 +81,7 @@ def parse(text: str, source: str) -> list[Document]:
             return [Document(source, 0, json.loads(text))]
         except json.JSONDecodeError as e:
             if source != STDIN:
-                raise UsageError(f"{source}:{e.lineno}: not JSON: {e.msg}") from None
+                raise Unparsable(f"{source}:{e.lineno}: not JSON: {e.msg}") from None
     yaml, loader = _yaml_loader()
     try:
         bodies = list(yaml.load_all(text, Loader=loader))
@@ -85,11 +89,12 @@ def parse(text: str, source: str) -> list[Document]:
         mark = getattr(e, "problem_mark", None)
         at = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise UsageError(f"{source}{at}: not YAML: {problem}") from None
+        raise Unparsable(f"{source}{at}: not YAML: {problem}") from None
     return [Document(source, i, body) for i, body in enumerate(bodies) if body is not None]
 
 
-def _files(path: str) -> Iterator[str]:
+def files(path: str) -> Iterator[str]:
+    """The inputs a path names: '-', the file itself, or a directory's *.yml, *.yaml and *.json (recursively)."""
     if path == "-":
         yield path
     elif os.path.isdir(path):
@@ -108,19 +113,15 @@ def _files(path: str) -> Iterator[str]:
         raise UsageError(f"{path}: no such file or directory")
 
 
-def read(paths: list[str]) -> Iterator[Document]:
-    """Every document of every input, in order: files, directories (*.yml, *.yaml, *.json, recursively), '-'."""
-    for path in paths:
-        for name in _files(path):
-            if name == "-":
-                yield from parse(_read_stdin(), STDIN)
-                continue
-            try:
-                with open(name, encoding="utf-8") as f:
-                    text = f.read()
-            except (OSError, UnicodeDecodeError) as e:
-                raise UsageError(f"{name}: cannot read: {_reason(e)}") from None
-            yield from parse(text, name)
+def text(name: str) -> str:
+    """A file's text (or stdin's, for '-'), as UTF-8; UsageError when it cannot be read."""
+    if name == "-":
+        return _read_stdin()
+    try:
+        with open(name, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{name}: cannot read: {_reason(e)}") from None
 
 
 def _read_stdin() -> str:

@@ -1,0 +1,97 @@
+"""lint's inputs -> the targets they define, whatever the format; what holds none is passed over, with why.
+
+A directory of a real repository holds more than workloads (`kustomization.yaml`, `package-lock.json`, a chart's
+`values.yaml`, Go templates): such a file is passed over with a note and the rest is judged. Bad input is still
+exit 2: a file that cannot be read, a bad value in a file that is a workload definition, or inputs of which none
+could be read as one. An unrendered Helm template is said as one, with how to render it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from . import compose, documents, kubernetes
+from .documents import Definition, Document
+
+FORMATS = "a compose file (services:) or a Kubernetes manifest (apiVersion, kind)"
+# A Go template action: {{ .Values.x }}, {{- include "x" . }}, {{ if ... }}, {{ $x := ... }}
+RENDER = "helm template CHART | shmdoctor lint -"
+_TEMPLATE = re.compile(r"\{\{-?\s*(?:[.$]|[a-z]+\b)")
+
+
+@dataclass
+class Inputs:
+    definitions: list[Definition] = field(default_factory=list)
+    objects: list[str] = field(default_factory=list)  # 'file:Kind/name' of manifests' objects without a pod
+    files: list[str] = field(default_factory=list)  # 'file[:line]: why' of what defines nothing to judge
+    sources: list[str] = field(default_factory=list)  # the files read as definitions
+
+
+def helm_hint(text: str, source: str) -> str | None:
+    """An unrendered Helm template, with the line of its first action; None when the text has none."""
+    match = _TEMPLATE.search(text)
+    if match is None:
+        return None
+    line = text.count("\n", 0, match.start()) + 1
+    return f"{source}:{line}: an unrendered Helm template ({{{{ ... }}}}): render it first: {RENDER}"
+
+
+def _unknown(doc: Document) -> str:
+    """Why a parsed document is not judged: a chart's values, or another format."""
+    if os.path.basename(doc.source) in ("values.yaml", "values.yml") and os.path.exists(
+        os.path.join(os.path.dirname(doc.source), "Chart.yaml")
+    ):
+        return f"{doc.source}: a Helm chart's values: render the chart: {RENDER}"
+    document = f" (document {doc.index + 1})" if doc.index else ""
+    return f"{documents.where(doc.source, doc.body)}: not {FORMATS}{document}"
+
+
+def _definitions(doc: Document, swarm: bool | None, into: Inputs) -> bool:
+    """The document's targets into `into`; False when it is no format lint knows."""
+    if compose.is_compose(doc.body):
+        into.definitions.extend(compose.probe(doc, swarm))
+    elif kubernetes.is_manifest(doc.body):
+        found, skipped = kubernetes.probe(doc)
+        into.definitions.extend(found)
+        into.objects.extend(f"{doc.source}:{name}" for name in skipped)
+    else:
+        return False
+    return True
+
+
+def read(paths: list[str], swarm: bool | None = None) -> Inputs:
+    """Every target of every input (files, directories, '-'), and what was passed over. UsageError (exit 2) for a
+    file that cannot be read, a bad value in a definition, or when no input defines anything."""
+    out = Inputs()
+    for path in paths:
+        for name in documents.files(path):
+            source = documents.STDIN if name == "-" else name
+            text = documents.text(name)
+            before = len(out.definitions), len(out.objects)
+            try:
+                parsed = documents.parse(text, source)
+                unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, out)]
+            except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
+                hint = helm_hint(text, source)
+                if hint is None and not isinstance(e, documents.Unparsable):
+                    raise
+                del out.definitions[before[0] :], out.objects[before[1] :]
+                out.files.append(hint or str(e))
+                continue
+            if len(unknown) < len(parsed):
+                out.sources.append(source)
+                out.files.extend(unknown)
+            else:  # the file as a whole: the first reason, or why a template is not judged
+                out.files.append(helm_hint(text, source) or (unknown[0] if unknown else f"{source}: empty"))
+    if not out.sources:
+        raise UsageError(_nothing(out.files))
+    return out
+
+
+def _nothing(passed_over: list[str]) -> str:
+    if len(passed_over) == 1:
+        return passed_over[0]
+    return f"nothing to judge in {len(passed_over)} files: " + "; ".join(passed_over)

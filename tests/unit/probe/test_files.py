@@ -1,0 +1,82 @@
+"""lint's inputs: a repository's directory holds more than workloads; those files are passed over, the rest judged."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from shmdoctor.cli import main
+from shmdoctor.errors import UsageError
+from shmdoctor.probe import files
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+CHART_JOB = (DATA / "manifests-bad" / "helm-unrendered.yaml").read_text()
+# every placeholder quoted: valid YAML, and a manifest, whose values are not values yet
+QUOTED_TEMPLATE = """apiVersion: batch/v1
+kind: Job
+metadata: {name: "{{ .Release.Name }}-train"}
+spec:
+  template:
+    spec:
+      containers:
+        - name: trainer
+          image: "{{ .Values.image }}"
+          resources: {limits: {memory: "{{ .Values.memory }}"}}
+"""
+
+
+@pytest.fixture
+def repository(tmp_path: Path) -> Path:
+    """A checkout as found: a compose file, a kustomization, a lock file, a chart (values, templates)."""
+    shutil.copy(DATA / "manifests" / "docker-compose.yml", tmp_path / "docker-compose.yml")
+    (tmp_path / "kustomization.yaml").write_text("resources:\n  - deployment.yaml\nimages:\n  - name: app\n")
+    (tmp_path / "package-lock.json").write_text('{"name": "web", "lockfileVersion": 3, "packages": {}}\n')
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: ml\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("image: trainer:1\nmemory: 8Gi\n")
+    (chart / "templates" / "job.yaml").write_text(CHART_JOB)
+    (chart / "templates" / "quoted.yaml").write_text(QUOTED_TEMPLATE)
+    return tmp_path
+
+
+def test_a_repository_is_judged_and_the_rest_passed_over_with_why(repository):
+    inputs = files.read([str(repository)])
+    assert inputs.sources == [str(repository / "docker-compose.yml")]
+    assert len(inputs.definitions) == 10  # every service of the compose file
+    why = dict(line.split(": ", 1) for line in inputs.files)
+    assert why == {
+        f"{repository}/chart/Chart.yaml:1": "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)",
+        f"{repository}/chart/templates/job.yaml:5": "an unrendered Helm template ({{ ... }}): render it first: "
+        "helm template CHART | shmdoctor lint -",
+        f"{repository}/chart/templates/quoted.yaml:3": "an unrendered Helm template ({{ ... }}): render it first: "
+        "helm template CHART | shmdoctor lint -",
+        f"{repository}/chart/values.yaml": "a Helm chart's values: render the chart: helm template CHART | shmdoctor lint -",
+        f"{repository}/kustomization.yaml:1": "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)",
+        f"{repository}/package-lock.json": "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)",
+    }
+
+
+def test_the_cli_judges_the_rest_and_says_what_it_passed_over(repository, capsys):
+    code = main(["lint", str(repository)])
+    out = capsys.readouterr().out
+    assert code == 0 and "shmdoctor lint: 10 services and workloads in 1 file" in out
+    passed = [line for line in out.splitlines() if line.startswith("passed over ")]
+    assert len(passed) == 6 and any(f"over {repository}/package-lock.json: not a compose file" in p for p in passed)
+
+
+def test_nothing_to_judge_is_exit_2_in_one_line(repository, capsys):
+    (repository / "docker-compose.yml").unlink()
+    with pytest.raises(UsageError, match=r"^nothing to judge in 6 files: .*Chart.yaml:1: not a compose file"):
+        files.read([str(repository)])
+    assert main(["lint", str(repository / "chart" / "templates")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "an unrendered Helm template" in err
+
+
+def test_a_bad_value_in_a_real_definition_is_still_bad_input(repository):
+    (repository / "bad.yml").write_text("services:\n  trainer:\n    image: x\n    shm_size: plenty\n")
+    with pytest.raises(UsageError, match="bad.yml:3: service 'trainer': shm_size"):
+        files.read([str(repository)])
