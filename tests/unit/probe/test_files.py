@@ -47,15 +47,15 @@ def test_a_repository_is_judged_and_the_rest_passed_over_with_why(repository):
     assert inputs.sources == [str(repository / "docker-compose.yml")]
     assert len(inputs.definitions) == 10  # every service of the compose file
     why = dict(line.split(": ", 1) for line in inputs.files)
+    other = "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)"
+    render = "helm template CHART | shmdoctor lint -"
     assert why == {
-        f"{repository}/chart/Chart.yaml:1": "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)",
-        f"{repository}/chart/templates/job.yaml:5": "an unrendered Helm template ({{ ... }}): render it first: "
-        "helm template CHART | shmdoctor lint -",
-        f"{repository}/chart/templates/quoted.yaml:3": "an unrendered Helm template ({{ ... }}): render it first: "
-        "helm template CHART | shmdoctor lint -",
-        f"{repository}/chart/values.yaml": "a Helm chart's values: render the chart: helm template CHART | shmdoctor lint -",
-        f"{repository}/kustomization.yaml:1": "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)",
-        f"{repository}/package-lock.json": "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)",
+        f"{repository}/chart/Chart.yaml:1": other,
+        f"{repository}/chart/templates/job.yaml:5": f"an unrendered Helm template ({{{{ ... }}}}): render it first: {render}",
+        f"{repository}/chart/templates/quoted.yaml:3": f"an unrendered Helm template ({{{{ ... }}}}): render it first: {render}",
+        f"{repository}/chart/values.yaml": f"a Helm chart's values: render the chart: {render}",
+        f"{repository}/kustomization.yaml:1": other,
+        f"{repository}/package-lock.json": other,
     }
 
 
