@@ -49,10 +49,11 @@ def test_a_repository_is_judged_and_the_rest_passed_over_with_why(repository):
     why = dict(line.split(": ", 1) for line in inputs.files)
     other = "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)"
     render = "helm template CHART | shmdoctor lint -"
+    template = f"an unrendered Helm template ({{{{ ... }}}}): render it first: {render}"
     assert why == {
         f"{repository}/chart/Chart.yaml:1": other,
-        f"{repository}/chart/templates/job.yaml:5": f"an unrendered Helm template ({{{{ ... }}}}): render it first: {render}",
-        f"{repository}/chart/templates/quoted.yaml:3": f"an unrendered Helm template ({{{{ ... }}}}): render it first: {render}",
+        f"{repository}/chart/templates/job.yaml:5": template,
+        f"{repository}/chart/templates/quoted.yaml:3": template,
         f"{repository}/chart/values.yaml": f"a Helm chart's values: render the chart: {render}",
         f"{repository}/kustomization.yaml:1": other,
         f"{repository}/package-lock.json": other,
