@@ -12,7 +12,7 @@ from .errors import ShmDoctorError
 
 # Each is the module shmdoctor.commands.<name>, defining `command`, imported only when that command runs:
 # `check` never pays for the Docker SDK, torch or YAML. In the order --help lists them.
-COMMANDS = ("check", "audit", "lint", "bench", "watch", "clean")
+COMMANDS = ("check", "audit", "lint", "bench", "watch", "clean", "explain")
 INTERRUPTED = 130
 
 

@@ -48,8 +48,12 @@ def memory_binds(facts: Facts, ranks: int = 1) -> bool:
 def shm_size_for(need: Requirement, facts: Facts) -> int:
     """--shm-size to ask for: the need plus what others already use there, with margin, rounded to a size people
     type. The host's /dev/shm is left behind by the fix (a private one starts empty), so its use does not count."""
+    return shm_size_for_bytes(need.bytes, facts)
+
+
+def shm_size_for_bytes(need_bytes: int, facts: Facts) -> int:
     others = 0 if facts.shm.source in ("host", "host-ipc") else facts.shm.used_bytes or 0
-    return nice_size(int((need.bytes + others) * MARGIN))
+    return nice_size(int((need_bytes + others) * MARGIN))
 
 
 def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
@@ -102,11 +106,16 @@ def memory_for(shm_bytes: int, facts: Facts, ranks: int = 1) -> int:
 
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     """A /dev/shm of the size the need asks, said for where this one comes from, and the host's as the alternative."""
-    size, source = shm_size_for(need, facts), facts.shm.source
-    mem, ranks = facts.memory.limit_bytes, need.loader.ranks
-    wanted_mem = memory_for(need.bytes, facts, ranks)
+    return grow_shm_to(need.bytes, facts, need.loader.ranks)
+
+
+def grow_shm_to(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...]:
+    """grow_shm for a need known only as bytes (a measured peak, the size an error message names)."""
+    size, source = shm_size_for_bytes(need_bytes, facts), facts.shm.source
+    mem = facts.memory.limit_bytes
+    wanted_mem = memory_for(need_bytes, facts, ranks)
     new_mem = wanted_mem if mem is not None and wanted_mem > mem else None
-    why = f"{format_size(need.bytes)} needed + 25%" + (", and memory to hold it" if new_mem else "")
+    why = f"{format_size(need_bytes)} needed + 25%" + (", and memory to hold it" if new_mem else "")
     if source == "system":  # not in a container: the machine's own tmpfs
         return (
             Fix(
@@ -154,7 +163,11 @@ def read_write(facts: Facts) -> Fix:
 
 
 def grow_memory(need: Requirement, facts: Facts) -> Fix:
-    limit = memory_for(need.bytes, facts, need.loader.ranks)
+    return grow_memory_for(need.bytes, facts, need.loader.ranks)
+
+
+def grow_memory_for(shm_bytes: int, facts: Facts, ranks: int = 1) -> Fix:
+    limit = memory_for(shm_bytes, facts, ranks)
     return Fix(
         summary=f"memory limit of {format_size(limit)}: the loader's /dev/shm + 25%, the training process, "
         "what is in use",

@@ -68,10 +68,13 @@ def shmdoctor_in(*docker_args: str, args: list[str]) -> tuple[int, dict]:
     return proc.returncode, json.loads(proc.stdout)
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    """The installed CLI as a user runs it, in a subprocess, on this machine."""
+def run_cli(
+    *args: str, env: dict | None = None, timeout: int = 120, input_text: str | None = None
+) -> subprocess.CompletedProcess:
+    """The installed CLI as a user runs it, in a subprocess, on this machine (input_text: its stdin)."""
     return subprocess.run(
         [sys.executable, "-m", "shmdoctor", *args],
+        input=input_text,
         capture_output=True,
         text=True,
         timeout=timeout,

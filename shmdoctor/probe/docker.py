@@ -335,6 +335,23 @@ class Engine:
             return str(e)
         return parse_df(output) or ("df inside: " + (output.strip().splitlines() or ["no output"])[-1][:120])
 
+    def logs_tail(self, cid: str, lines: int, max_bytes: int) -> bytes:
+        """The last `lines` lines of a container's stdout and stderr, at most max_bytes of them (read-only)."""
+        out = bytearray()
+        stream = self._call(self.api.logs, cid, stdout=True, stderr=True, stream=True, follow=False, tail=lines)
+        try:
+            for chunk in stream:
+                out += chunk
+                if len(out) > max_bytes:  # keep the end: a failure's text is near it
+                    del out[: len(out) - max_bytes]
+        except (self._errors.DockerException, OSError) as e:
+            raise ProbeError(f"the Docker engine at {self.host} failed reading the logs: {_reason(e)}") from None
+        finally:
+            close = getattr(stream, "close", None)
+            if close:
+                close()
+        return bytes(out)
+
     def map(self, fn: Callable, items: list) -> list:
         if len(items) <= 1:
             return [fn(i) for i in items]

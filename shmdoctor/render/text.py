@@ -82,7 +82,7 @@ def shm_summary(report: Report) -> str:
 
 
 def render(report: Report) -> str:
-    facts, need = report.facts, report.requirement
+    need = report.requirement
     label, color = _VERDICT_STYLE[report.verdict]
     out = [f"{_style(label, color, bold=True)}  {report.headline()}"]
 
@@ -98,6 +98,25 @@ def render(report: Report) -> str:
             message = "(the verdict above)" if f.message == report.headline() else f.message
             out.append(f"  {_style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<17}{message}")
 
+    out.extend(facts_lines(report))
+
+    if need is not None:
+        loader = need.loader
+        out.append(f"\nNeed    {format_size(need.bytes)} = {need.formula}")
+        out.append(
+            f"        batch_size {loader.batch_size}, num_workers {loader.num_workers}, "
+            f"prefetch_factor {loader.prefetch_factor}, pin_memory {str(loader.pin_memory).lower()}, "
+            f"ranks {loader.ranks}; one batch {format_size(loader.batch_bytes)}"
+        )
+    for note in report.notes:
+        out.append(f"note: {note}")
+    return "\n".join(out)
+
+
+def facts_lines(report: Report) -> list[str]:
+    """The Facts section: where, /dev/shm (size, use, origin), IPC, memory, ulimit and CPUs."""
+    facts = report.facts
+    out = []
     where = "not in a container" if facts.runtime == "none" else f"{facts.runtime} container"
     out.append(f"\nFacts   {facts.target.name} ({where})")
     shm = facts.shm
@@ -113,18 +132,7 @@ def render(report: Report) -> str:
     limit = f"limit {format_size(mem.limit_bytes)}" if mem.limit_bytes else "no limit"
     out.append(f"  memory     {limit}, {format_size(mem.used_bytes)} used")
     out.append(f"  ulimit -n  {facts.nofile or 'unlimited'}" + (f"    CPUs {facts.cpus:g}" if facts.cpus else ""))
-
-    if need is not None:
-        loader = need.loader
-        out.append(f"\nNeed    {format_size(need.bytes)} = {need.formula}")
-        out.append(
-            f"        batch_size {loader.batch_size}, num_workers {loader.num_workers}, "
-            f"prefetch_factor {loader.prefetch_factor}, pin_memory {str(loader.pin_memory).lower()}, "
-            f"ranks {loader.ranks}; one batch {format_size(loader.batch_bytes)}"
-        )
-    for note in report.notes:
-        out.append(f"note: {note}")
-    return "\n".join(out)
+    return out
 
 
 def render_table(reports: list[Report], title: str) -> str:

@@ -315,6 +315,18 @@ CASES = [
         USAGE,
         "batch_size must be an integer",
     ),
+    # explain
+    ("explain: a log that does not exist", ["explain", "{d}/no-such.log"], {}, USAGE, "No such file or directory"),
+    ("explain: a directory as the log", ["explain", "{d}"], {}, USAGE, "Is a directory"),
+    ("explain: a log and a container", ["explain", "x.log", "--container", "c"], {}, USAGE, "not both"),
+    ("explain: --tail zero", ["explain", "--container", "c", "--tail", "0"], {}, USAGE, "--tail"),
+    (
+        "explain: a container with no engine",
+        ["explain", "--container", "c"],
+        {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+        3,
+        "cannot reach the Docker engine",
+    ),
 ]
 
 

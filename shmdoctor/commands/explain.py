@@ -1,0 +1,37 @@
+"""shmdoctor explain: why did the job die? A log's failure texts weighed against the facts where it ran."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import UsageError
+from ..options import FORMATS, loader_kwargs, loader_options, requirement_from
+from ..postmortem import explain_container, explain_log
+from ..render import explain as render
+
+
+@click.command()
+@click.argument("log", required=False, metavar="[FILE|-]")
+@click.option("--container", metavar="NAME", help="A container's log tail and State (OOMKilled, ExitCode), read-only.")
+@click.option(
+    "--tail", type=click.IntRange(1, 1_000_000), default=5000, show_default=True, help="Lines of --container's log."
+)
+@loader_options
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+def command(log, container, tail, fmt, **loader) -> int:
+    """Read the error a job died with (a log, a traceback; FILE, or stdin) and say whether /dev/shm killed it, why,
+    and the exact fix. The facts where it runs (or of --container) decide: a bus error with /dev/shm to spare is
+    'not shared memory'. Exit 1 when a shared-memory cause is found, 0 when none.
+
+    \b
+    shmdoctor explain train.log
+    python train.py 2>&1 | tail -200 | shmdoctor explain
+    shmdoctor explain --container trainer-1 --format json
+    shmdoctor explain --batch-size 100 --num-workers 4 --sample-bytes 1MiB train.log
+    """
+    if log and container:
+        raise UsageError("give a log FILE or --container, not both")
+    need = requirement_from(loader_kwargs(**loader))
+    ex, source = explain_container(container, tail, need) if container else explain_log(log or "-", need)
+    click.echo(render.render_json_doc(ex, source) if fmt == "json" else render.render_text(ex, source))
+    return ex.exit_code

@@ -1,0 +1,287 @@
+"""The text of a failure against the facts of the place it ran in: which diagnoses stand, which the facts contradict
+(cause `not-shm`), and the findings and fixes of the report. Pure: the probes happened before."""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, replace
+
+from .. import fixes
+from ..model import Facts, Finding, Fix, Report, Requirement
+from ..sizes import GiB, MiB, format_size
+from .catalogue import BY_ID, SHM_CAUSES
+from .scan import Diagnosis
+
+# A bus error with this much /dev/shm free where it ran is not /dev/shm: a mapped file (LMDB, np.memmap, a file on a
+# network volume truncated under it: XPixelGroup/BasicSR#59 had 64 GiB of shm). No DataLoader of common settings
+# holds this much in flight; give the loader (or run it under `shmdoctor run`) to judge a bigger one.
+PLENTY_FREE = 16 * GiB
+# NCCL's SHM transport takes ~9.2 MiB a connection: 276 MiB for 8 ranks, 1.28 GiB with all-to-all (FACTS.md). A
+# /dev/shm at least this big does not run out for NCCL alone: its 'unhandled system error' is something else.
+NCCL_ROOM = 2 * GiB
+NCCL_ALL_TO_ALL_8 = (
+    1_374_683_136  # 8 ranks, every ordered pair over SHM, 2 channels: the size to ask when none is known
+)
+FULL_SLACK = 2 * MiB  # a measured peak within this of the size filled it (page and rounding slack)
+
+
+@dataclass(frozen=True)
+class Exit:
+    """How the process ended: as the engine tells (State) or as `run` saw its child."""
+
+    code: int | None  # the exit code, 128+N for a signal (as a shell and the engine report it)
+    oom_killed: bool | None = None  # the engine's State.OOMKilled; None where it is not known
+    seen_by: str = "the exit status"
+
+    @property
+    def signal(self) -> int | None:
+        return self.code - 128 if self.code is not None and 128 < self.code < 160 else None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What `run` sampled while the command ran."""
+
+    peak_bytes: int
+    size_bytes: int | None
+    peak_t: float  # seconds after start
+    elapsed: float  # seconds the command ran
+    memory_peak: int | None = None
+
+    @property
+    def filled(self) -> bool:
+        return self.size_bytes is not None and self.peak_bytes >= self.size_bytes - FULL_SLACK
+
+
+@dataclass(frozen=True)
+class Explanation:
+    report: Report
+    diagnoses: tuple[Diagnosis, ...]
+    exit: Exit | None = None
+    measured: Measured | None = None
+
+    @property
+    def shm_diagnoses(self) -> tuple[Diagnosis, ...]:
+        return tuple(d for d in self.diagnoses if d.cause in SHM_CAUSES)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a shared-memory cause stands; 0 when none, or when the facts say it is not /dev/shm."""
+        return 1 if self.shm_diagnoses else 0
+
+
+def from_exit(ended: Exit) -> Diagnosis | None:
+    """The exit itself as a diagnosis: an OOM kill the engine saw, a SIGKILL, a SIGBUS."""
+    if ended.oom_killed:
+        sig_id, what = "container-oom-killed", f"State.OOMKilled=true, ExitCode {ended.code}"
+    elif ended.signal == signal.SIGKILL:
+        sig_id, what = "exit-sigkill", f"{ended.seen_by}: {ended.code} (SIGKILL)"
+    elif ended.signal == signal.SIGBUS:
+        sig_id, what = "exit-sigbus", f"{ended.seen_by}: {ended.code} (SIGBUS)"
+    else:
+        return None
+    sig = BY_ID[sig_id]
+    return Diagnosis(sig.id, sig.cause, sig.consumer, None, what)
+
+
+def _not_shm(d: Diagnosis, reason: str) -> Diagnosis:
+    return replace(d, cause="not-shm", reason=reason)
+
+
+def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | None, need: Requirement | None):
+    """An ambiguous text against the facts: kept (with what supports it) or turned into not-shm (with why)."""
+    shm, sig = facts.shm, BY_ID[d.signature]
+    size = format_size(shm.size_bytes)
+    if d.cause == "memory-limit":
+        if ended is not None and ended.oom_killed is False and ended.seen_by.startswith("the engine"):
+            return _not_shm(
+                d,
+                "killed, but not by the OOM killer (State.OOMKilled=false): a kill from outside "
+                "(docker kill, a stop past its timeout, a scheduler)",
+            )
+        if ended is not None and ended.oom_killed:
+            return replace(d, reason="the engine says the container was OOM-killed (State.OOMKilled=true)")
+        limit = facts.memory.limit_bytes
+        if limit is None:
+            return _not_shm(
+                d,
+                "no memory limit applies here: a SIGKILL is the kernel's OOM killer for the whole "
+                "machine's memory, or a kill from outside, not /dev/shm",
+            )
+        held = measured.peak_bytes if measured else shm.size_bytes
+        room = fixes.memory_room(replace(facts, memory=replace(facts.memory, used_bytes=0)))
+        if held is not None and room is not None and held < room // 4:
+            what = "peaked at" if measured else "is"
+            return _not_shm(
+                d,
+                f"/dev/shm {what} {format_size(held)}, too little to take the memory limit "
+                f"({format_size(limit)}) over: the processes' own memory did",
+            )
+        return replace(
+            d, reason=f"a memory limit of {format_size(limit)} applies and /dev/shm ({size}) counts toward it"
+        )
+    if d.cause == "shm-missing":
+        if sig.consumer == "dataloader" and shm.present and "shm-read-only" not in facts.flags:
+            return _not_shm(d, f"/dev/shm exists here ({size}): a file other than a segment is missing")
+        return d
+    if d.cause != "shm-space":
+        return d
+    if measured is not None:
+        if measured.filled:
+            return replace(
+                d,
+                reason=f"/dev/shm reached {format_size(measured.peak_bytes)} of "
+                f"{format_size(measured.size_bytes)}, {measured.elapsed - measured.peak_t:.1f} s "
+                "before the end",
+            )
+        if measured.size_bytes:
+            return _not_shm(
+                d,
+                f"/dev/shm peaked at {format_size(measured.peak_bytes)} of "
+                f"{format_size(measured.size_bytes)}: it never filled. A bus error then comes from "
+                "another mapped file (LMDB, np.memmap, a file on a network volume)",
+            )
+    if not shm.present:
+        return replace(d, cause="shm-missing", reason="there is no /dev/shm here (--ipc=none)")
+    if sig.consumer == "nccl":
+        if shm.size_bytes is not None and shm.size_bytes >= NCCL_ROOM:
+            return _not_shm(
+                d,
+                f"/dev/shm is {size} here, more than NCCL's SHM transport takes (~9.2 MiB a "
+                "connection): rerun with NCCL_DEBUG=INFO for the failing call (sockets, IB, CUDA)",
+            )
+        return replace(d, reason=f"/dev/shm is {size} here; NCCL's SHM transport takes ~9.2 MiB a connection")
+    available = fixes.shm_available(facts)
+    wanted = need.bytes if need else None
+    if wanted is not None and available is not None and wanted <= available:
+        return _not_shm(
+            d,
+            f"the loader needs {format_size(wanted)} and /dev/shm has {format_size(available)} "
+            "free here: a bus error then comes from another mapped file",
+        )
+    if wanted is None and available is not None and available >= PLENTY_FREE:
+        free = "free" if shm.free_bytes is not None else "in size"
+        return _not_shm(
+            d,
+            f"/dev/shm has {format_size(available)} {free} here: a bus error then comes from "
+            "another mapped file (LMDB, np.memmap, a file on a network volume)",
+        )
+    return d
+
+
+def _need_bytes(ds: list[Diagnosis], facts: Facts, measured: Measured | None, need: Requirement | None) -> int | None:
+    """What /dev/shm must hold: the loader's computed need; else what was in use at the peak plus the segment the
+    text says could not be had."""
+    if need is not None:
+        return need.bytes
+    asked = max((d.bytes_needed for d in ds if d.bytes_needed), default=None)
+    base = measured.peak_bytes if measured else None
+    if asked is not None:
+        return (base or 0) + asked if base is not None else asked
+    return None
+
+
+def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tuple[Fix, ...]:
+    consumer = ds[0].consumer
+    if cause == "shm-space":
+        wanted = _need_bytes(ds, facts, measured, need)
+        if wanted is None and consumer == "nccl":
+            wanted = NCCL_ALL_TO_ALL_8
+        if wanted is not None:
+            out = fixes.grow_shm_to(wanted, facts, need.loader.ranks if need else 1)
+        else:
+            out = (
+                Fix(
+                    "size /dev/shm for the loader: `shmdoctor check --batch-size B --num-workers W --sample-bytes S` "
+                    "computes it, `shmdoctor run -- CMD` measures it"
+                ),
+                Fix("use the host's /dev/shm", docker_args=("--ipc=host",), caveat=fixes.IPC_HOST_CAVEAT),
+            )
+        if consumer == "nccl":
+            out += (Fix("or keep NCCL off /dev/shm (slower: sockets)", shell="export NCCL_SHM_DISABLE=1"),)
+        if need is not None:
+            out += fixes.fit_today(need, facts)
+        return out
+    if cause == "shm-missing":
+        if any(d.signature == "nccl-shm-open-denied" for d in ds):
+            return (
+                Fix("make /dev/shm writable for every user, as a tmpfs is by default", shell="chmod 1777 /dev/shm"),
+            )
+        wanted = need.bytes if need else 64 * MiB
+        return fixes.grow_shm_to(wanted, facts)[:1] + (Fix("load in the training process", loader={"num_workers": 0}),)
+    if cause == "fd-limit":
+        return (
+            Fix("raise the descriptor limit", docker_args=("--ulimit=nofile=65536:65536",), shell="ulimit -n 65536"),
+            Fix("or, in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
+        )
+    if cause == "memory-limit":
+        held = measured.peak_bytes if measured else facts.shm.size_bytes
+        out = (fixes.grow_memory_for(need.bytes if need else held, facts),) if (need or held) else ()
+        if facts.memory.limit_bytes and facts.shm.size_bytes and facts.shm.size_bytes > facts.memory.limit_bytes:
+            out += (
+                Fix(
+                    f"or size /dev/shm below the memory limit ({format_size(facts.memory.limit_bytes)}): a full "
+                    "/dev/shm then fails with an error instead of a silent OOM kill"
+                ),
+            )
+        return out
+    if cause == "remove-ipc":
+        return (
+            Fix(
+                "stop systemd-logind deleting the user's segments at logout: RemoveIPC=no in /etc/systemd/logind.conf",
+                shell="sed -i 's/^#\\?RemoveIPC=.*/RemoveIPC=no/' /etc/systemd/logind.conf && "
+                "systemctl restart systemd-logind",
+            ),
+            Fix("or keep the user logged in for the job's life", shell="loginctl enable-linger $USER"),
+        )
+    if cause == "shm-leak":
+        return (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)
+    return ()
+
+
+def _message(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> str:
+    sig = BY_ID[ds[0].signature]
+    where = f"line {ds[0].line}" if ds[0].line else ds[0].excerpt
+    text = f"{sig.meaning} ({where})"
+    if ds[0].reason:
+        text += f"; {ds[0].reason}"
+    if cause == "not-shm":
+        return f"not shared memory: {ds[0].reason} ({where}: {sig.meaning})"
+    wanted = _need_bytes(ds, facts, measured, need) if cause == "shm-space" else None
+    if wanted is not None:
+        text += f"; needs ≥ {format_size(wanted)}"
+    return text
+
+
+def judge(
+    diagnoses: tuple[Diagnosis, ...],
+    facts: Facts,
+    *,
+    ended: Exit | None = None,
+    measured: Measured | None = None,
+    need: Requirement | None = None,
+    notes: tuple[str, ...] = (),
+) -> Explanation:
+    found = list(diagnoses)
+    status = from_exit(ended) if ended else None
+    if status is not None:
+        found.append(status)
+    weighed = tuple(_weigh(d, facts, ended, measured, need) if BY_ID[d.signature].ambiguous else d for d in found)
+    # One finding per signature, in the order of the log: the first occurrence speaks for the others.
+    groups: dict[str, list[Diagnosis]] = {}
+    for d in weighed:
+        groups.setdefault(d.signature, []).append(d)
+    findings = []
+    for sig_id, ds in groups.items():
+        cause = ds[0].cause
+        findings.append(
+            Finding(
+                id=sig_id,
+                severity="error" if cause in SHM_CAUSES else "info",
+                message=_message(cause, ds, facts, measured, need),
+                fixes=_fixes(cause, ds, facts, measured, need),
+            )
+        )
+    findings.sort(key=lambda f: f.severity != "error")
+    report = Report(facts=facts, requirement=need, findings=tuple(findings), notes=notes)
+    return Explanation(report, weighed, ended, measured)

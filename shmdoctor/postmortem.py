@@ -1,0 +1,48 @@
+"""explain's probes and judgement in one call: a log (file or stdin) weighed against the facts here, or a container's
+log tail and State weighed against its inspect, from the engine (read-only)."""
+
+from __future__ import annotations
+
+from .diagnose import Exit, Explanation, judge
+from .errors import UsageError
+from .model import Requirement
+from .probe import local, logs
+
+CONTAINER_TAIL_BYTES = 8 * 2**20  # of a container's log: the end, where a failure is
+
+
+def explain_log(path: str, need: Requirement | None = None) -> tuple[Explanation, str]:
+    with logs.open_log(path) as f:
+        scanner = logs.scan(f)
+    source = "stdin" if path == "-" else path
+    facts = local.probe()
+    note = "facts are of this machine or container: run explain where the job ran, or use --container NAME"
+    return judge(scanner.diagnoses(), facts, need=need, notes=(note,)), source
+
+
+def explain_container(name: str, tail: int, need: Requirement | None = None) -> tuple[Explanation, str]:
+    from .diagnose.scan import scan_text
+    from .probe import docker
+
+    engine = docker.Engine()
+    try:
+        info = engine.inspect(name)
+        if info is None:
+            raise UsageError(f"no such container: {name}")
+        owner = None
+        mode = (info.get("HostConfig") or {}).get("IpcMode") or ""
+        if mode.startswith("container:"):
+            owner = engine.inspect(mode[len("container:") :])
+        probed = docker.facts_from_inspect(info, owner, engine.host_shm)
+        text = engine.logs_tail(info["Id"], tail, CONTAINER_TAIL_BYTES)
+    finally:
+        engine.close()
+    state = info.get("State") or {}
+    ended = None
+    if state.get("Status") in ("exited", "dead") or state.get("OOMKilled"):
+        ended = Exit(state.get("ExitCode"), bool(state.get("OOMKilled")), seen_by="the engine (State.ExitCode)")
+    scanner = scan_text(text)
+    notes = probed.notes + (f"read the last {tail} lines of its log (lines are numbered within them)",)
+    return judge(
+        scanner.diagnoses(), probed.facts, ended=ended, need=need, notes=notes
+    ), f"container {docker.name_of(info)}"

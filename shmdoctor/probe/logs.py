@@ -1,0 +1,95 @@
+"""Reading a log of any size for `explain`: only the lines that hold one of the catalogue's anchors come back, with
+their numbers, so memory stays flat whatever the size. GNU grep (-F: many fixed strings in one pass) does the reading
+where it is installed; a plain Python loop otherwise (slower, same lines)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from ..diagnose.scan import MAX_LINE, Scanner, anchors
+from ..errors import UsageError
+
+
+def open_log(path: str) -> BinaryIO:
+    """The file, or stdin for '-': one-line errors for what cannot be read, and no wait on a terminal."""
+    if path == "-":
+        if os.isatty(0):
+            raise UsageError(
+                "no log on stdin: give a FILE, pipe a log in (`... 2>&1 | shmdoctor explain`), or --container"
+            )
+        return os.fdopen(os.dup(0), "rb")
+    try:
+        return open(path, "rb")  # noqa: SIM115 (closed by the caller)
+    except OSError as e:  # a directory too: 'Is a directory'
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _skip_rest(read) -> None:
+    """Drop the remainder of an overlong line."""
+    while True:
+        part = read(MAX_LINE)
+        if not part or part.endswith(b"\n"):
+            return
+
+
+def _python_lines(f: BinaryIO, keys: list[bytes]) -> Iterator[tuple[int, bytes]]:
+    number = 0
+    while True:
+        raw = f.readline(MAX_LINE)
+        if not raw:
+            return
+        number += 1
+        if not raw.endswith(b"\n"):
+            _skip_rest(f.readline)
+        if any(k in raw for k in keys):
+            yield number, raw
+
+
+def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int, bytes]]:
+    argv = [grep, "-F", "-n", "-a", *[arg for k in keys for arg in ("-e", k.decode())]]
+    proc = subprocess.Popen(argv, stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"LC_ALL": "C"})
+    try:
+        assert proc.stdout is not None
+        while True:
+            raw = proc.stdout.readline(MAX_LINE + 24)
+            if not raw:
+                break
+            if not raw.endswith(b"\n"):
+                _skip_rest(proc.stdout.readline)
+            number, _, line = raw.partition(b":")
+            yield int(number), line
+        if proc.wait() > 1:  # 1: nothing matched
+            err = proc.stderr.read(500).decode(errors="replace").strip() if proc.stderr else ""
+            raise UsageError(f"cannot read the log: {err.splitlines()[-1] if err else 'grep failed'}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def candidate_lines(f: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    keys = [k.encode() for k in anchors()]
+    grep = shutil.which("grep")
+    if grep and _is_gnu(grep):
+        return _grep_lines(f, keys, grep)
+    return _python_lines(f, keys)
+
+
+def _is_gnu(grep: str) -> bool:
+    try:
+        out = subprocess.run([grep, "--version"], capture_output=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"GNU grep" in out
+
+
+def scan(f: BinaryIO) -> Scanner:
+    """Every candidate line of the log through the catalogue."""
+    scanner = Scanner()
+    for number, line in candidate_lines(f):
+        scanner.line(number, line)
+    return scanner

@@ -1,0 +1,66 @@
+"""explain's report (schema shmdoctor/explain/1): the verdict with the cause first, the fix, each diagnosis with its
+line and excerpt (the matched line only), then the facts it was weighed against."""
+
+from __future__ import annotations
+
+import json
+
+from ..diagnose import BY_ID, SIGNATURES, Explanation
+from ..sizes import format_size
+from . import json as render_json
+from . import text
+
+SCHEMA = "shmdoctor/explain/1"
+
+
+def headline(ex: Explanation, source: str) -> str:
+    top = next((f for f in ex.report.findings if f.severity == "error"), None)
+    if top is not None:
+        d = next(d for d in ex.diagnoses if d.signature == top.id)
+        return f"{d.cause} ({d.consumer}): {top.message}"
+    if ex.diagnoses:
+        return ex.report.findings[0].message
+    return f"no shared-memory failure in {source}: none of the {len(SIGNATURES)} known failure texts is there"
+
+
+def _diagnosis_lines(ex: Explanation) -> list[str]:
+    out = ["\nDiagnoses"]
+    for d in ex.diagnoses:
+        where = f"line {d.line}" if d.line else "exit"
+        need = f"  needs {format_size(d.bytes_needed)}" if d.bytes_needed else ""
+        out.append(f"  {d.cause:<13}{d.consumer:<11}{d.signature:<30}{where}{need}")
+        out.append(f"      {d.excerpt}")
+        if d.reason:
+            out.append(f"      {'not shared memory: ' if d.cause == 'not-shm' else ''}{d.reason}")
+        out.append(f"      (text from {BY_ID[d.signature].source})")
+    return out
+
+
+def render_text(ex: Explanation, source: str) -> str:
+    report = ex.report
+    label = {0: "OK", 1: "FAIL"}[ex.exit_code]
+    color = "red" if ex.exit_code else "green"
+    out = [f"{text._style(label, color, bold=True)}  {headline(ex, source)}"]
+    top = next((f for f in report.findings if f.severity == "error" and f.fixes), None)
+    if top:
+        out.append("")
+        out.extend(text.fix_lines(list(top.fixes), text._language(report)))
+    if ex.diagnoses:
+        out.extend(_diagnosis_lines(ex))
+    out.extend(text.facts_lines(report))
+    out.extend(f"note: {note}" for note in report.notes)
+    return "\n".join(out)
+
+
+def document(ex: Explanation, source: str) -> dict:
+    doc = render_json.report_dict(ex.report)
+    doc["schema"] = SCHEMA
+    doc["verdict"] = "fail" if ex.exit_code else "ok"
+    doc["source"] = source
+    doc["exit"] = None if ex.exit is None else {"code": ex.exit.code, "oom_killed": ex.exit.oom_killed}
+    doc["diagnoses"] = [d.as_dict() for d in ex.diagnoses]
+    return doc
+
+
+def render_json_doc(ex: Explanation, source: str) -> str:
+    return json.dumps(document(ex, source), indent=2)

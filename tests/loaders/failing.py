@@ -1,0 +1,106 @@
+"""Real failures for explain and run, made to happen in containers: python tests/loaders/failing.py MODE [...]
+
+seed [--batches N --workers W --step S]  the seed article's loader (batch 100 x 1 MiB), uncaught: its own traceback
+fds [--tensors N]                         each batch a list of N small tensors: one descriptor each (ancdata)
+sigbus [--mib N]                          a file in /dev/shm, ftruncated and touched past what the tmpfs has: SIGBUS
+ignore-term [--seconds S]                 ignores SIGTERM, prints 'ignoring SIGTERM' when one comes, exits 0 after S
+handle-term                               exits 0 on SIGTERM, printing 'got SIGTERM'
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import signal
+import sys
+import time
+
+
+def seed(args) -> None:
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Samples(Dataset):
+        def __len__(self) -> int:
+            return 100 * args.batches
+
+        def __getitem__(self, idx: int):
+            return torch.ones(2**18)  # 1 MiB
+
+    loader = DataLoader(Samples(), batch_size=100, num_workers=args.workers, prefetch_factor=args.prefetch)
+    done = 0
+    for _batch in loader:
+        done += 1
+        time.sleep(args.step)  # the training step, slower than loading
+    print(f"trained on {done} batches", flush=True)
+
+
+def fds(args) -> None:
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Many(Dataset):
+        def __len__(self) -> int:
+            return 64
+
+        def __getitem__(self, idx: int):
+            return [torch.zeros(16) for _ in range(args.tensors)]
+
+    held = []
+    for batch in DataLoader(Many(), batch_size=None, num_workers=2):
+        held.append(batch)  # kept: every tensor keeps its descriptor
+    print(f"received {len(held)} batches", flush=True)
+
+
+def sigbus(args) -> None:
+    path = f"/dev/shm/sdt-sigbus-{os.getpid()}"
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.unlink(path)
+    size = args.mib * 2**20
+    os.ftruncate(fd, size)  # sparse: no page is taken yet, as PyTorch before 2.10 did
+    m = mmap.mmap(fd, size)
+    print(f"touching {args.mib} MiB of /dev/shm", flush=True)
+    for off in range(0, size, mmap.PAGESIZE):
+        m[off] = 1  # past the tmpfs's size: SIGBUS
+    print("no bus error", flush=True)
+
+
+def ignore_term(args) -> None:
+    signal.signal(signal.SIGTERM, lambda *_: print("ignoring SIGTERM", flush=True))
+    print("ready", flush=True)
+    end = time.monotonic() + args.seconds
+    while time.monotonic() < end:
+        time.sleep(0.05)
+    print("done", flush=True)
+
+
+def handle_term(args) -> None:
+    def stop(*_):
+        print("got SIGTERM", flush=True)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.05)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["seed", "fds", "sigbus", "ignore-term", "handle-term"])
+    ap.add_argument("--batches", type=int, default=12)
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--prefetch", type=int, default=2)
+    ap.add_argument("--step", type=float, default=0.1)
+    ap.add_argument("--tensors", type=int, default=200)
+    ap.add_argument("--mib", type=int, default=128)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    args = ap.parse_args()
+    {"seed": seed, "fds": fds, "sigbus": sigbus, "ignore-term": ignore_term, "handle-term": handle_term}[
+        args.mode.replace("_", "-")
+    ](args)
+
+
+if __name__ == "__main__":
+    main()

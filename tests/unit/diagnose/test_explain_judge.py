@@ -1,0 +1,117 @@
+"""The facts decide: the same text is /dev/shm in one place and 'not shared memory' in another. Facts come from
+captured inspect JSON (tests/data/inspect) or are written out where the case is a machine's own numbers."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from shmdoctor.diagnose import Exit, Measured, judge, scan_text
+from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
+from shmdoctor.probe.docker import facts_from_inspect
+from shmdoctor.sizes import GiB, MiB
+
+INSPECT = Path(__file__).resolve().parents[2] / "data" / "inspect"
+BUS = "RuntimeError: DataLoader worker (pid 13) is killed by signal: Bus error."
+NCCL = "NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details)"
+
+
+def inspected(name: str) -> Facts:
+    info = json.loads((INSPECT / f"{name}.json").read_text())
+    return facts_from_inspect(info[0] if isinstance(info, list) else info).facts
+
+
+def machine(size: int, used: int = 0, limit: int | None = None) -> Facts:
+    shm = Shm(True, size, used, size - used, "system")
+    return Facts(Target("local", "gpu-node"), shm, Ipc("host"), Memory(limit, 1 * GiB), runtime="none")
+
+
+def causes(text: str, facts: Facts, **kw) -> list[str]:
+    return [d.cause for d in judge(scan_text(text).diagnoses(), facts, **kw).diagnoses]
+
+
+def test_a_bus_error_in_a_64_mib_container_is_shm_space_and_the_fix_names_a_size_to_compute():
+    ex = judge(scan_text(BUS).diagnoses(), inspected("default"))
+    assert [d.cause for d in ex.diagnoses] == ["shm-space"] and ex.exit_code == 1
+    assert ex.report.findings[0].fixes[1].docker_args == ("--ipc=host",)
+
+
+def test_a_bus_error_with_64_gib_free_is_not_shared_memory():
+    ex = judge(scan_text(BUS).diagnoses(), machine(64 * GiB))
+    assert [d.cause for d in ex.diagnoses] == ["not-shm"] and ex.exit_code == 0
+    assert "64 GiB free" in ex.diagnoses[0].reason
+
+
+def test_the_loader_decides_when_given():
+    from shmdoctor.loader import loader_config, requirement
+
+    need = requirement(loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB"))
+    assert causes(BUS, machine(2 * GiB), need=need) == ["not-shm"]  # 900 MiB fits 2 GiB free
+    ex = judge(scan_text(BUS).diagnoses(), inspected("default"), need=need)
+    assert ex.diagnoses[0].cause == "shm-space"
+    assert "--shm-size=1536m" in ex.report.findings[0].fixes[0].docker_args
+
+
+def test_unambiguous_text_stands_whatever_the_facts():
+    text = "RuntimeError: unable to allocate shared memory(shm) for file </torch_8_1_0>: No space left on device (28)"
+    assert causes(text, machine(64 * GiB)) == ["shm-space"]
+
+
+def test_nccl_system_error_is_shm_in_64_mib_and_not_in_a_big_one():
+    assert causes(NCCL, inspected("default")) == ["shm-space"]
+    assert causes(NCCL, inspected("shm2g")) == ["not-shm"]
+    fixes = judge(scan_text(NCCL).diagnoses(), inspected("default")).report.findings[0].fixes
+    assert fixes[0].docker_args == ("--shm-size=2g",)  # 8 ranks all-to-all, 1.28 GiB + 25%
+    assert any(f.shell == "export NCCL_SHM_DISABLE=1" for f in fixes)
+
+
+def test_the_size_in_the_text_is_the_need():
+    text = "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-roxxN4 (size 33030528), error: x"
+    fix = judge(scan_text(text).diagnoses(), inspected("default")).report.findings[0].fixes[0]
+    assert fix.docker_args == ("--shm-size=64m",)  # 31.5 MiB + 25%, rounded up
+
+
+def test_an_oom_kill_the_engine_saw_is_memory_limit_without_any_text():
+    ex = judge((), inspected("oom"), ended=Exit(137, True, "the engine (State.ExitCode)"))
+    assert [(d.signature, d.cause) for d in ex.diagnoses] == [("container-oom-killed", "memory-limit")]
+    assert ex.exit_code == 1 and ex.report.findings[0].fixes[0].docker_args[0].startswith("--memory=")
+
+
+def test_a_sigkill_the_engine_did_not_count_as_oom_is_not_shared_memory():
+    ex = judge(scan_text("Killed").diagnoses(), inspected("memory"), ended=Exit(137, False, "the engine (x)"))
+    assert {d.cause for d in ex.diagnoses} == {"not-shm"} and ex.exit_code == 0
+
+
+def test_killed_without_a_memory_limit_is_not_shared_memory():
+    assert causes("Killed", machine(64 * MiB)) == ["not-shm"]
+
+
+def test_killed_under_a_limit_smaller_than_shm_is_memory_limit():
+    assert causes("Killed", inspected("memory")) == ["memory-limit"]  # 2 GiB /dev/shm, 700 MiB limit
+
+
+def test_killed_with_a_tiny_shm_under_a_big_limit_is_not_shared_memory():
+    assert causes("Killed", machine(64 * MiB, limit=16 * GiB)) == ["not-shm"]
+
+
+def test_measured_peak_decides_a_bus_error():
+    filled = Measured(peak_bytes=64 * MiB, size_bytes=64 * MiB, peak_t=1.0, elapsed=4.2)
+    never = Measured(peak_bytes=3 * MiB, size_bytes=64 * MiB, peak_t=1.0, elapsed=4.2)
+    ex = judge(scan_text(BUS).diagnoses(), inspected("default"), measured=filled)
+    assert ex.diagnoses[0].cause == "shm-space" and "3.2 s before the end" in ex.diagnoses[0].reason
+    assert causes(BUS, machine(64 * GiB), measured=filled) == ["shm-space"]
+    assert causes(BUS, inspected("default"), measured=never) == ["not-shm"]
+
+
+def test_no_shm_turns_a_space_error_into_missing():
+    facts = inspected("ipcnone")
+    assert causes(BUS, replace(facts, shm=replace(facts.shm, present=False))) == ["shm-missing"]
+
+
+def test_a_sigbus_exit_alone_is_diagnosed():
+    ex = judge((), inspected("default"), ended=Exit(135, None, "the child"))
+    assert [(d.signature, d.cause) for d in ex.diagnoses] == [("exit-sigbus", "shm-space")]
+
+
+def test_a_clean_exit_or_an_error_exit_diagnoses_nothing():
+    assert judge((), inspected("default"), ended=Exit(0)).diagnoses == ()
+    assert judge((), inspected("default"), ended=Exit(1)).exit_code == 0
