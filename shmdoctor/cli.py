@@ -9,11 +9,11 @@ import sys
 import click
 
 from .errors import ShmDoctorError
+from .exits import ExitCode
 
 # Each is the module shmdoctor.commands.<name>, defining `command`, imported only when that command runs:
 # `check` never pays for the Docker SDK, torch or YAML. In the order --help lists them.
 COMMANDS = ("check", "audit", "lint", "bench", "watch", "clean", "explain")
-INTERRUPTED = 130
 
 
 class LazyGroup(click.Group):
@@ -39,22 +39,22 @@ def _error(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         code = cli.main(args=argv, prog_name="shmdoctor", standalone_mode=False)
-        return code if isinstance(code, int) else 0
+        return int(code) if isinstance(code, int) else ExitCode.OK
     except click.exceptions.Exit as e:
         return e.exit_code
     except click.ClickException as e:  # bad flags and values: Click's message, on one line
         _error(" ".join(e.format_message().split()))
-        return 2
+        return ExitCode.USAGE
     except (click.Abort, KeyboardInterrupt):
         click.echo("shmdoctor: interrupted", err=True)
-        return INTERRUPTED
+        return ExitCode.INTERRUPTED
     except ShmDoctorError as e:
         _error(" ".join(str(e).split()))
         return e.exit_code
     except BrokenPipeError:  # `shmdoctor ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
-        return 0
+        return ExitCode.OK
 
 
 def entry() -> None:
-    sys.exit(main())
+    sys.exit(int(main()))

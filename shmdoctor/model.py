@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
+from .exits import ExitCode
 from .sizes import format_size
 
-SCHEMA = "shmdoctor/1"
+SCHEMA = "shmdoctor/1"  # bench's document only, until it moves to shmdoctor/bench/1 (render.RESERVED)
 SHM = "/dev/shm"
 SHM_SIZE_UNKNOWN = f"the size of {SHM}"  # how a probe starts the 'unreadable' entry for a size it cannot know
 
@@ -124,6 +125,9 @@ class Finding:
 
 @dataclass(frozen=True)
 class Report:
+    """One target judged: check's document, and each target of audit's and lint's."""
+
+    kind: ClassVar[str] = "check"
     facts: Facts
     requirement: Requirement | None
     findings: tuple[Finding, ...]
@@ -138,8 +142,8 @@ class Report:
         return "warn" if worst >= SEVERITY_RANK["warning"] else "ok"
 
     @property
-    def exit_code(self) -> int:
-        return 1 if self.verdict == "fail" else 0
+    def exit_code(self) -> ExitCode:
+        return ExitCode.FINDING if self.verdict == "fail" else ExitCode.OK
 
     def headline(self) -> str:
         """The finding that decides the verdict, or what was found fine."""
@@ -156,3 +160,38 @@ class Report:
 def worst_verdict(verdicts: list[str]) -> Verdict:
     order = ["ok", "warn", "fail"]
     return order[max((order.index(v) for v in verdicts), default=0)]  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Reports:
+    """Several targets, each judged: the verdict is the worst of theirs, and so is the exit code."""
+
+    reports: tuple[Report, ...]
+
+    @property
+    def verdict(self) -> Verdict:
+        return worst_verdict([r.verdict for r in self.reports])
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return max((r.exit_code for r in self.reports), default=ExitCode.OK)
+
+
+@dataclass(frozen=True)
+class Audit(Reports):
+    """audit's document: the containers of one engine."""
+
+    kind: ClassVar[str] = "audit"
+    engine: str = ""  # where they were read: DOCKER_HOST, or the default socket
+    exec: bool = False  # /dev/shm use read inside each running container (--exec)
+    include_exited: bool = False
+
+
+@dataclass(frozen=True)
+class Lint(Reports):
+    """lint's document: the services and workloads of some files."""
+
+    kind: ClassVar[str] = "lint"
+    sources: tuple[str, ...] = ()  # the files read, in order; "-" for stdin
+    passed_over: tuple[str, ...] = ()  # <source>:<object> without a pod template
+    files_passed_over: tuple[str, ...] = ()  # files of a directory that define nothing, each with why

@@ -65,7 +65,7 @@ def shmdoctor_in(*docker_args: str, args: list[str]) -> tuple[int, dict]:
     """Run `python -m shmdoctor ARGS --format json` inside a fresh container; (exit code, parsed report)."""
     proc = docker_run(*docker_args, cmd=["python", "-m", "shmdoctor", *args, "--format", "json"])
     assert proc.stdout.strip(), f"no output; stderr: {proc.stderr}"
-    return proc.returncode, json.loads(proc.stdout)
+    return proc.returncode, validate(json.loads(proc.stdout))
 
 
 def run_cli(
@@ -150,6 +150,23 @@ def watch_json(*args: str) -> tuple[list[dict], dict]:
     """`shmdoctor watch --format json ARGS` run to its end: (the samples, the summary)."""
     proc = run_cli("watch", "--format", "json", *args)
     assert proc.returncode == 0, proc.stderr
-    docs = [json.loads(line) for line in proc.stdout.splitlines()]
+    docs = [validate(json.loads(line)) for line in proc.stdout.splitlines()]
     assert [d["type"] for d in docs] == ["sample"] * (len(docs) - 1) + ["summary"]
     return docs[:-1], docs[-1]
+
+
+def validate(doc: dict) -> dict:
+    """Check a JSON document shmdoctor printed against the schema its "schema" field names (its file in
+    shmdoctor/render/schemas/, the other schemas loaded beside it for $ref); returns the document."""
+    import jsonschema
+    import referencing
+
+    from shmdoctor.render import schema_file
+
+    schemas = [json.loads(p.read_text()) for p in schema_file("shmdoctor/check/1").parent.glob("*.json")]
+    registry = referencing.Registry().with_resources((s["$id"], referencing.Resource.from_contents(s)) for s in schemas)
+    assert isinstance(doc, dict) and "schema" in doc, f"not a shmdoctor document: {str(doc)[:200]}"
+    schema = json.loads(schema_file(doc["schema"]).read_text())
+    assert schema["$id"] == doc["schema"]
+    jsonschema.Draft202012Validator(schema, registry=registry).validate(doc)
+    return doc

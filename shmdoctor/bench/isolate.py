@@ -13,9 +13,9 @@ from pathlib import Path
 
 import psutil
 
-from ..commands import clean
 from ..errors import ProbeError
-from ..segments import Entry, creator_pid, recognise
+from ..shm import removal as clean
+from ..shm.segments import Entry, creator_pid, recognise
 from .sampler import ShmSampler, oom_kills, shm_used
 from .status import classify
 from .zygote import Zygote

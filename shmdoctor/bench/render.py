@@ -9,8 +9,9 @@ from typing import Any
 
 from .. import fixes
 from ..model import SCHEMA, Facts, Finding, Fix
-from ..render.json import _finding
-from ..render.text import _style, fix_lines
+from ..render.json import finding_dict as _finding
+from ..render.text import fix_lines
+from ..render.text import style as _style
 from ..sizes import docker_size, format_size
 from .model import Config, Result
 from .run import Workload, need

@@ -7,11 +7,10 @@ from dataclasses import replace
 import click
 
 from ..errors import UsageError
-from ..model import Report
+from ..model import Audit, Report
 from ..options import labelled_requirement, loader_kwargs, loader_options, output_options, requirement_from
 from ..probe import docker  # stdlib only: the Docker SDK is imported when the engine is reached
-from ..render import json as render_json
-from ..render import text as render_text
+from ..render import render
 from ..rules import judge
 
 
@@ -60,14 +59,9 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
         probed = docker.probe(engine, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df)
     finally:
         engine.close()
-    reports = [_judge(p, kwargs, need, fail_on) for p in probed]
-
-    if fmt == "json":
-        click.echo(render_json.render_many(reports, engine=engine.host, exec=exec_df))
-    elif reports:
-        click.echo(render_text.render_table(reports, f"{len(reports)} container(s) on {engine.host}"))
-    else:
-        click.echo(f"no {'' if include_exited else 'running '}containers matched on {engine.host}")
+    reports = tuple(_judge(p, kwargs, need, fail_on) for p in probed)
+    audit = Audit(reports, engine=engine.host, exec=exec_df, include_exited=include_exited)
+    click.echo(render(audit, fmt))
     click.echo(
         "note: "
         + (
@@ -77,7 +71,7 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
         ),
         err=True,
     )
-    return max((r.exit_code for r in reports), default=0)
+    return audit.exit_code
 
 
 def _judge(probed, kwargs: dict | None, need, fail_on: str) -> Report:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..cli import INTERRUPTED
 from ..errors import UsageError
+from ..exits import ExitCode
 from ..loader import loader_config
 from ..options import FORMATS, loader_kwargs
 from ..sizes import parse_size
@@ -189,5 +189,5 @@ def command(
     if plot:
         plotting.write(doc, plot)
     if len(results) < len(configs):
-        return INTERRUPTED
-    return 1 if any(f.severity == "error" for f in findings) else 0
+        return ExitCode.INTERRUPTED
+    return ExitCode.FINDING if any(f.severity == "error" for f in findings) else ExitCode.OK

@@ -6,8 +6,7 @@ import click
 
 from ..options import loader_kwargs, loader_options, output_options, requirement_from
 from ..probe import local
-from ..render import json as render_json
-from ..render import text as render_text
+from ..render import render
 from ..rules import judge
 
 
@@ -24,5 +23,5 @@ def command(fmt, fail_on, **loader) -> int:
     """
     need = requirement_from(loader_kwargs(**loader))
     report = judge(local.probe(), need, fail_on=fail_on)
-    click.echo(render_json.render(report) if fmt == "json" else render_text.render(report))
+    click.echo(render(report, fmt))
     return report.exit_code

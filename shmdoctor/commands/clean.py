@@ -2,241 +2,52 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import errno
-import fcntl
-import os
-import signal
-import stat
-from collections.abc import Iterator
-
 import click
 
-from ..cli import INTERRUPTED
-from ..errors import ProbeError, UsageError
+from ..model import SHM
 from ..options import FORMATS
-from ..probe import holders as holders_probe
-from ..probe import local, mountinfo
-from ..render import clean as render
-from ..segments import PATTERNS, Entry, File, Plan, classify, recognise
-
-DEFAULT_PATH = "/dev/shm"
-HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process of the machine
-GONE = "gone already"
-
-
-def list_files(directory: str) -> list[File]:
-    try:
-        entries = list(os.scandir(directory))
-    except OSError as e:
-        raise ProbeError(f"cannot list {directory}: {e.strerror}") from None
-    files = []
-    for entry in entries:
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISREG(st.st_mode):
-            files.append(File(entry.name, st.st_ino, st.st_blocks * 512))
-    return files
-
-
-def creators_visible() -> bool:
-    """Whether the pid in a segment's name can be checked: only from the host's PID namespace, where /proc shows
-    every process of the machine. In any other, peers of other PID namespaces may share the directory without a
-    trace visible here (--ipc=shareable and --ipc=container:X share /dev/shm, a volume shares a tmpfs), and their
-    file_system segments in flight are mapped by nobody: only their creator's pid tells they are in use."""
-    try:
-        return os.stat("/proc/self/ns/pid").st_ino == HOST_PID_NAMESPACE
-    except OSError:
-        return False
-
-
-def tmpfs_mount_point(directory: str) -> bool:
-    try:
-        with open("/proc/self/mountinfo") as f:
-            mount = mountinfo.find(mountinfo.parse(f.read()), os.path.realpath(directory))
-    except (OSError, UsageError):
-        return False
-    return mount is not None and mount.fstype == "tmpfs"
-
-
-class Kept(Exception):
-    """Why a segment stays; held: the kernel says a process has it open or mapped."""
-
-    def __init__(self, why: str, held: bool = False):
-        super().__init__(why)
-        self.held = held
-
-
-def _lease(fd: int, owner: int) -> None:
-    """A write lease on fd. The kernel grants leases to the file's owner, or to CAP_LEASE, which a container's root
-    lacks (Docker drops it): root then takes the lease as the owner, for that one call."""
-    try:
-        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
-    except PermissionError:
-        if os.geteuid() != 0 or owner == 0:
-            raise
-        os.seteuid(owner)
-        try:
-            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
-        finally:
-            os.seteuid(0)
-
-
-@contextlib.contextmanager
-def leased(path: str, inode: int) -> Iterator[None]:
-    """The segment at path, under a write lease: the kernel grants it only if no other process has the file open or
-    mapped (whatever its PID namespace) and makes anyone opening it meanwhile wait until the block ends. Raises
-    Kept with the reason otherwise. The file itself is not changed."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as e:
-        raise Kept(GONE if e.errno == errno.ENOENT else e.strerror) from None
-    try:  # closing fd ends the lease
-        st = os.fstat(fd)
-        if st.st_ino != inode:
-            raise Kept("replaced by another file since it was listed")
-        try:
-            _lease(fd, st.st_uid)
-        except OSError as e:
-            if e.errno == errno.EAGAIN:
-                raise Kept("a process /proc did not show has it open or mapped", held=True) from None
-            raise Kept(f"cannot make sure nobody holds it ({e.strerror})") from None
-        yield
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def lease_breaks_ignored() -> Iterator[None]:
-    """A lease broken by someone opening the file signals SIGIO, whose default action ends the process."""
-    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGIO, previous)
-
-
-def remove(directory: str, entry: Entry) -> str | None:
-    """Unlink one segment under its lease. None, or why it stays."""
-    path = os.path.join(directory, entry.name)
-    try:
-        with leased(path, entry.inode):
-            if os.lstat(path).st_ino != entry.inode:
-                return "replaced by another file since it was listed"
-            os.unlink(path)
-    except Kept as e:
-        return str(e)
-    except OSError as e:
-        return e.strerror
-    return None
-
-
-def confirm(directory: str, plan: Plan) -> Plan:
-    """The leaked ones the kernel says someone holds after all (a holder /proc could not show) move to kept."""
-    leaked, kept = [], list(plan.kept)
-    for entry in plan.leaked:
-        try:
-            with leased(os.path.join(directory, entry.name), entry.inode):
-                leaked.append(entry)
-        except Kept as e:
-            if e.held:
-                kept.append(dataclasses.replace(entry, why=str(e)))
-            elif str(e) != GONE:  # not ours to lease, or replaced: the listing stays as /proc saw it
-                leaked.append(entry)
-    return Plan(tuple(leaked), tuple(kept), plan.unrecognised)
-
-
-def _only(plan: Plan, names: tuple[str, ...]) -> Plan:
-    if not names:
-        return plan
-    for name in names:
-        if "/" in name or name in (".", ".."):
-            raise UsageError(f"{name!r}: give segment names as listed in the directory, not paths")
-        if recognise(name) is None:
-            raise UsageError(f"{name!r} is not a segment shmdoctor knows ({PATTERNS}); nothing was removed")
-    keep = set(names)
-    return Plan(tuple(e for e in plan.leaked if e.name in keep), tuple(e for e in plan.kept if e.name in keep), ())
+from ..render import render
+from ..shm.removal import clean
 
 
 @click.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--yes", is_flag=True, help="Remove the leaked segments (without it, nothing changes).")
 @click.option(
+    "--exclusive",
+    is_flag=True,
+    help="No other container shares this /dev/shm: PyTorch segments whose creator is dead here go too "
+    "(refused under --ipc=host or a bind of the host's /dev/shm).",
+)
+@click.option(
     "--path",
     "directory",
-    default=DEFAULT_PATH,
+    default=SHM,
     show_default=True,
     metavar="DIR",
     help="The tmpfs to clean: /dev/shm, or the mount point of another tmpfs.",
 )
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
-def command(names, yes, directory, fmt) -> int:
+def command(names, yes, exclusive, directory, fmt) -> int:
     """Leaked segments (torch_<pid>_<n>_<n>, nccl-XXXXXX, sem.mp-XXXXXXXX, names matched whole) that no live
     process holds, with their sizes; --yes removes them.
 
     A segment held by a live process (descriptor or map, unlinked ones included), one whose creator is still
     alive (a batch in flight) and any file shmdoctor does not recognise are never touched. Outside the host's PID
     namespace (in a container) a PyTorch segment's creator cannot be checked, since a peer sharing /dev/shm may
-    have it in flight: those are kept, with the reason. Each removal happens under a kernel write lease, granted
-    only while no process has the file open or mapped, even one /proc does not show. NAME limits the work to those
-    segments. Exit 1 when a leaked segment could not be removed.
+    have it in flight: those are kept, with the reason, unless --exclusive says no other container shares it. Each
+    removal happens under a kernel write lease, granted only while no process has the file open or mapped, even
+    one /proc does not show. NAME limits the work to those segments. Exit 1 when a leaked segment could not be
+    removed.
 
     \b
     shmdoctor clean
     shmdoctor clean --yes
+    shmdoctor clean --yes --exclusive        # in a container whose /dev/shm no other container shares
     shmdoctor clean --yes torch_8_3258520444_1 --format json
     """
-    if not os.path.isdir(directory):
-        if directory == DEFAULT_PATH:
-            raise ProbeError(f"there is no {DEFAULT_PATH} here (--ipc=none?): nothing to clean")
-        raise UsageError(f"--path {directory!r} is not a directory")
-    directory = os.path.abspath(directory)
-    if directory != DEFAULT_PATH and not tmpfs_mount_point(directory):
-        # Segment names are exact, but a project directory is still no place to delete files from.
-        raise UsageError(f"--path {directory!r} is not the mount point of a tmpfs: nothing was removed")
-    try:
-        size, used, _ = local.shm_usage(directory)
-    except OSError as e:
-        raise ProbeError(f"cannot read the usage of {directory} (statvfs: {e.strerror})") from None
-    files = list_files(directory)
-    held = holders_probe.scan(directory, namespaces=True)
-    plan = _only(classify(files, held, creators_visible=creators_visible()), names)
-    removed: list[Entry] = []
-    failed: list[tuple[Entry, str]] = []
-    interrupted = False
-    try:
-        with lease_breaks_ignored():
-            plan = confirm(directory, plan)
-            for entry in plan.leaked if yes else ():
-                # Ctrl-C lands between two removals, never inside one: what is reported removed is what went.
-                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-                try:
-                    why = remove(directory, entry)
-                    if why is None:
-                        removed.append(entry)
-                    else:
-                        failed.append((entry, why))
-                finally:
-                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    except KeyboardInterrupt:
-        interrupted = True
-
-    result = dict(
-        directory=directory,
-        size=size,
-        used=used,
-        plan=plan,
-        yes=yes,
-        removed=removed,
-        failed=failed,
-        unreadable=held.unreadable,
-        interrupted=interrupted,
-    )
-    click.echo(render.render_json(**result) if fmt == "json" else render.render_text(**result))
-    if interrupted:
+    outcome = clean(directory, names, yes=yes, exclusive=exclusive)
+    click.echo(render(outcome, fmt))
+    if outcome.interrupted:
         click.echo("shmdoctor: interrupted", err=True)
-        return INTERRUPTED
-    return 1 if failed else 0
+    return outcome.exit_code

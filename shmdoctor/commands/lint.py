@@ -7,10 +7,9 @@ import dataclasses
 import click
 
 from ..errors import UsageError
-from ..model import Report, Severity
+from ..model import Lint, Report, Severity
 from ..options import labelled_requirement, loader_kwargs, loader_options, output_options
-from ..render import json as render_json
-from ..render import text as render_text
+from ..render import render
 from ..rules import judge
 
 
@@ -38,22 +37,12 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
 
     base = loader_kwargs(**loader)
     inputs = files.read(list(paths), swarm)
-    reports = [_judge(d, base, fail_on) for d in inputs.definitions]
-    passed_over, sources = inputs.objects, inputs.sources
-
-    if fmt == "json":
-        click.echo(render_json.render_many(reports, passed_over=passed_over, files_passed_over=inputs.files))
-    else:
-        targets = "1 service or workload" if len(reports) == 1 else f"{len(reports)} services and workloads"
-        title = f"shmdoctor lint: {targets} in {len(sources)} file" + "s"[len(sources) == 1 :]
-        click.echo(
-            render_text.render_table(reports, title) + "\n" + render_text.fixes_by_target(reports) if reports else title
-        )
-        if passed_over:
-            click.echo(f"passed over {len(passed_over)} objects without a pod template: " + ", ".join(passed_over))
-        for why in inputs.files:
-            click.echo(f"passed over {why}")
-    return max((r.exit_code for r in reports), default=0)
+    reports = tuple(_judge(d, base, fail_on) for d in inputs.definitions)
+    lint = Lint(
+        reports, sources=tuple(inputs.sources), passed_over=tuple(inputs.objects), files_passed_over=tuple(inputs.files)
+    )
+    click.echo(render(lint, fmt))
+    return lint.exit_code
 
 
 def _judge(found, base: dict | None, fail_on: Severity) -> Report:

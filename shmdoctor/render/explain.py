@@ -40,7 +40,7 @@ def render_text(ex: Explanation, source: str) -> str:
     report = ex.report
     label = {0: "OK", 1: "FAIL"}[ex.exit_code]
     color = "red" if ex.exit_code else "green"
-    out = [f"{text._style(label, color, bold=True)}  {headline(ex, source)}"]
+    out = [f"{text.style(label, color, bold=True)}  {headline(ex, source)}"]
     top = next((f for f in report.findings if f.severity == "error" and f.fixes), None)
     if top:
         out.append("")

@@ -1,4 +1,6 @@
-"""The text report: the verdict and the fix first, then findings, facts and the need. Read in five seconds."""
+"""A Report as text, and the pieces other text renderers share (style, fix lines, the audit/lint table).
+
+The report puts the verdict and the fix first, then findings, facts and the need: read in five seconds."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ SOURCES = {
 }
 
 
-def _style(text: str, color: str, bold: bool = False) -> str:
+def style(text: str, color: str, bold: bool = False) -> str:
     return text if os.environ.get("NO_COLOR") else click.style(text, fg=color, bold=bold)
 
 
@@ -68,7 +70,7 @@ def fix_lines(fixes: list[Fix], language: str) -> list[str]:
             out.append(lead + why + ":")
             out.extend("        " + line for line in body.splitlines())
         else:
-            out.append(f"{lead}{body:<44}  {_style(why, 'bright_black')}")
+            out.append(f"{lead}{body:<44}  {style(why, 'bright_black')}")
     return out
 
 
@@ -81,10 +83,10 @@ def shm_summary(report: Report) -> str:
     return f"{format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used"
 
 
-def render(report: Report) -> str:
+def report(report: Report) -> str:
     need = report.requirement
     label, color = _VERDICT_STYLE[report.verdict]
-    out = [f"{_style(label, color, bold=True)}  {report.headline()}"]
+    out = [f"{style(label, color, bold=True)}  {report.headline()}"]
 
     language = _language(report)
     top = next((f for f in report.findings if f.severity != "info" and f.fixes), None)
@@ -96,7 +98,7 @@ def render(report: Report) -> str:
         out.append("\nFindings")
         for f in report.findings:
             message = "(the verdict above)" if f.message == report.headline() else f.message
-            out.append(f"  {_style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<17}{message}")
+            out.append(f"  {style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<17}{message}")
 
     out.extend(facts_lines(report))
 
@@ -135,7 +137,7 @@ def facts_lines(report: Report) -> list[str]:
     return out
 
 
-def render_table(reports: list[Report], title: str) -> str:
+def table(reports: list[Report], title: str) -> str:
     """audit and lint: one row per target (verdict, shm, IPC, need, first fix), then each target's findings."""
     rows = [("VERDICT", "TARGET", "SHM", "IPC", "NEED", "FIX")]
     for r in reports:
@@ -156,13 +158,13 @@ def render_table(reports: list[Report], title: str) -> str:
         cells = [cell.ljust(w) for cell, w in zip(row, widths)] + [row[-1]]
         line = "  ".join(cells)
         if n:
-            line = line.replace(row[0], _style(row[0], _VERDICT_STYLE[reports[n - 1].verdict][1], True), 1)
+            line = line.replace(row[0], style(row[0], _VERDICT_STYLE[reports[n - 1].verdict][1], True), 1)
         lines.append(line)
     for r in reports:
         for f in r.findings:
             if f.severity != "info":
                 lines.append(
-                    f"  {r.facts.target.name}: {_style(f.severity, _SEVERITY_STYLE[f.severity])} {f.id}: {f.message}"
+                    f"  {r.facts.target.name}: {style(f.severity, _SEVERITY_STYLE[f.severity])} {f.id}: {f.message}"
                 )
         lines.extend(f"  {r.facts.target.name}: note: {note}" for note in r.notes)
     return "\n".join(lines)

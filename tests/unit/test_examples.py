@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, entry_point
+from tests.helpers import REPO, entry_point, validate
 
 
 @pytest.mark.parametrize("example", ["examples/docker-compose.yml", "examples/k8s-job.yaml"])
@@ -18,7 +18,7 @@ def test_example_definitions_pass_lint_with_their_own_loader(example):
         cwd=REPO,
         timeout=60,
     )
-    doc = json.loads(proc.stdout)
+    doc = validate(json.loads(proc.stdout))
     assert proc.returncode == 0 and doc["verdict"] == "ok", proc.stdout
     [report] = doc["reports"]
     assert report["requirement"]["bytes"] == 900 * 2**20  # from the label/annotation: batch 100 × 1 MiB, 4 workers
@@ -35,4 +35,5 @@ def test_example_definitions_fail_lint_for_a_loader_they_cannot_hold(example, tm
         text=True,
         timeout=60,
     )
-    assert proc.returncode == 1 and json.loads(proc.stdout)["reports"][0]["findings"][0]["id"] == "shm-too-small"
+    doc = validate(json.loads(proc.stdout))
+    assert proc.returncode == 1 and doc["reports"][0]["findings"][0]["id"] == "shm-too-small"

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.helpers import INTERRUPTED, REPO, WAIT, interrupt, start_cli, wait_for
+from tests.helpers import INTERRUPTED, REPO, WAIT, interrupt, start_cli, validate, wait_for
 
 # --- Ctrl-C -------------------------------------------------------------------------------------------------------
 
@@ -53,7 +53,7 @@ def test_watch_in_a_scripts_background_still_stops_with_its_summary(signum, code
         text=True,
         preexec_fn=ignore_sigint,
     )
-    assert json.loads(proc.stdout.readline())["type"] == "sample"  # its handlers are in place by now
+    assert validate(json.loads(proc.stdout.readline()))["type"] == "sample"  # its handlers are in place by now
     proc.send_signal(signum)
     try:
         out, err = proc.communicate(timeout=WAIT)
@@ -61,7 +61,7 @@ def test_watch_in_a_scripts_background_still_stops_with_its_summary(signum, code
         proc.kill()
         pytest.fail("watch did not stop")
     assert proc.returncode == code and "Traceback" not in err
-    assert json.loads(out.splitlines()[-1])["interrupted"] is True
+    assert validate(json.loads(out.splitlines()[-1]))["interrupted"] is True
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from shmdoctor.sizes import GiB, MiB
-from tests.helpers import BUSYBOX, missing, run_cli, unique_name
+from tests.helpers import BUSYBOX, missing, run_cli, unique_name, validate
 
 PREFIX = unique_name("audit-")
 SECRET = "s3cr3t-value-for-audit-tests"
@@ -63,7 +63,7 @@ def fleet(images):
 def audit(*args: str, env: dict | None = None) -> tuple[int, dict, str]:
     proc = run_cli("audit", *args, "--format", "json", env=env)
     assert proc.stdout.strip(), f"no output; stderr: {proc.stderr}"
-    return proc.returncode, json.loads(proc.stdout), proc.stdout + proc.stderr
+    return proc.returncode, validate(json.loads(proc.stdout)), proc.stdout + proc.stderr
 
 
 def by_name(doc: dict) -> dict[str, dict]:
@@ -82,7 +82,7 @@ def test_every_kind_of_container_against_the_seed_loader(fleet):
     code, doc, _ = audit("--filter", f"name={PREFIX}", *SEED)
     reports = by_name(doc)
     assert set(reports) == set(FLEET)
-    assert doc["schema"] == "shmdoctor/1" and doc["verdict"] == "fail" and code == 1 and doc["exec"] is False
+    assert doc["schema"] == "shmdoctor/audit/1" and doc["verdict"] == "fail" and code == 1 and doc["exec"] is False
 
     def shm(name):
         s = reports[name]["shm"]
@@ -207,7 +207,7 @@ def test_read_only_unless_exec(fleet):
     assert since(t0, target) == []  # inspect only: the engine saw no exec, no change
     t1 = time.time()
     proc = run_cli("audit", target, PREFIX + "ipcnone", "--exec", "--format", "json")
-    doc = json.loads(proc.stdout)
+    doc = validate(json.loads(proc.stdout))
     shm = doc["reports"][0]["shm"]
     assert doc["exec"] is True and shm["used_bytes"] == 100 * MiB and shm["free_bytes"] == 2 * GiB - 100 * MiB
     assert "--exec" in shm["detail"] and "--exec" in proc.stderr
@@ -263,7 +263,7 @@ def test_container_removed_mid_audit_is_said_and_the_audit_goes_on(fleet, monkey
         code = main(["audit", "--filter", f"label={label}", "--format", "json", *SEED])
     finally:
         remove(doomed, kept)
-    doc = json.loads(capsys.readouterr().out)
+    doc = validate(json.loads(capsys.readouterr().out))
     reports = by_name(doc)
     assert reports["kept"]["verdict"] == "ok"
     gone = reports["doomed"]

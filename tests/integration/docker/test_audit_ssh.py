@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BUSYBOX, REPO, missing, unique_name
+from tests.helpers import BUSYBOX, REPO, missing, unique_name, validate
 
 pytestmark = pytest.mark.usefixtures("images")
 NAME = unique_name("ssh-")
@@ -121,7 +121,7 @@ def test_audit_over_ssh_judges_every_container(ssh_host, containers):
         cwd=REPO,
         timeout=120,
     )
-    doc = json.loads(proc.stdout)
+    doc = validate(json.loads(proc.stdout))
     assert proc.returncode == 1 and doc["engine"].startswith("ssh://"), proc.stderr
     assert sorted(r["target"]["name"] for r in doc["reports"]) == sorted(containers)
     assert all(r["findings"][0]["id"] == "shm-too-small" for r in doc["reports"])

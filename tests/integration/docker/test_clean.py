@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from shmdoctor.segments import NOT_VISIBLE, creator_pid, recognise
-from tests.helpers import PYTHON, REPO, docker_run, unique_name
+from shmdoctor.shm.segments import NOT_VISIBLE, creator_pid, recognise
+from tests.helpers import PYTHON, REPO, docker_run, unique_name, validate
 
 UNKNOWN_AND_KNOWN = """
 import os, subprocess, sys
@@ -42,7 +42,7 @@ def test_yes_never_touches_what_it_does_not_recognise(images):
     )
     assert proc.returncode == 0, proc.stderr
     status, *rest = proc.stdout.splitlines()
-    doc, left = json.loads("\n".join(rest[:-1])), rest[-1].split()
+    doc, left = validate(json.loads("\n".join(rest[:-1]))), rest[-1].split()
     assert status == "0 "
     removed = sorted(e["name"] for e in doc["removed"])
     assert removed[:2] == ["nccl-left01", "sem.mp-left_ovr"] and len(removed) == 3
@@ -87,7 +87,7 @@ def test_sigkilled_file_system_loader_leak_is_listed_then_freed(images):
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:4] == ["killed: 137", "list: 0", "yes: 0", "left: 0"], proc.stdout + proc.stderr
-    listed, freed = json.loads(lines[4])
+    listed, freed = map(validate, json.loads(lines[4]))
     names = [e["name"] for e in listed["leaked"]]
     assert names and all(recognise(n) == "PyTorch" for n in names)
     assert listed["leaked_bytes"] > 0 and listed["used_bytes"] >= listed["leaked_bytes"]
@@ -108,7 +108,7 @@ def test_in_a_containers_pid_namespace_the_leak_is_kept_and_says_why(images):
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:3] == ["killed: 137", "list: 0", "yes: 0"] and lines[3] != "left: 0", proc.stdout + proc.stderr
-    listed, kept = json.loads(lines[4])
+    listed, kept = map(validate, json.loads(lines[4]))
     assert listed["leaked"] == [] and kept["removed"] == [] and kept["freed_bytes"] == 0
     assert kept["kept"] and all(e["kind"] == "PyTorch" and e["why"] == NOT_VISIBLE for e in kept["kept"])
 
@@ -167,7 +167,7 @@ def test_a_peer_containers_segment_in_flight_is_kept(images):
         )
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
         *doc, left = proc.stdout.splitlines()
-        doc = json.loads("\n".join(doc))
+        doc = validate(json.loads("\n".join(doc)))
         assert doc["removed"] == [] and [(e["kind"], e["why"]) for e in doc["kept"]] == [("PyTorch", NOT_VISIBLE)]
         assert left == f"left: {doc['kept'][0]['name']}" and creator_pid(left[6:]) is not None
     finally:
@@ -194,7 +194,7 @@ def test_a_containers_root_cleans_what_its_training_user_left(images):
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:3] == ["list: 0", "yes: 0", "nccl-held01"], proc.stdout + proc.stderr
-    listed, freed = json.loads(lines[3])
+    listed, freed = map(validate, json.loads(lines[3]))
     assert [e["name"] for e in listed["leaked"]] == ["nccl-left01"]
     assert [(e["name"], e["why"]) for e in listed["kept"]] == [
         ("nccl-held01", "a process /proc did not show has it open or mapped")

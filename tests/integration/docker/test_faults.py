@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers import INTERRUPTED, PYTHON, docker_run, unique_name
+from tests.helpers import INTERRUPTED, PYTHON, docker_run, unique_name, validate
 
 CLEAN_INTERRUPTED = """
 import json, os, signal, subprocess, sys, time
@@ -43,7 +43,7 @@ def test_ctrl_c_in_clean_reports_exactly_what_it_removed(images):
     assert "Traceback" not in r["stderr"], r["stderr"]
     assert r["rc"] == INTERRUPTED, "it finished before the SIGINT landed"
     assert [line for line in r["stderr"].splitlines() if line] == ["shmdoctor: interrupted"]
-    doc = r["doc"]
+    doc = validate(r["doc"])
     assert doc["interrupted"] and 0 < len(doc["removed"]) == r["n"] - r["left"]
 
 
@@ -88,11 +88,11 @@ def _fault(*docker_args: str, setup: str = "", user: str = "", commands=(CHECK, 
 
 
 def _doc(r: dict) -> dict:
-    return json.loads(r["stdout"])
+    return validate(json.loads(r["stdout"]))
 
 
 def _jsonl(r: dict) -> list[dict]:
-    return [json.loads(line) for line in r["stdout"].splitlines()]
+    return [validate(json.loads(line)) for line in r["stdout"].splitlines()]
 
 
 def _ids(r: dict) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BUSYBOX, REPO, docker_run, unique_name
+from tests.helpers import BUSYBOX, REPO, docker_run, unique_name, validate
 
 IMAGE = f"shmdoctor-test/shmdoctor:{unique_name('dev')}"  # this run's build, removed after
 SEED = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
@@ -128,7 +128,7 @@ def test_image_audits_a_running_container_through_the_read_only_socket(image):
             text=True,
             timeout=120,
         )
-        doc = json.loads(proc.stdout)
+        doc = validate(json.loads(proc.stdout))
         assert proc.returncode == 1 and doc["verdict"] == "fail", proc.stderr
         [report] = doc["reports"]
         assert report["target"]["name"] == name and report["shm"]["size_bytes"] == 64 * 2**20

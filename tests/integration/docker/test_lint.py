@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from shmdoctor.cli import main
-from tests.helpers import BUSYBOX, DATA, unique_name
+from tests.helpers import BUSYBOX, DATA, unique_name, validate
 
 COMPOSE = DATA / "manifests" / "docker-compose.yml"
 
@@ -81,7 +81,7 @@ def owners(images):
 def test_lint_sizes_match_the_engine(owners, capsys):
     compose, names = owners
     assert main(["lint", str(COMPOSE), "--format", "json"]) == 0
-    reports = {r["target"]["name"].split(":")[-1]: r for r in json.loads(capsys.readouterr().out)["reports"]}
+    reports = {r["target"]["name"].split(":")[-1]: r for r in validate(json.loads(capsys.readouterr().out))["reports"]}
     compared = []
     for name, service in compose.items():
         lint_size = reports[name]["shm"]["size_bytes"]
@@ -109,7 +109,7 @@ def test_swarm_tmpfs_workaround_matches_the_engine(images, capsys):
     """stack.yml: Swarm turns a `type: tmpfs` volume into a tmpfs mount (what --mount does); shm_size it drops."""
     stack = COMPOSE.parent / "stack.yml"
     main(["lint", str(stack), "--format", "json"])
-    reports = {r["target"]["name"].split(":")[-1]: r for r in json.loads(capsys.readouterr().out)["reports"]}
+    reports = {r["target"]["name"].split(":")[-1]: r for r in validate(json.loads(capsys.readouterr().out))["reports"]}
     volume = yaml.safe_load(stack.read_text())["services"]["evaluator"]["volumes"][0]
     mount = f"type=tmpfs,destination={volume['target']},tmpfs-size={volume['tmpfs']['size']}"
     assert df_shm_bytes("--mount", mount) == reports["evaluator"]["shm"]["size_bytes"]

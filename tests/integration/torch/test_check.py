@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.helpers import assert_one_line_error, run_cli
+from tests.helpers import assert_one_line_error, run_cli, validate
 
 
 def test_dataset_is_measured_from_real_samples(torch_module):
@@ -19,7 +19,7 @@ def test_dataset_is_measured_from_real_samples(torch_module):
         "--format",
         "json",
     )
-    loader = json.loads(proc.stdout)["requirement"]["loader"]
+    loader = validate(json.loads(proc.stdout))["requirement"]["loader"]
     assert loader["sample_bytes"] == 2**20 and loader["batch_bytes"] == 100 * 2**20
 
 

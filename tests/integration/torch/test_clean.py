@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from shmdoctor.segments import creator_pid, recognise
+from shmdoctor.shm.segments import creator_pid, recognise
 
 
 def test_recognise_pytorchs_own_names(torch_module):

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from shmdoctor.probe import holders
-from shmdoctor.segments import creator_pid
+from shmdoctor.shm.segments import creator_pid
 from tests.helpers import INTERRUPTED, REPO, WAIT, wait_for
 
 

@@ -8,15 +8,15 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO, assert_one_line_error, entry_point, run_cli
+from tests.helpers import REPO, assert_one_line_error, entry_point, run_cli, validate
 
 CONTRACT = {"schema", "verdict", "target", "shm", "ipc", "memory", "requirement", "findings"}
 
 
 def test_json_contract():
     proc = run_cli("check", "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB", "--format", "json")
-    doc = json.loads(proc.stdout)
-    assert doc.keys() >= CONTRACT and doc["schema"] == "shmdoctor/1"
+    doc = validate(json.loads(proc.stdout))
+    assert doc.keys() >= CONTRACT and doc["schema"] == "shmdoctor/check/1"
     assert doc["verdict"] in ("ok", "warn", "fail") and proc.returncode == (1 if doc["verdict"] == "fail" else 0)
     assert doc["target"]["kind"] == "local"
     assert {"present", "size_bytes", "used_bytes", "free_bytes", "source"} <= doc["shm"].keys()
@@ -27,7 +27,7 @@ def test_json_contract():
 
 
 def test_facts_only_and_python_dash_m_agree_with_the_entry_point():
-    via_module = json.loads(run_cli("check", "--format", "json").stdout)
+    via_module = validate(json.loads(run_cli("check", "--format", "json").stdout))
     via_script = json.loads(
         subprocess.run([entry_point(), "check", "--format", "json"], capture_output=True, text=True).stdout
     )

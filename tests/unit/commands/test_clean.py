@@ -14,11 +14,11 @@ import sys
 
 import pytest
 
-from shmdoctor.commands import clean
 from shmdoctor.probe import holders
 from shmdoctor.probe.holders import Holder, Holders, Segment
-from shmdoctor.segments import Entry, File, classify, creator_pid, recognise
-from tests.helpers import run_cli
+from shmdoctor.shm import removal
+from shmdoctor.shm.segments import Entry, File, classify, creator_pid, recognise
+from tests.helpers import run_cli, validate
 
 SHM = "/dev/shm"
 TAG = str(os.getpid())  # the <random> field of this test's torch_<pid>_<random>_<n> names
@@ -176,7 +176,7 @@ def made():
 def _clean(*args: str) -> tuple[int, dict]:
     proc = run_cli("clean", "--format", "json", *args)
     assert "Traceback" not in proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    return proc.returncode, validate(json.loads(proc.stdout))
 
 
 def test_lists_the_leak_and_changes_nothing_without_yes(made, hold):
@@ -277,7 +277,7 @@ def test_the_lease_keeps_a_segment_proc_did_not_show(made, hold):
     _write(made[0])
     hold(made[0], "map")
     entry = Entry(name, os.stat(made[0]).st_ino, SIZE, "PyTorch")
-    assert clean.remove(SHM, entry) == "a process /proc did not show has it open or mapped"
+    assert removal.remove(SHM, entry) == "a process /proc did not show has it open or mapped"
     assert os.path.exists(made[0])
 
 
@@ -289,7 +289,7 @@ def test_the_lease_refuses_a_replaced_file(made):
     entry = Entry(name, os.stat(path).st_ino, SIZE, "PyTorch")
     os.rename(path, path + ".old")  # kept, so its inode cannot be reused by the new file
     _write(path)  # same name, another file: listed earlier, not this one
-    assert clean.remove(SHM, entry) == "replaced by another file since it was listed"
+    assert removal.remove(SHM, entry) == "replaced by another file since it was listed"
     assert os.path.exists(path)
 
 

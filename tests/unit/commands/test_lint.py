@@ -14,7 +14,7 @@ import yaml
 
 from shmdoctor.cli import main
 from tests.helpers import DATA as TEST_DATA
-from tests.helpers import REPO
+from tests.helpers import REPO, validate
 
 DATA = TEST_DATA / "manifests"
 BAD = TEST_DATA / "manifests-bad"
@@ -30,7 +30,7 @@ def lint(capsys, *args: str) -> tuple[int, str, str]:
 def lint_json(capsys, *args: str) -> tuple[int, dict]:
     code, out, err = lint(capsys, *args, "--format", "json")
     assert out, err
-    return code, json.loads(out)
+    return code, validate(json.loads(out))
 
 
 def by_name(doc: dict) -> dict:
@@ -39,7 +39,7 @@ def by_name(doc: dict) -> dict:
 
 def test_json_document_for_a_directory(capsys):
     code, doc = lint_json(capsys, str(DATA), *SEED)
-    assert code == 1 and doc["schema"] == "shmdoctor/1" and doc["verdict"] == "fail"
+    assert code == 1 and doc["schema"] == "shmdoctor/lint/1" and doc["verdict"] == "fail"
     assert len(doc["passed_over"]) == 2 and doc["passed_over"][0].endswith("training.yaml:ConfigMap/train-config")
     assert "skipped" not in doc  # len(passed_over)
     reports = by_name(doc)

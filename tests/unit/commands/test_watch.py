@@ -7,14 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-from datetime import datetime, timezone
 
 from shmdoctor.commands import watch
-from shmdoctor.commands.watch import Watch
-from shmdoctor.probe.holders import Holder, Holders, Segment
-from shmdoctor.render.watch import HEARTBEAT_S, Text
+from shmdoctor.shm import sampling
 from shmdoctor.sizes import MiB
-from tests.helpers import run_cli, watch_json
+from tests.helpers import run_cli, validate, watch_json
 
 
 def test_budget_and_no_holder_scans_in_json():
@@ -36,37 +33,6 @@ def test_budget_and_no_holder_scans_in_json():
     assert summary["holder_scans"] == 0 and summary["holders"] == []
     assert not any("holders" in s for s in samples)
     assert {s["budget_bytes"] for s in samples} == {900 * MiB}
-
-
-def test_watch_adds_up_peak_and_biggest_holds():
-    w = Watch()
-    for t, used in ((0.0, 10), (0.5, 30), (1.0, 20)):
-        w.sample(t, 100, used)
-    assert (w.start_used, w.peak, w.peak_t, w.samples) == (10, 30, 0.5, 3)
-    seg = lambda inode, n: Segment(inode, f"torch_{inode}", n, True)  # noqa: E731
-    w.scanned(Holders((Holder(7, "a", (seg(1, 4096),)),), unreadable=("pid 1 (init): permission denied",)))
-    w.scanned(Holders((Holder(7, "a", (seg(1, 4096), seg(2, 8192))), Holder(9, "b", (seg(3, 4096),)))))
-    w.scanned(Holders(()))
-    assert [(h.pid, h.bytes) for h in w.biggest()] == [(7, 12288), (9, 4096)]
-    assert w.scans == 3 and w.unreadable == {"pid 1 (init): permission denied"}
-
-
-def test_text_prints_a_sample_when_usage_or_holders_change_and_a_heartbeat_otherwise():
-    text, w, now = Text("/dev/shm", None, 0.5, 2.0), Watch(), datetime.now(timezone.utc)
-    held = Holders((Holder(7, "python train.py", (Segment(1, "torch_1", 4096, True),)),))
-    printed = []
-    for t, used, fresh in (
-        (0.0, 10, None),
-        (0.5, 10, None),
-        (1.0, 20, None),
-        (1.5, 20, held),
-        (2.0, 20, held),
-        (1.5 + HEARTBEAT_S, 20, None),
-    ):
-        w.sample(t, 100, used)
-        printed.append(text.sample(t, now, 100, used, w, fresh))
-    assert [p is not None for p in printed] == [True, False, True, True, False, True]
-    assert printed[3].splitlines()[1].split()[:2] == ["pid", "7"] and "\n" not in printed[5]
 
 
 HOLD = """
@@ -93,7 +59,7 @@ def test_holders_are_named_by_executable_and_script_never_their_arguments(tmp_pa
         assert holder.stdout.readline().strip() == "held"
         shown = f"{os.path.basename(sys.executable)} {script}"
         proc = run_cli("watch", "--format", "json", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1")
-        docs = [json.loads(line) for line in proc.stdout.splitlines()]
+        docs = [validate(json.loads(line)) for line in proc.stdout.splitlines()]
         ours = [h for d in docs for h in d.get("holders", []) if h["pid"] == holder.pid]
         assert ours and all(h["command"] == shown for h in ours)
         text = run_cli("watch", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1").stdout
@@ -113,7 +79,7 @@ def test_a_signal_between_installing_its_handlers_still_ends_in_a_summary(monkey
     install = signal.signal
 
     def interrupted_install(signum, handler):
-        if signum == signal.SIGTERM and handler is watch._stop:
+        if signum == signal.SIGTERM and handler is sampling._stop:
             os.kill(os.getpid(), signal.SIGINT)  # delivered to the handler installed a moment ago
         return install(signum, handler)
 

@@ -129,13 +129,15 @@ def test_oom_killed_exited_container():
 
 
 def test_no_environment_in_facts_or_output():
-    from shmdoctor.render import json as render_json
+    from shmdoctor.model import Audit
+    from shmdoctor.render import render
 
     info = captured("default")
     assert info["Config"]["Env"] == ["SECRET_TOKEN=<stripped>", "PATH=<stripped>"]  # the capture kept no value
     info["Config"]["Env"] = ["SECRET_TOKEN=hunter2-in-env"]
     report = _judge(probe.facts_from_inspect(info), None, None, "error")
-    assert "hunter2" not in render_json.render_many([report]) and "SECRET_TOKEN" not in repr(report)
+    audit = Audit((report,), engine="unix:///var/run/docker.sock")
+    assert "hunter2" not in render(audit, "json") and "SECRET_TOKEN" not in repr(report)
 
 
 def test_loader_label_overrides_the_command_line():

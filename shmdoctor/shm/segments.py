@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .probe.holders import Holders
+from ..probe.holders import Holders
 
 # Segments whose owners remove them while they still hold them, so that one no live process holds (descriptor or
 # map) is the leftover of a process that died. Names are matched whole, exactly as their makers write them, so
@@ -31,7 +31,8 @@ KNOWN = (
 PATTERNS = ", ".join(shape for _, shape, _ in KNOWN)
 NOT_VISIBLE = (
     "its creator's pid cannot be checked outside the host's PID namespace (a peer container sharing "
-    "/dev/shm may have it in flight): clean run in the host's PID namespace (docker run --pid=host) removes it"
+    "/dev/shm may have it in flight): clean --exclusive removes it when no other container shares this /dev/shm, "
+    "as does clean in the host's PID namespace (docker run --pid=host)"
 )
 
 

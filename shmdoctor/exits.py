@@ -1,0 +1,15 @@
+"""Every exit code shmdoctor returns, in one place. cli.main maps errors to them; commands return them."""
+
+from __future__ import annotations
+
+import enum
+import signal
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0  # ok or warn
+    FINDING = 1  # a finding at the --fail-on severity; a leaked segment that could not be removed
+    USAGE = 2  # bad input or usage: one line on stderr
+    PROBE = 3  # a fact could not be read at all (engine unreachable, permission denied, no /dev/shm)
+    INTERRUPTED = 128 + signal.SIGINT  # 130: Ctrl-C, as a shell reports it
+    TERMINATED = 128 + signal.SIGTERM  # 143: SIGTERM (docker stop, timeout), as a shell reports it

@@ -1,0 +1,36 @@
+"""lint's document as text (a table of the targets, then each one's fix in its own language) or JSON
+(shmdoctor/lint/1)."""
+
+from __future__ import annotations
+
+import json
+
+from ..model import Lint
+from . import schema_id
+from .json import report_dict
+from .text import fixes_by_target, table
+
+
+def to_text(doc: Lint) -> str:
+    n = len(doc.reports)
+    targets = "1 service or workload" if n == 1 else f"{n} services and workloads"
+    files = len(doc.sources)
+    out = [f"shmdoctor lint: {targets} in {files} file" + "s"[files == 1 :]]
+    if doc.reports:
+        out = [table(list(doc.reports), out[0]), fixes_by_target(list(doc.reports))]
+    if doc.passed_over:
+        out.append(f"passed over {len(doc.passed_over)} objects without a pod template: " + ", ".join(doc.passed_over))
+    return "\n".join(out)
+
+
+def to_json(doc: Lint) -> str:
+    return json.dumps(
+        {
+            "schema": schema_id(doc.kind),
+            "verdict": doc.verdict,
+            "passed_over": list(doc.passed_over),
+            "files_passed_over": list(doc.files_passed_over),
+            "reports": [report_dict(r) for r in doc.reports],
+        },
+        indent=2,
+    )
