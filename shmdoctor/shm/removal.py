@@ -25,9 +25,9 @@ HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process 
 GONE = "gone already"
 # Where --exclusive is refused: a /dev/shm the host and its --ipc=host containers share (local.probe's sources).
 SHARED_WITH_THE_HOST = {
-    "system": "it is this machine's own, which every --ipc=host container shares",
-    "host-ipc": "this container shares the host's IPC namespace (--ipc=host), and with it the host's /dev/shm",
-    "host": "it is the host's /dev/shm, bound in (-v /dev/shm:/dev/shm)",
+    "system": "{d} is this machine's own (not a container's)",
+    "host-ipc": "this container shares the host's IPC namespace (--ipc=host), and with it the host's {d}",
+    "host": "{d} is the host's /dev/shm, bound in (-v /dev/shm:/dev/shm)",
 }
 
 
@@ -96,7 +96,8 @@ def tmpfs_mount_point(directory: str) -> bool:
 
 def shared_with_the_host(directory: str) -> str | None:
     """Why the directory is the host's /dev/shm (so processes of other PID namespaces may use it), or None."""
-    return SHARED_WITH_THE_HOST.get(local.probe(directory).shm.source)
+    why = SHARED_WITH_THE_HOST.get(local.probe(directory).shm.source)
+    return why.format(d=directory) if why else None
 
 
 class Kept(Exception):
@@ -220,7 +221,7 @@ def clean(directory: str, names: tuple[str, ...] = (), *, yes: bool = False, exc
     """
     directory = _directory(directory)
     if exclusive and (why := shared_with_the_host(directory)):
-        raise UsageError(f"--exclusive: {directory} is shared beyond this container: {why}; nothing was removed")
+        raise UsageError(f"--exclusive: {why}, which other containers' processes may use; nothing was removed")
     try:
         size, used, _ = local.shm_usage(directory)
     except OSError as e:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from shmdoctor.shm.segments import NOT_VISIBLE, creator_pid, recognise
 from tests.helpers import PYTHON, REPO, docker_run, unique_name, validate
 
@@ -66,8 +68,8 @@ echo "killed: $?"
 for pid in ${ready#ready }; do  # the workers notice their parent is gone within 5 s, and exit
   while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
 done
-python -m shmdoctor clean --format json > /tmp/list.json; echo "list: $?"
-python -m shmdoctor clean --yes --format json > /tmp/yes.json; echo "yes: $?"
+python -m shmdoctor clean $EXCLUSIVE --format json > /tmp/list.json; echo "list: $?"
+python -m shmdoctor clean --yes $EXCLUSIVE --format json > /tmp/yes.json; echo "yes: $?"
 echo "left: $(ls /dev/shm | wc -l)"
 python -c 'import json; print(json.dumps([json.load(open("/tmp/list.json")), json.load(open("/tmp/yes.json"))]))'
 """
@@ -111,6 +113,49 @@ def test_in_a_containers_pid_namespace_the_leak_is_kept_and_says_why(images):
     listed, kept = map(validate, json.loads(lines[4]))
     assert listed["leaked"] == [] and kept["removed"] == [] and kept["freed_bytes"] == 0
     assert kept["kept"] and all(e["kind"] == "PyTorch" and e["why"] == NOT_VISIBLE for e in kept["kept"])
+
+
+def test_exclusive_frees_the_leak_in_a_containers_own_pid_namespace(images):
+    # The same leak, in the container's own PID namespace, and the user says no other container shares its
+    # /dev/shm: the dead creator's pid is checked here, and its segments go.
+    proc = docker_run(
+        "--name",
+        unique_name("clean-exclusive"),
+        "--shm-size=256m",
+        "--init",
+        "-e",
+        "EXCLUSIVE=--exclusive",
+        cmd=["sh", "-c", KILL_AND_CLEAN],
+        timeout=300,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:4] == ["killed: 137", "list: 0", "yes: 0", "left: 0"], proc.stdout + proc.stderr
+    listed, freed = map(validate, json.loads(lines[4]))
+    names = [e["name"] for e in listed["leaked"]]
+    assert listed["exclusive"] and names and all(recognise(n) == "PyTorch" for n in names)
+    assert listed["kept"] == [] and sorted(e["name"] for e in freed["removed"]) == sorted(names)
+    assert freed["freed_bytes"] == listed["leaked_bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    "how, words",
+    [
+        (["--ipc=host"], "shares the host's IPC namespace (--ipc=host)"),
+        (["-v", "/dev/shm:/dev/shm"], "is the host's /dev/shm, bound in"),
+    ],
+)
+def test_exclusive_is_refused_where_dev_shm_is_the_hosts(images, how, words):
+    proc = docker_run(
+        "--name",
+        unique_name("clean-exclusive-host"),
+        *how,
+        cmd=["python", "-m", "shmdoctor", "clean", "--yes", "--exclusive"],
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("shmdoctor: error: --exclusive: ") and words in line and "nothing was removed" in line
 
 
 IPC_OWNER = """
@@ -180,8 +225,8 @@ setpriv --reuid=1000 --regid=1000 --clear-groups sh -c '
   head -c 8192 /dev/zero > /dev/shm/nccl-held01
   exec 3</dev/shm/nccl-held01; touch /tmp/holding; exec sleep 600' &
 while [ ! -e /tmp/holding ]; do sleep 0.05; done
-python -m shmdoctor clean --format json > /tmp/list.json; echo "list: $?"
-python -m shmdoctor clean --yes --format json > /tmp/yes.json; echo "yes: $?"
+python -m shmdoctor clean $EXCLUSIVE --format json > /tmp/list.json; echo "list: $?"
+python -m shmdoctor clean --yes $EXCLUSIVE --format json > /tmp/yes.json; echo "yes: $?"
 ls /dev/shm
 python -c 'import json; print(json.dumps([json.load(open("/tmp/list.json")), json.load(open("/tmp/yes.json"))]))'
 """

@@ -1,0 +1,124 @@
+"""The text outputs the README shows, rendered from the same documents and compared with tests/golden/*.txt.
+
+A renderer's change shows here as a diff. When it is meant: `UPDATE_GOLDEN=1 pytest tests/unit/render/test_golden.py`
+rewrites the files; review them with `git diff tests/golden`, then bring the README's block to the same text (the
+README test here says where it differs).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from shmdoctor.commands.lint import _judge as judge_lint
+from shmdoctor.loader import loader_config, requirement
+from shmdoctor.model import Facts, Ipc, Lint, Memory, Shm, Target
+from shmdoctor.probe import compose, documents, kubernetes
+from shmdoctor.probe.holders import Holder, Holders, Segment
+from shmdoctor.render import render
+from shmdoctor.rules import judge
+from shmdoctor.shm.removal import Cleaned
+from shmdoctor.shm.sampling import Sampler
+from shmdoctor.shm.segments import File, classify
+from shmdoctor.sizes import GiB, KiB, MiB
+from tests.helpers import REPO, readme_blocks
+
+GOLDEN = REPO / "tests" / "golden"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+
+@pytest.fixture(autouse=True)
+def no_color(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+
+
+def golden(name: str, text: str) -> list[str]:
+    path = GOLDEN / f"{name}.txt"
+    if UPDATE:
+        path.write_text(text + "\n")
+    assert text + "\n" == path.read_text(), f"{path} differs (UPDATE_GOLDEN=1 rewrites it)"
+    return text.splitlines()
+
+
+def readme_block(first: str) -> list[str]:
+    """The README's code block whose first line starts with `first`, as lines."""
+    return next(b for b in readme_blocks() if b.startswith(first)).rstrip("\n").splitlines()
+
+
+def same_lines(readme: list[str], rendered: list[str]) -> None:
+    """The README's lines are the first rendered ones; a line of '...' elides the rest, one ending in '...)' the
+    rest of its line."""
+    for n, line in enumerate(readme):
+        if line.strip() == "...":
+            return
+        if line.endswith("...)"):
+            assert rendered[n].startswith(line[:-4]), (n, line)
+            continue
+        assert rendered[n] == line, f"README line {n}: {line!r} is rendered as {rendered[n]!r}"
+
+
+def test_check_in_a_default_container():
+    facts = Facts(
+        target=Target("local", "3b4f6bc51946"),
+        shm=Shm(True, 64 * MiB, 0, 64 * MiB, "docker-shm", "shm on /dev/shm type tmpfs (rw,size=65536k)"),
+        ipc=Ipc("private"),
+        memory=Memory(None, int(10.1 * MiB)),
+        runtime="docker",
+        nofile=20000,
+        cpus=2.0,
+    )
+    need = requirement(loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB"))
+    text = render(judge(facts, need), "text")
+    same_lines(readme_block("FAIL  this loader needs 900 MiB"), golden("check-fail", text))
+
+
+def test_lint_of_the_examples():
+    reports, sources = [], []
+    for doc in documents.read(["examples/docker-compose.yml", "examples/k8s-job.yaml"]):
+        sources.append(doc.source)
+        found = compose.probe(doc, None) if compose.is_compose(doc.body) else kubernetes.probe(doc)[0]
+        reports += [judge_lint(d, None, "error") for d in found]
+    text = render(Lint(tuple(reports), sources=tuple(sources)), "text")
+    same_lines(readme_block("$ shmdoctor lint examples/")[1:], golden("lint-examples", text))
+
+
+def _cleaned(exclusive: bool) -> Cleaned:
+    """clean --yes in a container: a dead NCCL segment, a PyTorch one whose creator (pid 60) is not alive here, a
+    file it does not know."""
+    files = [File("nccl-Ab12Cd", 1, 8 * KiB), File("torch_60_1_0", 2, 8 * KiB), File("notes.txt", 3, 4 * KiB)]
+    alive = Holders((), pids=frozenset({1, 7}))
+    plan = classify(files, alive, creators_visible=exclusive)
+    return Cleaned("/dev/shm", 64 * MiB, 20 * KiB, plan, yes=True, exclusive=exclusive, removed=plan.leaked)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_clean_in_a_container(exclusive):
+    name = "clean-exclusive" if exclusive else "clean"
+    command = "$ shmdoctor clean --yes --exclusive" if exclusive else "$ shmdoctor clean --yes  "
+    text = render(_cleaned(exclusive), "text")
+    same_lines(readme_block(command)[1:], golden(name, text))
+
+
+def test_watch_beside_a_loader():
+    sampler = Sampler("/dev/shm", holders_every=2.0, budget=10 * MiB)
+    size = int(23.5 * GiB)
+
+    def holder(pid: int, bytes_: int, n: int) -> Holder:
+        each = bytes_ // n
+        segments = tuple(Segment(pid * 100 + i, f"/torch_{pid}_{i}", each, True) for i in range(n))
+        return Holder(pid, "python tests/loaders/running.py", segments)
+
+    held = Holders(
+        (holder(1729, int(4.1 * MiB), 16), holder(1728, 4 * MiB, 13), holder(1721, int(2.1 * MiB), 15)),
+        pids=frozenset({1721, 1728, 1729}),
+    )
+    used = {0.0: 0, 0.5: 0, 1.0: int(8.1 * MiB), 1.5: int(10.1 * MiB), 2.0: int(10.1 * MiB)}
+    lines = [render(sampler.start(0.5), "text")]
+    for t in [n / 2 for n in range(13)]:
+        sample = sampler.record(t, size, used.get(t, int(10.1 * MiB)), held if t == 2.0 else None)
+        lines.append(render(sample, "text"))
+    lines.append(render(sampler.summary(6.0), "text"))
+    text = "\n".join(line for line in lines if line)
+    readme = readme_block("$ shmdoctor watch --duration 6")[1:]
+    same_lines(readme, golden("watch", text))
