@@ -20,6 +20,7 @@ def to_text(doc: Lint) -> str:
         out = [table(list(doc.reports), out[0]), fixes_by_target(list(doc.reports))]
     if doc.passed_over:
         out.append(f"passed over {len(doc.passed_over)} objects without a pod template: " + ", ".join(doc.passed_over))
+    out += [f"passed over {why}" for why in doc.files_passed_over]
     return "\n".join(out)
 
 

@@ -14,7 +14,7 @@ import pytest
 from shmdoctor.commands.lint import _judge as judge_lint
 from shmdoctor.loader import loader_config, requirement
 from shmdoctor.model import Facts, Ipc, Lint, Memory, Shm, Target
-from shmdoctor.probe import compose, documents, kubernetes
+from shmdoctor.probe import files
 from shmdoctor.probe.holders import Holder, Holders, Segment
 from shmdoctor.render import render
 from shmdoctor.rules import judge
@@ -74,12 +74,9 @@ def test_check_in_a_default_container():
 
 
 def test_lint_of_the_examples():
-    reports, sources = [], []
-    for doc in documents.read(["examples/docker-compose.yml", "examples/k8s-job.yaml"]):
-        sources.append(doc.source)
-        found = compose.probe(doc, None) if compose.is_compose(doc.body) else kubernetes.probe(doc)[0]
-        reports += [judge_lint(d, None, "error") for d in found]
-    text = render(Lint(tuple(reports), sources=tuple(sources)), "text")
+    inputs = files.read(["examples/docker-compose.yml", "examples/k8s-job.yaml"], None)
+    reports = tuple(judge_lint(d, None, "error") for d in inputs.definitions)
+    text = render(Lint(reports, sources=tuple(inputs.sources)), "text")
     same_lines(readme_block("$ shmdoctor lint examples/")[1:], golden("lint-examples", text))
 
 
