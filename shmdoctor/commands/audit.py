@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import click
 
-from ..errors import UsageError
-from ..model import Audit, Report
-from ..options import labelled_requirement, loader_kwargs, loader_options, output_options, requirement_from
-from ..probe import docker  # stdlib only: the Docker SDK is imported when the engine is reached
+from ..fleet import audit
+from ..options import loader_kwargs, loader_options, output_options
 from ..render import render
-from ..rules import judge
 
 
 @click.command()
@@ -49,19 +44,15 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
     shmdoctor audit trainer-1 trainer-2 --format json
     shmdoctor audit --filter label=team=vision --all
     """
-    if containers and filters:
-        raise UsageError("give container names or --filter, not both")
-    engine_filters = docker.parse_filters(filters)
-    kwargs = loader_kwargs(**loader)
-    need = requirement_from(kwargs)
-    engine = docker.Engine()
-    try:
-        probed = docker.probe(engine, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df)
-    finally:
-        engine.close()
-    reports = tuple(_judge(p, kwargs, need, fail_on) for p in probed)
-    audit = Audit(reports, engine=engine.host, exec=exec_df, include_exited=include_exited)
-    click.echo(render(audit, fmt))
+    doc = audit(
+        containers,
+        filters,
+        include_exited=include_exited,
+        exec_df=exec_df,
+        loader=loader_kwargs(**loader),
+        fail_on=fail_on,
+    )
+    click.echo(render(doc, fmt))
     click.echo(
         "note: "
         + (
@@ -71,16 +62,4 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
         ),
         err=True,
     )
-    return audit.exit_code
-
-
-def _judge(probed, kwargs: dict | None, need, fail_on: str) -> Report:
-    """The container's own loader label, if it has one, overrides the command line; a bad one is said, not fatal."""
-    facts = probed.facts
-    try:
-        need, notes = labelled_requirement(kwargs, probed.loader_label)
-    except UsageError as e:  # a bad label is the container's problem, said in its report; the others go on
-        notes = ()
-        facts = replace(facts, unreadable=facts.unreadable + (f"label {docker.LOADER_LABEL}: {e}",))
-    report = judge(facts, need, fail_on=fail_on)
-    return replace(report, notes=report.notes + probed.notes + notes)
+    return doc.exit_code

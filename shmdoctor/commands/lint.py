@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import click
 
-from ..errors import UsageError
-from ..model import Lint, Report, Severity
-from ..options import labelled_requirement, loader_kwargs, loader_options, output_options
+from ..fleet import lint
+from ..options import loader_kwargs, loader_options, output_options
 from ..render import render
-from ..rules import judge
 
 
 @click.command()
@@ -33,22 +29,6 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
     helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
     kubectl get pods -A -o json | shmdoctor lint - --format json
     """
-    from ..probe import files  # lazy: PyYAML is imported only here
-
-    base = loader_kwargs(**loader)
-    inputs = files.read(list(paths), swarm)
-    reports = tuple(_judge(d, base, fail_on) for d in inputs.definitions)
-    lint = Lint(
-        reports, sources=tuple(inputs.sources), passed_over=tuple(inputs.objects), files_passed_over=tuple(inputs.files)
-    )
-    click.echo(render(lint, fmt))
-    return lint.exit_code
-
-
-def _judge(found, base: dict | None, fail_on: Severity) -> Report:
-    """One target, with its own loader spec (a label or annotation) over the command line's, key by key."""
-    try:
-        need, notes = labelled_requirement(base, found.loader_spec)
-    except UsageError as e:
-        raise UsageError(f"{found.loader_at}: {found.facts.target.name}: shmdoctor.loader: {e}") from None
-    return dataclasses.replace(judge(found.facts, need, fail_on=fail_on), notes=notes)
+    doc = lint(paths, swarm=swarm, loader=loader_kwargs(**loader), fail_on=fail_on)
+    click.echo(render(doc, fmt))
+    return doc.exit_code

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from shmdoctor.commands.audit import _judge
 from shmdoctor.errors import UsageError
+from shmdoctor.fleet import judge_container as _judge
 from shmdoctor.loader import loader_config
 from shmdoctor.options import requirement_from
 from shmdoctor.probe import docker as probe
