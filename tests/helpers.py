@@ -136,7 +136,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, message:
     lines = proc.stderr.splitlines()
     assert "Traceback" not in proc.stderr, proc.stderr
     assert len(lines) == 1 and lines[0].startswith("shmdoctor: error: "), proc.stderr
-    assert message in lines[0]
+    assert message in lines[0], proc.stderr
     assert proc.returncode == code, proc.stderr
     assert proc.stdout == ""  # nothing half-done on stdout
 
