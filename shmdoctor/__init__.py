@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from .errors import InsufficientSharedMemoryError, ProbeError, ShmDoctorError, UsageError
-from .model import Report
+from .model import Report, Severity
 
 __all__ = ["preflight", "InsufficientSharedMemoryError", "ShmDoctorError", "UsageError", "ProbeError", "Report"]
 
@@ -20,7 +21,7 @@ def preflight(
     sample_bytes: int | str | None = None,
     pin_memory: bool = False,
     ranks: int | None = None,
-    fail_on: str = "error",
+    fail_on: Severity = "error",
 ) -> Report:
     """Judge a loader against this container's /dev/shm before training starts.
 
@@ -28,9 +29,10 @@ def preflight(
     `ranks` defaults to LOCAL_WORLD_SIZE (set by torchrun), else 1. Returns the Report when the loader fits;
     raises InsufficientSharedMemoryError, whose message names the fix, when it does not.
     """
-    from .loader import loader_config, requirement
+    from .loader import LoaderSpec, requirement
     from .probe import local
     from .rules import judge
+    from .sizes import parse_size
 
     if ranks is None:
         env = os.environ.get("LOCAL_WORLD_SIZE", "1")
@@ -40,17 +42,17 @@ def preflight(
     if loader is not None:
         from .measure import loader_settings
 
-        config = loader_config(**loader_settings(loader), ranks=ranks)
+        spec = replace(loader_settings(loader), ranks=ranks)
     else:
-        config = loader_config(
+        spec = LoaderSpec(
             batch_size=batch_size,
             num_workers=num_workers,
             prefetch_factor=prefetch_factor,
-            sample_bytes=sample_bytes,
+            sample_bytes=None if sample_bytes is None else parse_size(sample_bytes, what="sample_bytes"),
             pin_memory=pin_memory,
             ranks=ranks,
         )
-    report = judge(local.probe(), requirement(config), fail_on=fail_on)  # type: ignore[arg-type]
+    report = judge(local.probe(), requirement(spec.config()), fail_on=fail_on)
     if report.verdict == "fail":
         raise InsufficientSharedMemoryError(report)
     return report

@@ -4,12 +4,16 @@ line's loader, or against its own shmdoctor.loader label or annotation laid over
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
-from .model import Audit, Lint, Report, Requirement, Severity
-from .options import labelled_requirement, requirement_from
+from .loader import LOADER_LABEL, LoaderSpec, labelled_requirement
+from .model import Audit, Lint, Report, Severity
 from .probe import docker  # stdlib only: the Docker SDK is imported when the engine is reached
 from .rules import judge
+
+if TYPE_CHECKING:
+    from .probe.documents import Definition
 
 
 def audit(
@@ -18,36 +22,36 @@ def audit(
     *,
     include_exited: bool,
     exec_df: bool,
-    loader: dict | None,
+    loader: LoaderSpec,
     fail_on: Severity,
 ) -> Audit:
     """The containers of the engine DOCKER_HOST names (those named, those the filters match, or every running one)."""
     if containers and filters:
         raise UsageError("give container names or --filter, not both")
     engine_filters = docker.parse_filters(filters)
-    need = requirement_from(loader)
+    loader.requirement()  # a bad command line is refused before the engine is reached
     engine = docker.Engine()
     try:
         probed = docker.probe(engine, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df)
     finally:
         engine.close()
-    reports = tuple(judge_container(p, loader, need, fail_on) for p in probed)
+    reports = tuple(judge_container(p, loader, fail_on) for p in probed)
     return Audit(reports, engine=engine.host, exec=exec_df, include_exited=include_exited)
 
 
-def judge_container(probed, loader: dict | None, need: Requirement | None, fail_on: Severity) -> Report:
+def judge_container(probed: docker.Probed, loader: LoaderSpec, fail_on: Severity) -> Report:
     """The container's own loader label, if it has one, overrides the command line; a bad one is said, not fatal."""
     facts = probed.facts
     try:
         need, notes = labelled_requirement(loader, probed.loader_label)
     except UsageError as e:  # a bad label is the container's problem, said in its report; the others go on
-        notes = ()
-        facts = replace(facts, unreadable=facts.unreadable + (f"label {docker.LOADER_LABEL}: {e}",))
+        need, notes = loader.requirement(), ()
+        facts = replace(facts, unreadable=facts.unreadable + (f"label {LOADER_LABEL}: {e}",))
     report = judge(facts, need, fail_on=fail_on)
     return replace(report, notes=report.notes + probed.notes + notes)
 
 
-def lint(paths: tuple[str, ...], *, swarm: bool | None, loader: dict | None, fail_on: Severity) -> Lint:
+def lint(paths: tuple[str, ...], *, swarm: bool | None, loader: LoaderSpec, fail_on: Severity) -> Lint:
     """The compose services and Kubernetes workload containers defined in paths (files, directories, '-')."""
     from .probe import files  # lazy: PyYAML is imported only here
 
@@ -58,10 +62,10 @@ def lint(paths: tuple[str, ...], *, swarm: bool | None, loader: dict | None, fai
     )
 
 
-def judge_definition(found, loader: dict | None, fail_on: Severity) -> Report:
+def judge_definition(found: Definition, loader: LoaderSpec, fail_on: Severity) -> Report:
     """One target, with its own loader spec (a label or annotation) over the command line's; a bad one is exit 2."""
     try:
         need, notes = labelled_requirement(loader, found.loader_spec)
     except UsageError as e:
-        raise UsageError(f"{found.loader_at}: {found.facts.target.name}: shmdoctor.loader: {e}") from None
+        raise UsageError(f"{found.loader_at}: {found.facts.target.name}: {LOADER_LABEL}: {e}") from None
     return replace(judge(found.facts, need, fail_on=fail_on), notes=notes)

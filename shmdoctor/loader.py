@@ -10,12 +10,102 @@ times the loaders in the container (DDP local ranks).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields, replace
 
 from .errors import UsageError
 from .model import LoaderConfig, Requirement, Term
 from .sizes import format_size, page_round, parse_size
 
 DEFAULT_PREFETCH = 2
+# The label (a container's, a compose service's) or annotation (a workload's) that carries a target's own loader:
+# "batch_size=100,num_workers=4,sample_bytes=1MiB".
+LOADER_LABEL = "shmdoctor.loader"
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+@dataclass(frozen=True)
+class LoaderSpec:
+    """A loader as a user gives it: on the command line, in a label or an annotation. A field is None where it was
+    not given; config() fills PyTorch's defaults and validates the whole."""
+
+    batch_size: int | None = None
+    num_workers: int | None = None
+    prefetch_factor: int | None = None
+    sample_bytes: int | None = None
+    sample_tensors: tuple[float, ...] | None = None  # measured from a Dataset: bytes per sample of each tensor
+    pin_memory: bool | None = None
+    ranks: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> LoaderSpec:
+        """'batch_size=100,num_workers=4,sample_bytes=1MiB' (a label or an annotation). UsageError, one line."""
+        keys = sorted(f.name for f in fields(cls) if f.name != "sample_tensors")
+        counts: dict[str, int] = {}
+        sample_bytes: int | None = None
+        pin_memory: bool | None = None
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = part.partition("=")
+            key, value = key.strip().replace("-", "_"), value.strip()
+            if not sep or key not in keys:
+                raise UsageError(f"loader spec {text!r}: expected key=value with keys {', '.join(keys)}")
+            if key == "sample_bytes":
+                sample_bytes = parse_size(value, what="sample_bytes")
+            elif key == "pin_memory":
+                if value.lower() not in _TRUE + _FALSE:
+                    raise UsageError(f"loader spec {text!r}: pin_memory must be true or false")
+                pin_memory = value.lower() in _TRUE
+            else:
+                try:
+                    counts[key] = int(value)
+                except ValueError:
+                    raise UsageError(f"loader spec {text!r}: {key} must be an integer, got {value!r}") from None
+        return cls(
+            batch_size=counts.get("batch_size"),
+            num_workers=counts.get("num_workers"),
+            prefetch_factor=counts.get("prefetch_factor"),
+            sample_bytes=sample_bytes,
+            pin_memory=pin_memory,
+            ranks=counts.get("ranks"),
+        )
+
+    @property
+    def given(self) -> bool:
+        """Anything was given: a loader to judge (whole or not: config() says what is missing)."""
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+    def override(self, other: LoaderSpec) -> LoaderSpec:
+        """This spec with other's given fields over it, key by key (a target's label over the command line).
+        A sample size given replaces a measured one; num_workers=0 drops a prefetch_factor PyTorch would refuse."""
+        given = {f.name: value for f in fields(other) if (value := getattr(other, f.name)) is not None}
+        if other.sample_bytes is not None:
+            given.setdefault("sample_tensors", None)
+        if other.num_workers == 0:
+            given.setdefault("prefetch_factor", None)
+        return replace(self, **given)
+
+    def config(self) -> LoaderConfig:
+        """The loader, validated, with PyTorch's defaults where nothing was given. UsageError, one line."""
+        return loader_config(
+            batch_size=self.batch_size,
+            num_workers=self.num_workers,
+            prefetch_factor=self.prefetch_factor,
+            sample_bytes=self.sample_bytes,
+            sample_tensors=self.sample_tensors,
+            pin_memory=bool(self.pin_memory),
+            ranks=1 if self.ranks is None else self.ranks,
+        )
+
+    def requirement(self) -> Requirement | None:
+        """What the loader needs of /dev/shm; None when no loader was given."""
+        return requirement(self.config()) if self.given else None
+
+
+def labelled_requirement(base: LoaderSpec, label: str | None) -> tuple[Requirement | None, tuple[str, ...]]:
+    """The command line's loader, overridden by a target's own shmdoctor.loader label or annotation, and a note
+    that says so. A bad label raises UsageError: each command decides what that means for its target."""
+    if not label:
+        return base.requirement(), ()
+    return base.override(LoaderSpec.parse(label)).requirement(), (f"loader from its {LOADER_LABEL} label: {label}",)
 
 
 def loader_config(
@@ -93,27 +183,3 @@ def requirement(loader: LoaderConfig) -> Requirement:
         Term("total", total),
     ]
     return Requirement(bytes=total, loader=loader, batches_in_flight=per_rank, breakdown=tuple(terms), formula=formula)
-
-
-def parse_loader_spec(spec: str) -> dict:
-    """'batch_size=100,num_workers=4,sample_bytes=1MiB' (a label or an annotation) -> loader_config kwargs."""
-    known = {"batch_size", "num_workers", "prefetch_factor", "sample_bytes", "pin_memory", "ranks"}
-    out: dict = {}
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        key, sep, value = part.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in known:
-            raise UsageError(f"loader spec {spec!r}: expected key=value with keys {', '.join(sorted(known))}")
-        value = value.strip()
-        if key == "sample_bytes":
-            out[key] = value
-        elif key == "pin_memory":
-            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise UsageError(f"loader spec {spec!r}: pin_memory must be true or false")
-            out[key] = value.lower() in ("true", "1", "yes")
-        else:
-            try:
-                out[key] = int(value)
-            except ValueError:
-                raise UsageError(f"loader spec {spec!r}: {key} must be an integer, got {value!r}") from None
-    return out

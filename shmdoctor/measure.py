@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from .errors import UsageError
+from .loader import LoaderSpec
 
 SAMPLES = 4  # samples read to measure a batch: enough to see per-sample sizes, cheap on a real dataset
 
@@ -72,7 +73,7 @@ def _tensors(obj: Any, torch: Any) -> list:
 
 def sample_tensors(dataset: Any, batch_size: int | None, collate_fn: Any = None, spec: str = "") -> tuple[float, ...]:
     """Bytes per sample of each tensor in a collated batch: every tensor a worker returns becomes its own
-    page-rounded /dev/shm segment, so loader_config sizes each one for the batch size.
+    page-rounded /dev/shm segment, so the loader config sizes each one for the batch size.
 
     Collates a few real samples with the loader's collate_fn (default_collate by default). batch_size None means
     the dataset yields whole batches (DataLoader(batch_size=None)): the sizes of one item's tensors.
@@ -93,8 +94,8 @@ def sample_tensors(dataset: Any, batch_size: int | None, collate_fn: Any = None,
     return tuple(t.nbytes / len(samples) for t in _tensors(batch, torch))
 
 
-def loader_settings(loader: Any) -> dict:
-    """What a torch DataLoader says about itself, plus its measured batch: kwargs for loader_config()."""
+def loader_settings(loader: Any) -> LoaderSpec:
+    """What a torch DataLoader says about itself, plus its measured batch."""
     import torch
 
     batch_size = loader.batch_size
@@ -103,7 +104,7 @@ def loader_settings(loader: Any) -> dict:
         if batch_size is None:  # a custom batch sampler: the length of the batch it draws first
             batch_size = len(next(iter(loader.batch_sampler)))
     auto = loader.batch_size is not None or loader.batch_sampler is not None
-    return dict(
+    return LoaderSpec(
         batch_size=batch_size if auto else 1,
         num_workers=loader.num_workers,
         prefetch_factor=loader.prefetch_factor if loader.num_workers else None,

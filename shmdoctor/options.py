@@ -1,14 +1,15 @@
-"""Options shared by the commands that judge a loader (check, audit, lint), and their conversion to a Requirement."""
+"""Options shared by the commands that judge a loader (check, audit, lint, watch), read into a LoaderSpec."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Callable
 
 import click
 
 from .errors import UsageError
-from .loader import loader_config, parse_loader_spec, requirement
-from .model import Requirement
+from .loader import LoaderSpec
+from .sizes import parse_size
 
 FORMATS = click.Choice(["text", "json"])
 
@@ -41,46 +42,31 @@ def output_options(f: Callable) -> Callable:
     return click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")(f)
 
 
-def loader_kwargs(batch_size, num_workers, prefetch_factor, sample_bytes, dataset, pin_memory, ranks) -> dict | None:
-    """The loader options as given, or None when none was; a --dataset is measured here (torch imported)."""
-    if all(v is None for v in (batch_size, num_workers, prefetch_factor, sample_bytes, dataset)) and (
-        ranks == 1 and not pin_memory
-    ):
-        return None
+def loader_spec(
+    batch_size: int | None,
+    num_workers: int | None,
+    prefetch_factor: int | None,
+    sample_bytes: str | int | None,
+    dataset: str | None,
+    pin_memory: bool,
+    ranks: int,
+) -> LoaderSpec:
+    """The loader options as given (PyTorch's defaults, --no-pin-memory and --ranks 1, count as not given);
+    a --dataset is measured here (torch imported)."""
     if dataset and sample_bytes:
         raise UsageError("give --sample-bytes or --dataset, not both")
-    kwargs: dict[str, Any] = dict(
+    spec = LoaderSpec(
         batch_size=batch_size,
         num_workers=num_workers,
         prefetch_factor=prefetch_factor,
-        sample_bytes=sample_bytes,
-        pin_memory=pin_memory,
-        ranks=ranks,
+        sample_bytes=parse_size(sample_bytes, what="sample_bytes") if sample_bytes is not None else None,
+        pin_memory=pin_memory or None,
+        ranks=None if ranks == 1 else ranks,
     )
-    if dataset:
-        if batch_size is None or batch_size < 1:
-            raise UsageError("--dataset needs --batch-size of at least 1")
-        from . import measure
+    if not dataset:
+        return spec
+    if batch_size is None or batch_size < 1:
+        raise UsageError("--dataset needs --batch-size of at least 1")
+    from . import measure
 
-        kwargs["sample_tensors"] = measure.sample_tensors(measure.load_dataset(dataset), batch_size, spec=dataset)
-    return kwargs
-
-
-def requirement_from(kwargs: dict | None, override: dict | None = None) -> Requirement | None:
-    """kwargs from loader_kwargs, overridden key by key (a container's label, a workload's annotation)."""
-    if kwargs is None and not override:
-        return None
-    merged = {**(kwargs or {}), **(override or {})}
-    if override and "sample_bytes" in override:  # the label's sample size replaces the measured one
-        merged.pop("sample_tensors", None)
-    if override and override.get("num_workers") == 0:  # PyTorch refuses prefetch_factor without workers
-        merged.pop("prefetch_factor", None)
-    return requirement(loader_config(**merged))
-
-
-def labelled_requirement(kwargs: dict | None, spec: str | None) -> tuple[Requirement | None, tuple[str, ...]]:
-    """The command line's loader, overridden by a target's own shmdoctor.loader label or annotation, and a note
-    that says so. A bad spec raises UsageError: each command decides what that means for its target."""
-    if not spec:
-        return requirement_from(kwargs), ()
-    return requirement_from(kwargs, parse_loader_spec(spec)), (f"loader from its shmdoctor.loader label: {spec}",)
+    return replace(spec, sample_tensors=measure.sample_tensors(measure.load_dataset(dataset), batch_size, spec=dataset))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..fleet import audit
-from ..options import loader_kwargs, loader_options, output_options
+from ..options import loader_options, loader_spec, output_options
 from ..render import render
 
 
@@ -49,7 +49,7 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
         filters,
         include_exited=include_exited,
         exec_df=exec_df,
-        loader=loader_kwargs(**loader),
+        loader=loader_spec(**loader),
         fail_on=fail_on,
     )
     click.echo(render(doc, fmt))

@@ -6,8 +6,7 @@ import click
 
 from ..errors import UsageError
 from ..exits import ExitCode
-from ..loader import loader_config
-from ..options import FORMATS, loader_kwargs
+from ..options import FORMATS, loader_spec
 from ..sizes import parse_size
 
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
@@ -146,17 +145,15 @@ def command(
 
     name, info = resolve_device(device)
     cuda = name.startswith("cuda")
-    measured = loader_config(
-        **loader_kwargs(  # the synthetic batch, or a --dataset's, measured
-            batch_size=batch_size,
-            num_workers=None,
-            prefetch_factor=None,
-            sample_bytes=sample,
-            dataset=dataset,
-            pin_memory=False,
-            ranks=1,
-        )
-    )
+    measured = loader_spec(  # the synthetic batch, or a --dataset's, measured
+        batch_size=batch_size,
+        num_workers=None,
+        prefetch_factor=None,
+        sample_bytes=sample,
+        dataset=dataset,
+        pin_memory=False,
+        ranks=1,
+    ).config()
     workload = run.Workload(
         batch_size=batch_size,
         sample_bytes=measured.sample_bytes,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import loader_kwargs, loader_options, output_options, requirement_from
+from ..options import loader_options, loader_spec, output_options
 from ..probe import local
 from ..render import render
 from ..rules import judge
@@ -21,7 +21,7 @@ def command(fmt, fail_on, **loader) -> int:
     shmdoctor check --batch-size 100 --num-workers 4 --sample-bytes 1MiB
     shmdoctor check --batch-size 64 --num-workers 8 --dataset mypkg.data:train_set --format json
     """
-    need = requirement_from(loader_kwargs(**loader))
+    need = loader_spec(**loader).requirement()
     report = judge(local.probe(), need, fail_on=fail_on)
     click.echo(render(report, fmt))
     return report.exit_code

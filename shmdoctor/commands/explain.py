@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import UsageError
-from ..options import FORMATS, loader_kwargs, loader_options, requirement_from
+from ..options import FORMATS, loader_options, loader_spec
 from ..postmortem import explain_container, explain_log
 from ..render import explain as render
 
@@ -31,7 +31,7 @@ def command(log, container, tail, fmt, **loader) -> int:
     """
     if log and container:
         raise UsageError("give a log FILE or --container, not both")
-    need = requirement_from(loader_kwargs(**loader))
+    need = loader_spec(**loader).requirement()
     ex, source = explain_container(container, tail, need) if container else explain_log(log or "-", need)
     click.echo(render.render_json_doc(ex, source) if fmt == "json" else render.render_text(ex, source))
     return ex.exit_code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..fleet import lint
-from ..options import loader_kwargs, loader_options, output_options
+from ..options import loader_options, loader_spec, output_options
 from ..render import render
 
 
@@ -29,6 +29,6 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
     helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
     kubectl get pods -A -o json | shmdoctor lint - --format json
     """
-    doc = lint(paths, swarm=swarm, loader=loader_kwargs(**loader), fail_on=fail_on)
+    doc = lint(paths, swarm=swarm, loader=loader_spec(**loader), fail_on=fail_on)
     click.echo(render(doc, fmt))
     return doc.exit_code

@@ -9,7 +9,7 @@ import click
 from ..errors import UsageError
 from ..exits import ExitCode
 from ..model import SHM
-from ..options import FORMATS, loader_kwargs, loader_options, requirement_from
+from ..options import FORMATS, loader_options, loader_spec
 from ..render import render
 from ..shm import sampling
 
@@ -62,7 +62,7 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     _positive("--duration", duration)
     if not (math.isfinite(holders_every) and holders_every >= 0):
         raise UsageError(f"--holders-every must be 0 (never) or a number of seconds, got {holders_every!r}")
-    need = requirement_from(loader_kwargs(**loader))
+    need = loader_spec(**loader).requirement()
     sampler = sampling.Sampler(directory, holders_every=holders_every, budget=need.bytes if need else None)
     _echo(render(sampler.start(interval), fmt))
     summary = sampling.watch(sampler, interval=interval, duration=duration, emit=lambda s: _echo(render(s, fmt)))

@@ -22,10 +22,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
+from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..rules import DOCKER_DEFAULT_SHM
 from ..sizes import parse_size, parse_tmpfs_size
-from .documents import LOADER_KEY, Definition, Document, where
+from .documents import Definition, Document, where
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
@@ -345,12 +346,12 @@ class ComposeFile:
         """The shmdoctor.loader label as written (not interpolated: its error messages quote it)."""
         deploy = svc.body.get("deploy")
         for labels in (svc.body.get("labels"), deploy.get("labels") if isinstance(deploy, dict) else None):
-            if isinstance(labels, dict) and labels.get(LOADER_KEY):
-                return str(labels[LOADER_KEY])
+            if isinstance(labels, dict) and labels.get(LOADER_LABEL):
+                return str(labels[LOADER_LABEL])
             if isinstance(labels, list):
                 for label in labels:
                     key, _, value = str(label).partition("=")
-                    if key.strip() == LOADER_KEY:
+                    if key.strip() == LOADER_LABEL:
                         return value.strip()
         return None
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..errors import ProbeError, UsageError
+from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..sizes import parse_tmpfs_size
 
-LOADER_LABEL = "shmdoctor.loader"
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
 Inspect = dict[str, Any]

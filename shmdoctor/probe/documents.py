@@ -139,9 +139,6 @@ def _reason(e: OSError | UnicodeDecodeError) -> str:
     return getattr(e, "strerror", None) or str(e)
 
 
-LOADER_KEY = "shmdoctor.loader"  # a label or annotation: "batch_size=100,num_workers=4,sample_bytes=1MiB"
-
-
 @dataclass(frozen=True)
 class Definition:
     """One target read from a file: its facts and, where it carries one, its own loader spec (unparsed)."""

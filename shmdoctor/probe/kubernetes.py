@@ -18,10 +18,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
+from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..rules import DOCKER_DEFAULT_SHM as RUNTIME_DEFAULT_SHM  # containerd and CRI-O give Docker's 64 MiB too
 from ..sizes import format_size, parse_quantity
-from .documents import LOADER_KEY, Definition, Document, line_of, where
+from .documents import Definition, Document, line_of, where
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
@@ -181,8 +182,8 @@ class _Pod:
         for meta in (self.template.get("metadata"), self.obj.get("metadata")):
             for key in ("annotations", "labels"):
                 values = (meta if isinstance(meta, dict) else {}).get(key) or {}
-                if isinstance(values, dict) and values.get(LOADER_KEY):
-                    return str(values[LOADER_KEY]), values
+                if isinstance(values, dict) and values.get(LOADER_LABEL):
+                    return str(values[LOADER_LABEL]), values
         return None, None
 
     def definitions(self) -> list[Definition]:

@@ -3,7 +3,7 @@
 import pytest
 
 from shmdoctor.errors import UsageError
-from shmdoctor.loader import loader_config, parse_loader_spec, requirement
+from shmdoctor.loader import LoaderSpec, labelled_requirement, loader_config, requirement
 from shmdoctor.sizes import MiB
 
 
@@ -64,12 +64,39 @@ def test_bad_loaders_are_refused(kwargs, words):
 
 
 def test_loader_spec_from_a_label():
-    assert parse_loader_spec("batch_size=100, num_workers=4,sample_bytes=1MiB,pin_memory=true") == dict(
-        batch_size=100, num_workers=4, sample_bytes="1MiB", pin_memory=True
+    assert LoaderSpec.parse("batch_size=100, num_workers=4,sample_bytes=1MiB,pin_memory=true") == LoaderSpec(
+        batch_size=100, num_workers=4, sample_bytes=MiB, pin_memory=True
     )
-    for bad in ("batch_size", "colour=red", "batch_size=ten", "pin_memory=maybe"):
+    assert LoaderSpec.parse("pin-memory=no,ranks=2") == LoaderSpec(pin_memory=False, ranks=2)
+    for bad in ("batch_size", "colour=red", "batch_size=ten", "pin_memory=maybe", "sample_bytes=lots"):
         with pytest.raises(UsageError):
-            parse_loader_spec(bad)
+            LoaderSpec.parse(bad)
+
+
+def test_an_empty_spec_is_no_loader_and_a_partial_one_is_refused():
+    assert not LoaderSpec().given and LoaderSpec().requirement() is None
+    assert not LoaderSpec.parse(" , ").given
+    with pytest.raises(UsageError, match="--batch-size"):
+        LoaderSpec(ranks=2).requirement()
+
+
+def test_override_takes_the_given_fields_of_the_other_key_by_key():
+    base = LoaderSpec(batch_size=100, num_workers=4, prefetch_factor=4, sample_bytes=MiB, pin_memory=True, ranks=2)
+    assert base.override(LoaderSpec()) == base
+    assert LoaderSpec().override(base) == base
+    assert base.override(LoaderSpec(batch_size=8, pin_memory=False)) == LoaderSpec(
+        batch_size=8, num_workers=4, prefetch_factor=4, sample_bytes=MiB, pin_memory=False, ranks=2
+    )
+
+
+def test_a_label_is_a_note_and_a_bad_one_a_usage_error():
+    base = LoaderSpec(batch_size=10, num_workers=2, sample_bytes=MiB)
+    need, notes = labelled_requirement(base, "num_workers=4")
+    assert need.loader.num_workers == 4 and notes == ("loader from its shmdoctor.loader label: num_workers=4",)
+    assert labelled_requirement(base, None) == (base.requirement(), ())
+    assert labelled_requirement(LoaderSpec(), None) == (None, ())
+    with pytest.raises(UsageError, match="batch_size must be an integer"):
+        labelled_requirement(base, "batch_size=lots")
 
 
 def test_measured_tensors_are_each_page_rounded_for_the_batch_size():
@@ -79,11 +106,13 @@ def test_measured_tensors_are_each_page_rounded_for_the_batch_size():
 
 
 def test_a_label_overriding_batch_size_resizes_a_measured_batch():
-    from shmdoctor.options import requirement_from
-
-    measured = dict(batch_size=64, num_workers=4, sample_tensors=(float(MiB),))
-    assert requirement_from(measured).loader.batch_bytes == 64 * MiB
-    assert requirement_from(measured, {"batch_size": 128}).loader.batch_bytes == 128 * MiB
-    assert requirement_from(measured, {"sample_bytes": "2MiB"}).loader.batch_bytes == 128 * MiB
+    measured = LoaderSpec(batch_size=64, num_workers=4, sample_tensors=(float(MiB),))
+    assert measured.requirement().loader.batch_bytes == 64 * MiB
+    assert measured.override(LoaderSpec(batch_size=128)).requirement().loader.batch_bytes == 128 * MiB
+    assert measured.override(LoaderSpec(sample_bytes=2 * MiB)).requirement().loader.batch_bytes == 128 * MiB
     # a label that turns workers off drops the command line's prefetch_factor, as PyTorch would require
-    assert requirement_from({**measured, "prefetch_factor": 4}, {"num_workers": 0}).bytes == 0
+    prefetching = LoaderSpec(batch_size=64, num_workers=4, prefetch_factor=4, sample_bytes=MiB)
+    assert prefetching.override(LoaderSpec(num_workers=0)).requirement().bytes == 0
+    # and one that gives both keeps both, for the config to refuse
+    with pytest.raises(UsageError, match="num_workers > 0"):
+        prefetching.override(LoaderSpec(num_workers=0, prefetch_factor=2)).requirement()

@@ -10,15 +10,14 @@ import pytest
 
 from shmdoctor.errors import UsageError
 from shmdoctor.fleet import judge_container as _judge
-from shmdoctor.loader import loader_config
-from shmdoctor.options import requirement_from
+from shmdoctor.loader import LoaderSpec, loader_config
 from shmdoctor.probe import docker as probe
 from shmdoctor.sizes import GiB, MiB
 from tests.helpers import DATA as TEST_DATA
 
 DATA = TEST_DATA / "inspect"
 HOST_SHM = 23 * GiB  # what the engine host's /dev/shm would be
-SEED = dict(batch_size=100, num_workers=4, prefetch_factor=None, sample_bytes="1MiB", pin_memory=False, ranks=1)
+SEED = LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB)
 
 
 def captured(name: str) -> dict:
@@ -55,8 +54,8 @@ def test_shm_and_ipc_from_inspect(name, options, shm, ipc):
 @pytest.mark.parametrize("name", ["tmpfs-ro", "bind-ro"])
 def test_a_read_only_shm_fails_whatever_its_size(name):
     probed = probe.facts_from_inspect(captured(name), host_shm=HOST_SHM)
-    for loader in (None, SEED):
-        report = _judge(probed, loader, requirement_from(loader) if loader else None, "error")
+    for loader in (LoaderSpec(), SEED):
+        report = _judge(probed, loader, "error")
         assert report.verdict == "fail" and report.findings[0].id == "shm-read-only", report.findings
 
 
@@ -65,7 +64,7 @@ def test_host_shm_is_unknown_when_the_engine_is_remote():
         probed = probe.facts_from_inspect(captured(name), host_shm=None)
         shm = probed.facts.shm
         assert shm.present and shm.size_bytes is None and "remote engine" in shm.detail
-        report = _judge(probed, SEED, requirement_from(SEED), "error")
+        report = _judge(probed, SEED, "error")
         assert "probe-incomplete" in [f.id for f in report.findings] and report.verdict == "warn"
         completed = probe.with_usage(probed, (GiB, 0, GiB)).facts  # --exec: df inside tells the size
         assert completed.unreadable == () and completed.shm.size_bytes == GiB
@@ -122,7 +121,7 @@ def test_oom_killed_exited_container():
     probed = probe.facts_from_inspect(captured("oom"))
     assert "oom-killed" in probed.facts.flags
     assert any(n.startswith("exited (exit code 137)") for n in probed.notes)
-    report = _judge(probed, None, None, "error")
+    report = _judge(probed, LoaderSpec(), "error")
     assert report.verdict == "fail" and "oom-killed" in [f.id for f in report.findings]
     running = probe.facts_from_inspect(captured("default")).facts
     assert not running.flags
@@ -135,7 +134,7 @@ def test_no_environment_in_facts_or_output():
     info = captured("default")
     assert info["Config"]["Env"] == ["SECRET_TOKEN=<stripped>", "PATH=<stripped>"]  # the capture kept no value
     info["Config"]["Env"] = ["SECRET_TOKEN=hunter2-in-env"]
-    report = _judge(probe.facts_from_inspect(info), None, None, "error")
+    report = _judge(probe.facts_from_inspect(info), LoaderSpec(), "error")
     audit = Audit((report,), engine="unix:///var/run/docker.sock")
     assert "hunter2" not in render(audit, "json") and "SECRET_TOKEN" not in repr(report)
 
@@ -143,26 +142,25 @@ def test_no_environment_in_facts_or_output():
 def test_loader_label_overrides_the_command_line():
     probed = probe.facts_from_inspect(captured("memory"))
     assert probed.loader_label == "batch_size=100,num_workers=4,sample_bytes=1MiB"
-    small = dict(SEED, batch_size=1, sample_bytes="1k")
-    report = _judge(probed, small, requirement_from(small), "error")
+    small = replace(SEED, batch_size=1, sample_bytes=1024)
+    report = _judge(probed, small, "error")
     assert report.requirement.bytes == 900 * MiB  # the label's loader, not the command line's
     assert [f.id for f in report.findings if f.severity == "error"] == ["memory-limit"]
-    without = _judge(probed, None, None, "error")  # the label alone is a whole loader
+    without = _judge(probed, LoaderSpec(), "error")  # the label alone is a whole loader
     assert without.requirement.loader == loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB")
 
 
 def test_a_bad_label_is_a_finding_not_a_crash():
     probed = replace(probe.facts_from_inspect(captured("shm2g")), loader_label="batch_size=lots")
-    report = _judge(probed, SEED, requirement_from(SEED), "error")
+    report = _judge(probed, SEED, "error")
     incomplete = [f for f in report.findings if f.id == "probe-incomplete"]
     assert incomplete and "shmdoctor.loader" in incomplete[0].message
     assert report.requirement.bytes == 900 * MiB  # judged against the command line's loader
 
 
 def test_verdicts_against_the_seed_loader():
-    need = requirement_from(SEED)
     verdicts = {
-        name: _judge(probe.facts_from_inspect(captured(name), host_shm=HOST_SHM), SEED, need, "error").verdict
+        name: _judge(probe.facts_from_inspect(captured(name), host_shm=HOST_SHM), SEED, "error").verdict
         for name, *_ in CASES
     }
     assert verdicts == {
@@ -181,7 +179,7 @@ def test_verdicts_against_the_seed_loader():
 
 
 def test_gone_container_is_said_not_judged():
-    report = _judge(probe.gone("trainer-7", "abc"), SEED, requirement_from(SEED), "error")
+    report = _judge(probe.gone("trainer-7", "abc"), SEED, "error")
     assert [f.id for f in report.findings] == ["probe-incomplete"]
     assert "removed while the audit ran" in report.findings[0].message and report.exit_code == 0
 
