@@ -80,7 +80,7 @@ def compose_shm(size: int, facts: Facts) -> str:
     owner = (
         f"# on service {facts.ipc.owner}, the IPC owner\n" if facts.ipc.mode == "container" and facts.ipc.owner else ""
     )
-    if "swarm" in facts.flags:  # docker stack ignores shm_size (moby#26714); a tmpfs mount is honoured
+    if facts.swarm is not None:  # docker stack ignores shm_size (moby#26714); a tmpfs mount is honoured
         return (
             f"volumes:  # Swarm ignores shm_size: mount a tmpfs at /dev/shm\n  - type: tmpfs\n"
             f"    target: /dev/shm\n    tmpfs: {{size: {size}}}  # {docker_size(size)}"
@@ -94,7 +94,7 @@ def compose_shm(size: int, facts: Facts) -> str:
 
 def compose_memory(limit: int, facts: Facts) -> str:
     """compose's memory limit, where the file sets it: deploy.resources.limits.memory (flagged by lint) or mem_limit."""
-    if "compose-deploy-memory" in facts.flags or "swarm" in facts.flags:
+    if "compose-deploy-memory" in facts.flags or facts.swarm is not None:
         return f'deploy:\n  resources:\n    limits:\n      memory: "{docker_size(limit)}"'
     return f'mem_limit: "{docker_size(limit)}"'
 
@@ -145,7 +145,7 @@ def grow_shm_to(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...
     host = Fix(
         summary="use the host's /dev/shm",
         docker_args=("--ipc=host",),
-        compose=SWARM_HOST_SHM if "swarm" in facts.flags else "ipc: host",
+        compose=SWARM_HOST_SHM if facts.swarm is not None else "ipc: host",
         kubernetes="hostIPC: true  # pod spec",
         caveat=IPC_HOST_CAVEAT,
     )

@@ -6,13 +6,34 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .exits import ExitCode
-from .sizes import format_size
+from .sizes import MiB, format_size
 
 SCHEMA = "shmdoctor/1"  # bench's document only, until it moves to shmdoctor/bench/1 (render.RESERVED)
 SHM = "/dev/shm"
+# The /dev/shm an engine gives a container nobody sized: Docker's --shm-size default, and what containerd and
+# CRI-O give a pod's containers.
+ENGINE_DEFAULT_SHM = 64 * MiB
 SHM_SIZE_UNKNOWN = f"the size of {SHM}"  # how a probe starts the 'unreadable' entry for a size it cannot know
 
 Severity = Literal["error", "warning", "info"]
+# Where a /dev/shm comes from. Every probe says one of these; the text renderer describes each (a test proves it).
+ShmSource = Literal[
+    "docker-shm",  # the engine's own shm mount, sized by --shm-size / shm_size
+    "runtime-shm",  # containerd's or CRI-O's in a pod without a volume at /dev/shm
+    "tmpfs",  # a tmpfs mounted over /dev/shm (--tmpfs, --mount type=tmpfs, compose tmpfs:)
+    "host",  # the host's /dev/shm bound in (-v /dev/shm:/dev/shm, hostPath)
+    "host-ipc",  # the host's, through its IPC namespace (--ipc=host, hostIPC)
+    "k8s-emptydir",  # a memory-backed emptyDir
+    "k8s-emptydir-disk",  # an emptyDir on the node's disk
+    "system",  # not in a container: the machine's own
+    "none",  # there is none (--ipc=none)
+    "unknown",
+]
+IpcMode = Literal["host", "private", "shareable", "container", "none", "unknown"]
+Runtime = Literal["docker", "kubernetes", "container", "compose", "none"]
+# Remarks of one source the rules and fixes read: the container was OOM-killed (inspect's State.OOMKilled); a
+# compose service sets its memory limit under deploy.resources (fixes go there).
+Flag = Literal["oom-killed", "compose-deploy-memory"]
 Verdict = Literal["ok", "warn", "fail"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
@@ -30,13 +51,12 @@ class Shm:
     size_bytes: int | None
     used_bytes: int | None
     free_bytes: int | None
-    # docker-shm | tmpfs | host | host-ipc | k8s-emptydir | runtime-shm | system | none | unknown
-    source: str
+    source: ShmSource
     detail: str = ""  # how the source was told, in words (a mountinfo line, an inspect key)
     read_only: bool = False  # mounted read-only: no segment can be created, whatever its size
 
     @classmethod
-    def unmeasured(cls, size: int | None, source: str, detail: str, read_only: bool = False) -> Shm:
+    def unmeasured(cls, size: int | None, source: ShmSource, detail: str, read_only: bool = False) -> Shm:
         """A /dev/shm known from its definition (inspect, a file): what is used, and so free, is not known."""
         return cls(
             present=True,
@@ -51,7 +71,7 @@ class Shm:
 
 @dataclass(frozen=True)
 class Ipc:
-    mode: Literal["host", "private", "shareable", "container", "none", "unknown"]
+    mode: IpcMode
     owner: str | None = None
 
 
@@ -62,19 +82,32 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class Swarm:
+    """A compose service meant for Swarm (docker stack deploy), which ignores shm_size and ipc (moby#26714): what the
+    file asks of them, that Swarm will not do."""
+
+    ignored_shm_size: int | None = None  # the file's shm_size, in bytes
+    ignored_ipc: str | None = None  # the file's ipc, as written
+
+    @property
+    def ignores(self) -> bool:
+        return self.ignored_shm_size is not None or self.ignored_ipc is not None
+
+
+@dataclass(frozen=True)
 class Facts:
     target: Target
     shm: Shm
     ipc: Ipc
     memory: Memory
-    runtime: str = "none"  # docker | kubernetes | container | compose | none
+    runtime: Runtime = "none"
     nofile: int | None = None  # soft RLIMIT_NOFILE
     cpus: float | None = None
     gpus: str | None = None  # GPUs requested (docker --gpus): "all", a count or device ids
     # Facts that could not be read, in words: each becomes a 'probe-incomplete' finding, never a crash.
     unreadable: tuple[str, ...] = ()
-    # Source-specific remarks the rules may use (e.g. "swarm" for a compose file meant for docker stack).
-    flags: frozenset[str] = frozenset()
+    flags: frozenset[Flag] = frozenset()
+    swarm: Swarm | None = None  # a compose service meant for docker stack deploy
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import fixes
-from .model import SEVERITY_RANK, Facts, Finding, Fix, Report, Requirement, Severity
-from .sizes import MiB, format_size, page_floor
+from .model import ENGINE_DEFAULT_SHM, SEVERITY_RANK, Facts, Finding, Fix, Report, Requirement, Severity
+from .sizes import format_size, page_floor
 
 Check = Callable[[Facts, "Requirement | None"], "tuple[str, tuple[Fix, ...]] | None"]
 
@@ -22,7 +22,7 @@ class Rule:
 
 
 RULES: list[Rule] = []
-DOCKER_DEFAULT_SHM = 64 * MiB
+DEFAULT_SIZE = format_size(ENGINE_DEFAULT_SHM)
 FD_BASE = 256  # descriptors a training process holds before its loader's segments
 
 
@@ -119,17 +119,17 @@ def thin_headroom(facts, need):
         return msg, fixes.grow_shm(need, facts)[:1]
 
 
-@rule("default-shm", "warning", "the container has the engine's default 64 MiB /dev/shm")
+@rule("default-shm", "warning", f"the container has the engine's default {DEFAULT_SIZE} /dev/shm")
 def default_shm(facts, need):
     if (
         need is None
         and facts.shm.source in ("docker-shm", "runtime-shm")
-        and facts.shm.size_bytes == DOCKER_DEFAULT_SHM
+        and facts.shm.size_bytes == ENGINE_DEFAULT_SHM
     ):
         # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
-        most = page_floor(int(DOCKER_DEFAULT_SHM * fixes.HEADROOM) // 9)
+        most = page_floor(int(ENGINE_DEFAULT_SHM * fixes.HEADROOM) // 9)
         msg = (
-            "/dev/shm is the default 64 MiB: with 4 workers (prefetch_factor 2), batches over "
+            f"/dev/shm is the default {DEFAULT_SIZE}: with 4 workers (prefetch_factor 2), batches over "
             f"{format_size(most)} do not fit. Give shmdoctor your loader (--batch-size, --num-workers, "
             "--sample-bytes) for the size it needs"
         )
@@ -182,21 +182,22 @@ def ipc_host(facts, need):
         )
 
 
-@rule("swarm-ignores-shm-size", "warning", "Swarm (docker stack) ignores shm_size and ipc: /dev/shm stays 64 MiB")
+@rule(
+    "swarm-ignores-shm-size", "warning", f"Swarm (docker stack) ignores shm_size and ipc: /dev/shm stays {DEFAULT_SIZE}"
+)
 def swarm_ignores_shm_size(facts, need):
-    # Flags from the compose probe: "swarm", "swarm-ignores-shm-size=<bytes>", "swarm-ignores-ipc=<mode>".
-    ignored = dict(f[len("swarm-ignores-") :].split("=", 1) for f in facts.flags if f.startswith("swarm-ignores-"))
-    if "swarm" not in facts.flags or facts.shm.source != "docker-shm" or not ignored:
+    swarm = facts.swarm
+    if swarm is None or facts.shm.source != "docker-shm" or not swarm.ignores:
         return None
-    written = " and ".join(
-        f"{key.replace('-', '_')}: " + (format_size(int(v)) if key == "shm-size" else v)
-        for key, v in sorted(ignored.items())
-    )
+    ignored = (f"ipc: {swarm.ignored_ipc}",) if swarm.ignored_ipc is not None else ()
+    if swarm.ignored_shm_size is not None:
+        ignored += (f"shm_size: {format_size(swarm.ignored_shm_size)}",)
+    written = " and ".join(ignored)
     msg = (
         f"this file is meant for Swarm: docker stack deploy ignores {written} (moby#26714), so "
         f"the service gets the engine's default {format_size(facts.shm.size_bytes)} /dev/shm"
     )
-    size = fixes.shm_size_for(need, facts) if _workers(need) else int(ignored.get("shm-size", 0))
+    size = fixes.shm_size_for(need, facts) if _workers(need) else swarm.ignored_shm_size
     if size:
         return msg, (
             Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),

@@ -7,7 +7,7 @@ import signal
 from dataclasses import dataclass, replace
 
 from .. import fixes
-from ..model import Facts, Finding, Fix, Report, Requirement
+from ..model import ENGINE_DEFAULT_SHM, Facts, Finding, Fix, Report, Requirement
 from ..sizes import GiB, MiB, format_size
 from .catalogue import BY_ID, SHM_CAUSES
 from .scan import Diagnosis
@@ -121,7 +121,7 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
             d, reason=f"a memory limit of {format_size(limit)} applies and /dev/shm ({size}) counts toward it"
         )
     if d.cause == "shm-missing":
-        if sig.consumer == "dataloader" and shm.present and "shm-read-only" not in facts.flags:
+        if sig.consumer == "dataloader" and shm.present and not shm.read_only:
             return _not_shm(d, f"/dev/shm exists here ({size}): a file other than a segment is missing")
         return d
     if d.cause != "shm-space":
@@ -207,7 +207,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
             return (
                 Fix("make /dev/shm writable for every user, as a tmpfs is by default", shell="chmod 1777 /dev/shm"),
             )
-        wanted = need.bytes if need else 64 * MiB
+        wanted = need.bytes if need else ENGINE_DEFAULT_SHM
         return fixes.grow_shm_to(wanted, facts)[:1] + (Fix("load in the training process", loader={"num_workers": 0}),)
     if cause == "fd-limit":
         return (

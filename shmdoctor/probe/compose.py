@@ -23,8 +23,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..loader import LOADER_LABEL
-from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
-from ..rules import DOCKER_DEFAULT_SHM
+from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm, Target
 from ..sizes import parse_size, parse_tmpfs_size
 from .documents import Definition, Document, where
 
@@ -193,7 +192,7 @@ def _tmpfs_bytes(svc: _Service, options: str, written: str) -> int | None:
     return None
 
 
-def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str, bool] | None:
+def _mount_at_shm(svc: _Service) -> tuple[ShmSource, int | None, str, bool] | None:
     """A mount at /dev/shm: (source 'tmpfs' | 'host' | 'unknown', its size in bytes where the file tells, detail,
     read-only)."""
     tmpfs = svc.body.get("tmpfs")
@@ -218,7 +217,7 @@ def _mount_at_shm(svc: _Service) -> tuple[str, int | None, str, bool] | None:
     return None
 
 
-def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[str, int | None, str, bool] | None:
+def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[ShmSource, int | None, str, bool] | None:
     """One entry of `volumes:` (short or long syntax) if it mounts at /dev/shm: a tmpfs, the host's, or unknown."""
     if isinstance(volume, dict):
         if str(volume.get("target", "")).rstrip("/") != SHM:
@@ -315,10 +314,10 @@ class ComposeFile:
                 raise svc.error(f"ipc: {shown}: a cycle of services sharing IPC ({' -> '.join(seen + (donor.name,))})")
             shm, _ = self.shm(donor, unreadable, seen + (donor.name,))
             return replace(shm, detail=f"ipc: {shown}, whose /dev/shm is: {shm.detail}"), ipc_fact
-        size = DOCKER_DEFAULT_SHM if self.swarm else svc.size_of("shm_size") or DOCKER_DEFAULT_SHM
+        size = ENGINE_DEFAULT_SHM if self.swarm else svc.size_of("shm_size") or ENGINE_DEFAULT_SHM
         detail = (
             "no shm_size: the engine's default"
-            if size == DOCKER_DEFAULT_SHM
+            if size == ENGINE_DEFAULT_SHM
             else f"shm_size: {svc.body.get('shm_size')}"
         )
         if self.swarm:
@@ -330,17 +329,16 @@ class ComposeFile:
         given = [svc.size_of("mem_limit"), svc.size(key, svc.value(written, key), written)]
         return min((g for g in given if g), default=None)
 
-    def flags(self, svc: _Service) -> frozenset[str]:
-        """'compose-deploy-memory': fixes go where the file sets its limit; 'swarm' and what Swarm ignores."""
-        flags = {"compose-deploy-memory"} if svc.deploy_limits().get("memory") else set()
+    def flags(self, svc: _Service) -> frozenset[Flag]:
+        """'compose-deploy-memory': fixes go where the file sets its limit."""
+        return frozenset(("compose-deploy-memory",)) if svc.deploy_limits().get("memory") else frozenset()
+
+    def swarm_of(self, svc: _Service) -> Swarm | None:
+        """For a file meant for Swarm: the shm_size and ipc it asks of this service, which Swarm ignores."""
         if not self.swarm:
-            return frozenset(flags)
-        flags.add("swarm")
-        if svc.get("shm_size") not in (None, ""):
-            flags.add(f"swarm-ignores-shm-size={svc.size_of('shm_size')}")
-        if svc.get("ipc"):
-            flags.add(f"swarm-ignores-ipc={svc.get('ipc')}")
-        return frozenset(flags)
+            return None
+        ipc = svc.get("ipc")
+        return Swarm(ignored_shm_size=svc.size_of("shm_size"), ignored_ipc=str(ipc) if ipc else None)
 
     def loader_spec(self, svc: _Service) -> str | None:
         """The shmdoctor.loader label as written (not interpolated: its error messages quote it)."""
@@ -358,7 +356,11 @@ class ComposeFile:
     def definition(self, svc: _Service) -> Definition:
         unreadable: list[str] = []
         shm, ipc = self.shm(svc, unreadable)
-        memory, flags = Memory(limit_bytes=self.memory_limit(svc), used_bytes=None), self.flags(svc)
+        memory, flags, swarm = (
+            Memory(limit_bytes=self.memory_limit(svc), used_bytes=None),
+            self.flags(svc),
+            self.swarm_of(svc),
+        )
         if svc.unset:  # read after every key, so that all the variables the judged values use are in
             unreadable.append(
                 f"the variables {', '.join(sorted(svc.unset))} (not set here: compose would substitute an empty string)"
@@ -371,6 +373,7 @@ class ComposeFile:
             runtime="compose",
             unreadable=tuple(unreadable),
             flags=flags,
+            swarm=swarm,
         )
         return Definition(facts, self.loader_spec(svc), where(self.doc.source, svc.body))
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from ..model import SHM
+
 PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: kernel threads hold no files
 
 
@@ -142,7 +144,7 @@ def _name(text: str) -> tuple[str, bool]:
     return (text[: -len(" (deleted)")], True) if text.endswith(" (deleted)") else (text, False)
 
 
-def scan(directory: str = "/dev/shm", proc: str = "/proc", *, namespaces: bool = False) -> Holders:
+def scan(directory: str = SHM, proc: str = "/proc", *, namespaces: bool = False) -> Holders:
     """Every process holding a file of `directory` (open descriptor or memory map, unlinked ones included)."""
     dev = os.stat(directory).st_dev
     maps_dev = f"{os.major(dev):02x}:{os.minor(dev):02x}"

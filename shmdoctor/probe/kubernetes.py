@@ -19,8 +19,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..loader import LOADER_LABEL
-from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
-from ..rules import DOCKER_DEFAULT_SHM as RUNTIME_DEFAULT_SHM  # containerd and CRI-O give Docker's 64 MiB too
+from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..sizes import format_size, parse_quantity
 from .documents import Definition, Document, line_of, where
 
@@ -131,7 +130,7 @@ class _Pod:
                 )
                 return Shm.unmeasured(None, "host-ipc", "hostIPC: true (the node's /dev/shm)")
             return Shm.unmeasured(
-                RUNTIME_DEFAULT_SHM, "runtime-shm", "no volume at /dev/shm: the container runtime's default"
+                ENGINE_DEFAULT_SHM, "runtime-shm", "no volume at /dev/shm: the container runtime's default"
             )
         read_only = mount.get("readOnly") in (True, "true")
         volume = self.volumes.get(mount.get("name")) if isinstance(mount.get("name"), str) else None

@@ -7,14 +7,14 @@ import resource
 import socket
 
 from ..errors import UsageError
-from ..model import Facts, Ipc, Memory, Shm, Target
+from ..model import SHM, Facts, Ipc, Memory, Runtime, Shm, ShmSource, Target
 from . import cgroup, mountinfo
 
 # PROC_IPC_INIT_INO: the inode of the host's (initial) IPC namespace.
 HOST_IPC_INODE = 4026531839
 
 
-def runtime(root: str = "/") -> str:
+def runtime(root: str = "/") -> Runtime:
     """docker | kubernetes | container | none, from the marks each runtime leaves."""
     if os.environ.get("KUBERNETES_SERVICE_HOST") or os.path.isdir(os.path.join(root, "var/run/secrets/kubernetes.io")):
         return "kubernetes"
@@ -27,25 +27,26 @@ def runtime(root: str = "/") -> str:
             text = f.read()
     except OSError:
         return "none"
-    for mark, name in (
+    marks: tuple[tuple[str, Runtime], ...] = (
         ("kubepods", "kubernetes"),
         ("docker", "docker"),
         ("containerd", "container"),
         ("lxc", "container"),
-    ):
+    )
+    for mark, name in marks:
         if mark in text:
             return name
     return "none"
 
 
-def shm_usage(path: str = "/dev/shm") -> tuple[int, int, int]:
+def shm_usage(path: str = SHM) -> tuple[int, int, int]:
     """(size, used, free) from statvfs: the default sharing strategy unlinks its segments, so a listing shows none."""
     st = os.statvfs(path)
     size, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
     return size, size - st.f_bfree * st.f_frsize, free
 
 
-def probe(shm_path: str = "/dev/shm") -> Facts:
+def probe(shm_path: str = SHM) -> Facts:
     unreadable: list[str] = []
     kind = runtime()
     in_container = kind != "none"
@@ -66,7 +67,8 @@ def probe(shm_path: str = "/dev/shm") -> Facts:
         mount = None
         unreadable.append(f"mounts (/proc/self/mountinfo: {e})")
     present = os.path.isdir(shm_path)
-    source, detail = mountinfo.classify(mount, in_container=in_container, ipc_host=ipc_host, runtime=kind)
+    source: ShmSource
+    source, detail = mountinfo.shm_source(mount, in_container=in_container, ipc_host=ipc_host, runtime=kind)
     if mount is None and present:
         # /dev/shm exists but is no mount point: a plain directory on the root filesystem.
         source, detail = "unknown", f"{shm_path} is a directory on the root filesystem, not a tmpfs"

@@ -6,7 +6,10 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..sizes import parse_tmpfs_size
+from ..model import ENGINE_DEFAULT_SHM, SHM, Runtime, ShmSource
+from ..sizes import format_size, parse_tmpfs_size
+
+_DEFAULT = format_size(ENGINE_DEFAULT_SHM)
 
 
 @dataclass(frozen=True)
@@ -67,14 +70,14 @@ def parse(text: str) -> list[Mount]:
     return [parse_line(line) for line in text.splitlines() if line.strip()]
 
 
-def find(mounts: list[Mount], point: str = "/dev/shm") -> Mount | None:
+def find(mounts: list[Mount], point: str = SHM) -> Mount | None:
     """The mount visible at point: the last one mounted there (mounts stack)."""
     found = [m for m in mounts if m.mount_point == point]
     return found[-1] if found else None
 
 
-def classify(mount: Mount | None, *, in_container: bool, ipc_host: bool, runtime: str) -> tuple[str, str]:
-    """(source, how we know) for the /dev/shm mount, as seen from inside the target."""
+def shm_source(mount: Mount | None, *, in_container: bool, ipc_host: bool, runtime: Runtime) -> tuple[ShmSource, str]:
+    """Where the /dev/shm mount comes from, and how we know, as seen from inside the target."""
     if mount is None:
         return "none", "no mount at /dev/shm"
     if not in_container:
@@ -82,13 +85,13 @@ def classify(mount: Mount | None, *, in_container: bool, ipc_host: bool, runtime
     if ipc_host:
         return "host-ipc", "IPC namespace is the host's (--ipc=host / hostIPC): the host's /dev/shm"
     if mount.source == "shm":
-        # The engine's own shm mount: Docker's --shm-size, or containerd/CRI-O's 64 MiB in a pod.
+        # The engine's own shm mount: Docker's --shm-size, or containerd/CRI-O's default in a pod.
         if runtime == "kubernetes":
             return (
                 "runtime-shm",
-                f"the container runtime's /dev/shm (64 MiB unless a volume replaces it): {mount.line()}",
+                f"the container runtime's /dev/shm ({_DEFAULT} unless a volume replaces it): {mount.line()}",
             )
-        return "docker-shm", f"Docker's shm mount (--shm-size; 64 MiB by default): {mount.line()}"
+        return "docker-shm", f"Docker's shm mount (--shm-size; {_DEFAULT} by default): {mount.line()}"
     if mount.fstype == "tmpfs" and runtime == "kubernetes":
         return "k8s-emptydir", f"a memory-backed emptyDir mounted at /dev/shm: {mount.line()}"
     if mount.fstype == "tmpfs" and "noexec" in mount.options:

@@ -8,14 +8,16 @@ import os
 
 import click
 
-from ..model import Fix, Report
+from ..model import ENGINE_DEFAULT_SHM, Fix, IpcMode, Report, ShmSource
 from ..sizes import format_size
 
 _VERDICT_STYLE = {"ok": ("OK", "green"), "warn": ("WARN", "yellow"), "fail": ("FAIL", "red")}
 _SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
-SOURCES = {
-    "docker-shm": "Docker's shm mount (--shm-size, 64 MiB by default)",
-    "runtime-shm": "the container runtime's default (64 MiB)",
+_DEFAULT = format_size(ENGINE_DEFAULT_SHM)
+# Every value of ShmSource and IpcMode, in words (tests/unit/render/test_text.py proves both maps total).
+SOURCES: dict[ShmSource, str] = {
+    "docker-shm": f"Docker's shm mount (--shm-size, {_DEFAULT} by default)",
+    "runtime-shm": f"the container runtime's default ({_DEFAULT})",
     "tmpfs": "a tmpfs mounted over /dev/shm",
     "host": "the host's /dev/shm, bound in",
     "host-ipc": "the host's /dev/shm (IPC host)",
@@ -24,6 +26,14 @@ SOURCES = {
     "system": "this machine's own",
     "none": "none",
     "unknown": "unknown origin",
+}
+IPC_MODES: dict[IpcMode, str] = {
+    "host": "the host's namespace and /dev/shm",
+    "private": "its own namespace",
+    "shareable": "its own namespace, which others may join",
+    "container": "another container's namespace and /dev/shm",
+    "none": "its own namespace, with no /dev/shm mounted",
+    "unknown": "not known",
 }
 
 
@@ -125,11 +135,12 @@ def facts_lines(report: Report) -> list[str]:
     if shm.present:
         out.append(
             f"  /dev/shm   {format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used, "
-            f"{format_size(shm.free_bytes)} free: {SOURCES.get(shm.source, shm.source)}"
+            f"{format_size(shm.free_bytes)} free: {SOURCES[shm.source]}"
         )
     else:
         out.append("  /dev/shm   none")
-    out.append(f"  IPC        {facts.ipc.mode}" + (f" (owner {facts.ipc.owner})" if facts.ipc.owner else ""))
+    owner = f" (owner {facts.ipc.owner})" if facts.ipc.owner else ""
+    out.append(f"  IPC        {facts.ipc.mode}{owner}: {IPC_MODES[facts.ipc.mode]}")
     mem = facts.memory
     limit = f"limit {format_size(mem.limit_bytes)}" if mem.limit_bytes else "no limit"
     out.append(f"  memory     {limit}, {format_size(mem.used_bytes)} used")

@@ -1,6 +1,6 @@
-"""Removing leaked segments safely: list the directory, judge each known segment (segments.classify), confirm with the
-kernel that nobody holds it (a write lease), unlink it under that lease. clean() is `shmdoctor clean`; bench removes
-what a dead config left through remove()."""
+"""Removing leaked segments safely: list the directory, judge each known segment (segments.plan_removal), confirm
+with the kernel that nobody holds it (a write lease), unlink it under that lease. clean() is `shmdoctor clean`; bench
+removes what a dead config left through remove()."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..exits import ExitCode
 from ..model import SHM
 from ..probe import holders as holders_probe
 from ..probe import local, mountinfo
-from .segments import PATTERNS, Entry, File, Plan, classify, recognise
+from .segments import PATTERNS, Entry, File, Plan, plan_removal, recognise
 
 HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process of the machine
 GONE = "gone already"
@@ -228,7 +228,7 @@ def clean(directory: str, names: tuple[str, ...] = (), *, yes: bool = False, exc
         raise ProbeError(f"cannot read the usage of {directory} (statvfs: {e.strerror})") from None
     files = list_files(directory)
     held = holders_probe.scan(directory, namespaces=True)
-    plan = _only(classify(files, held, creators_visible=exclusive or creators_visible()), names)
+    plan = _only(plan_removal(files, held, creators_visible=exclusive or creators_visible()), names)
     removed: list[Entry] = []
     failed: list[tuple[Entry, str]] = []
     interrupted = False

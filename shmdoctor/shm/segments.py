@@ -13,7 +13,7 @@ from ..probe.holders import Holders
 # torch_<creator pid>_<random>_<counter>: ATen's NewProcessWideShmHandle (MapAllocator.cpp), for both sharing
 # strategies. file_descriptor unlinks its segments at once; file_system ones outlive a SIGKILLed process. In
 # flight (queued between a worker and the loop) nobody maps them, so a segment whose creator is alive is never
-# leaked (see classify).
+# leaked (see plan_removal).
 TORCH = re.compile(r"torch_([0-9]+)_[0-9]+_[0-9]+")
 KNOWN = (
     (TORCH, "torch_<pid>_<n>_<n>", "PyTorch"),
@@ -75,7 +75,7 @@ def creator_pid(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def classify(files: list[File], holders: Holders, *, creators_visible: bool = True) -> Plan:
+def plan_removal(files: list[File], holders: Holders, *, creators_visible: bool = True) -> Plan:
     """Leaked: a known name that no process holds and whose creator (when the name says) is not alive.
 
     creators_visible False: the directory may be shared with processes of PID namespaces this one cannot see, so a

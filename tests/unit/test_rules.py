@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from shmdoctor.loader import loader_config, requirement
-from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
+from shmdoctor.model import Facts, Ipc, Memory, Shm, Swarm, Target
 from shmdoctor.rules import RULES, judge
 from shmdoctor.sizes import GiB, MiB
 
@@ -89,14 +89,10 @@ CASES = {
         (dict(), seed(), False),
     ],
     "swarm-ignores-shm-size": [  # lint: a compose file meant for docker stack deploy
-        (dict(flags=frozenset({"swarm", f"swarm-ignores-shm-size={2 * GiB}"})), None, True),
-        (dict(flags=frozenset({"swarm", "swarm-ignores-ipc=host"})), seed(), True),
-        (dict(flags=frozenset({"swarm"})), None, False),  # nothing ignored: default-shm says the rest
-        (
-            dict(flags=frozenset({"swarm", f"swarm-ignores-shm-size={GiB}"}), shm=shm(2 * GiB, source="tmpfs")),
-            None,
-            False,
-        ),
+        (dict(swarm=Swarm(ignored_shm_size=2 * GiB)), None, True),
+        (dict(swarm=Swarm(ignored_ipc="host")), seed(), True),
+        (dict(swarm=Swarm()), None, False),  # nothing ignored: default-shm says the rest
+        (dict(swarm=Swarm(ignored_shm_size=GiB), shm=shm(2 * GiB, source="tmpfs")), None, False),
         (dict(), None, False),
     ],
     "shm-on-disk": [  # lint: an emptyDir without medium: Memory at /dev/shm
@@ -215,3 +211,14 @@ def test_the_kubernetes_fix_invents_no_memory_limit():
     with_limit = judge(replace(BASE, runtime="kubernetes", memory=Memory(1 * GiB, 0)), seed())
     grow = next(f for f in with_limit.findings if f.id == "shm-too-small").fixes[0]
     assert "limits: {memory: 1536Mi}" in grow.kubernetes  # 256 MiB + 900 MiB × 1.25, rounded up
+
+
+def test_swarm_says_what_it_ignores_and_mounts_a_tmpfs_instead():
+    facts = replace(BASE, target=Target("service", "stack.yml:trainer"), runtime="compose")
+    both = judge(replace(facts, swarm=Swarm(ignored_shm_size=2 * GiB, ignored_ipc="host")), None)
+    finding = next(f for f in both.findings if f.id == "swarm-ignores-shm-size")
+    assert "docker stack deploy ignores ipc: host and shm_size: 2 GiB (moby#26714)" in finding.message
+    assert "tmpfs: {size: 2147483648}" in finding.fixes[0].compose  # the size the file asked for, as a tmpfs
+    ipc_only = judge(replace(facts, swarm=Swarm(ignored_ipc="host")), None)
+    fix = next(f for f in ipc_only.findings if f.id == "swarm-ignores-shm-size").fixes[0]
+    assert "type: bind" in fix.compose and fix.caveat  # no size to ask for: the host's, with its caveat

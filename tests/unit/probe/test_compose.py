@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shmdoctor.errors import UsageError
+from shmdoctor.model import Swarm
 from shmdoctor.probe import compose, documents
 from shmdoctor.sizes import GiB, MiB
 from tests.helpers import DATA as TEST_DATA
@@ -260,20 +261,21 @@ def test_errors_name_variables_never_their_values(monkeypatch, keys, message):
 )
 def test_swarm_is_told_by_swarm_only_deploy_keys(extra_service, swarm):
     facts = one(f"shm_size: 2g\n{extra_service}")
-    assert ("swarm" in facts.flags) == swarm
+    assert (facts.swarm is not None) == swarm
     assert facts.shm.size_bytes == (64 * MiB if swarm else 2 * GiB)
 
 
 def test_swarm_by_overlay_network_and_by_flag():
-    assert "swarm" in one("shm_size: 2g", extra="networks:\n  net: {driver: overlay}").flags
-    assert "swarm" in one("shm_size: 2g", swarm=True).flags
-    assert "swarm" not in one("shm_size: 2g\ndeploy: {mode: global}", swarm=False).flags
+    assert one("shm_size: 2g", extra="networks:\n  net: {driver: overlay}").swarm is not None
+    assert one("shm_size: 2g", swarm=True).swarm is not None
+    assert one("shm_size: 2g\ndeploy: {mode: global}", swarm=False).swarm is None
 
 
 def test_swarm_ignores_shm_size_and_ipc_but_honours_a_tmpfs():
     facts = one("shm_size: 2g\nipc: host", swarm=True)
     assert facts.shm.size_bytes == 64 * MiB and facts.ipc.mode == "private"
-    assert {f"swarm-ignores-shm-size={2 * GiB}", "swarm-ignores-ipc=host"} <= facts.flags
+    assert facts.swarm == Swarm(ignored_shm_size=2 * GiB, ignored_ipc="host")
+    assert one("image: x", swarm=True).swarm == Swarm()  # meant for Swarm, nothing it ignores
     tmpfs = one("volumes:\n  - {type: tmpfs, target: /dev/shm, tmpfs: {size: 2147483648}}", swarm=True)
     assert (tmpfs.shm.size_bytes, tmpfs.shm.source) == (2 * GiB, "tmpfs")
 
@@ -309,4 +311,4 @@ def test_the_real_world_compose_file():
     assert trainer.facts.memory.limit_bytes == 16 * GiB  # mem_limit, with the x-common anchor merged in
     assert trainer.loader_spec == "batch_size=100,num_workers=4,sample_bytes=1MiB"
     assert found["docker-compose.yml:preprocess"].facts.memory.limit_bytes == 2 * GiB
-    assert not any("swarm" in d.facts.flags for d in found.values())  # GPU reservations are not Swarm
+    assert not any(d.facts.swarm for d in found.values())  # GPU reservations are not Swarm

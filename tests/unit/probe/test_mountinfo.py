@@ -31,9 +31,9 @@ def captured(name: str) -> list[mountinfo.Mount]:
         ("ipc-none", False, "none", None),
     ],
 )
-def test_classify_captured_docker_mounts(capture, ipc_host, source, size):
+def test_shm_source_of_captured_docker_mounts(capture, ipc_host, source, size):
     mount = mountinfo.find(captured(capture))
-    got, detail = mountinfo.classify(mount, in_container=True, ipc_host=ipc_host, runtime="docker")
+    got, detail = mountinfo.shm_source(mount, in_container=True, ipc_host=ipc_host, runtime="docker")
     assert got == source and detail
     assert (mount.size_bytes if mount else None) == size
 
@@ -44,15 +44,16 @@ def test_kubernetes_sources():
     )
     emptydir = mountinfo.parse_line("1290 1263 0:262 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=2097152k,inode64")
     assert (
-        mountinfo.classify(runtime_default, in_container=True, ipc_host=False, runtime="kubernetes")[0] == "runtime-shm"
+        mountinfo.shm_source(runtime_default, in_container=True, ipc_host=False, runtime="kubernetes")[0]
+        == "runtime-shm"
     )
-    assert mountinfo.classify(emptydir, in_container=True, ipc_host=False, runtime="kubernetes")[0] == "k8s-emptydir"
+    assert mountinfo.shm_source(emptydir, in_container=True, ipc_host=False, runtime="kubernetes")[0] == "k8s-emptydir"
     assert emptydir.size_bytes == 2 * GiB
 
 
 def test_on_a_host_it_is_the_system_shm():
     host = mountinfo.parse_line("25 24 0:23 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,size=24684096k")
-    assert mountinfo.classify(host, in_container=False, ipc_host=True, runtime="none")[0] == "system"
+    assert mountinfo.shm_source(host, in_container=False, ipc_host=True, runtime="none")[0] == "system"
 
 
 def test_stacked_mounts_the_last_wins():

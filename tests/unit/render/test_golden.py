@@ -20,7 +20,7 @@ from shmdoctor.render import render
 from shmdoctor.rules import judge
 from shmdoctor.shm.removal import Cleaned
 from shmdoctor.shm.sampling import Sampler
-from shmdoctor.shm.segments import File, classify
+from shmdoctor.shm.segments import File, plan_removal
 from shmdoctor.sizes import GiB, KiB, MiB
 from tests.helpers import REPO, readme_blocks
 
@@ -85,7 +85,7 @@ def _cleaned(exclusive: bool) -> Cleaned:
     file it does not know."""
     files = [File("nccl-Ab12Cd", 1, 8 * KiB), File("torch_60_1_0", 2, 8 * KiB), File("notes.txt", 3, 4 * KiB)]
     alive = Holders((), pids=frozenset({1, 7}))
-    plan = classify(files, alive, creators_visible=exclusive)
+    plan = plan_removal(files, alive, creators_visible=exclusive)
     return Cleaned("/dev/shm", 64 * MiB, 20 * KiB, plan, yes=True, exclusive=exclusive, removed=plan.leaked)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from shmdoctor.model import SHM
 from shmdoctor.probe.holders import Holder, Holders, Segment
-from shmdoctor.shm.segments import File, classify, creator_pid, recognise
+from shmdoctor.shm.segments import File, creator_pid, plan_removal, recognise
 
 
 @pytest.mark.parametrize(
@@ -75,8 +75,8 @@ def _holders(held: dict[int, list[int]], pids=()) -> Holders:
         ("core.1234", {}, (), True, "unrecognised"),
     ],
 )
-def test_classify(name, held, alive, visible, expect):
-    plan = classify([File(name, 1, 8192)], _holders(held, alive), creators_visible=visible)
+def test_plan_removal(name, held, alive, visible, expect):
+    plan = plan_removal([File(name, 1, 8192)], _holders(held, alive), creators_visible=visible)
     got = {"leaked": plan.leaked, "kept": plan.kept, "unrecognised": plan.unrecognised}
     assert [x.name for x in got[expect]] == [name]
     assert sum(len(v) for v in got.values()) == 1
