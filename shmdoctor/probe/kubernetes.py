@@ -1,7 +1,9 @@
 """Kubernetes manifests (and `kubectl get -o json` Lists) -> one Facts per container of every pod template.
 
-Pod templates are found generically: any mapping whose `spec` has a `containers` list, wherever it is nested
-(a Pod, template.spec, jobTemplate.spec.template.spec, a CRD's replica specs such as PyTorchJob's). Objects
+Pod specs are found generically: any mapping with a `containers` list, wherever it is nested (a Pod,
+template.spec, jobTemplate.spec.template.spec, a CRD's replica specs such as PyTorchJob's, a Ray worker group, an
+LWS leader and worker template, a serving runtime's own containers and its workerSpec beside them). Each is named
+by the resource's own names (replica type, groupName, the key that holds it), not by list indexes. Objects
 without one (ConfigMap, Service, ...) are passed over and counted, never guessed at.
 
 /dev/shm of a container: a volume mounted at /dev/shm decides; a memory-backed emptyDir is sized by its
@@ -25,6 +27,7 @@ from .documents import Definition, Document, line_of, where
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")  # no pod nests in a container
 
 
 def is_manifest(body: Any) -> bool:
@@ -61,19 +64,30 @@ def objects(body: dict) -> Iterator[dict]:
         yield body
 
 
-def pod_templates(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], dict]]:
-    """(where it sits, template) for every mapping whose spec has a containers list; not looked into further."""
+def pod_templates(
+    node: Any, path: tuple[str, ...] = (), parent: Any = None
+) -> Iterator[tuple[tuple[str, ...], dict, dict]]:
+    """(where it sits, template, pod spec) for every pod spec (a mapping with a containers list), however deep:
+    a pod spec is looked into too (a serving runtime's workerSpec sits beside its own containers). The template is
+    what holds the spec under `spec:` (its metadata carries annotations), or the pod spec itself."""
     if isinstance(node, dict):
-        spec = node.get("spec")
-        if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
-            yield path, node
-            return
+        if isinstance(node.get("containers"), list):
+            held = path[-1:] == ("spec",) and isinstance(parent, dict)
+            yield (path[:-1], parent, node) if held else (path, node, node)
         for key, value in node.items():
-            yield from pod_templates(value, path + (str(key),))
+            if key not in _CONTAINER_LISTS:
+                yield from pod_templates(value, path + (str(key),), node)
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            label = value.get("name") if isinstance(value, dict) and isinstance(value.get("name"), str) else str(i)
-            yield from pod_templates(value, path + (label,))
+            yield from pod_templates(value, path + (_item_name(value, i),), node)
+
+
+def _item_name(item: Any, index: int) -> str:
+    """A list item's own name (a JobSet's replicated job, a Ray worker group's groupName), else its index."""
+    for key in ("name", "groupName", "replicaType"):
+        if isinstance(item, dict) and isinstance(item.get(key), str) and item[key]:
+            return item[key]
+    return str(index)
 
 
 def _template_label(path: tuple[str, ...]) -> str:
@@ -83,8 +97,8 @@ def _template_label(path: tuple[str, ...]) -> str:
 
 
 class _Pod:
-    def __init__(self, doc: Document, obj: dict, path: tuple[str, ...], template: dict):
-        self.doc, self.obj, self.template, self.spec = doc, obj, template, template["spec"]
+    def __init__(self, doc: Document, obj: dict, path: tuple[str, ...], template: dict, spec: dict):
+        self.doc, self.obj, self.template, self.spec = doc, obj, template, spec
         meta = _mapping(obj.get("metadata"), "metadata", doc.source, obj)
         self.name = f"{obj['kind']}/{meta.get('name') or meta.get('generateName') or '?'}"
         label = _template_label(path)
@@ -212,6 +226,6 @@ def probe(doc: Document) -> tuple[list[Definition], list[str]]:
         if not templates:
             meta = _mapping(obj.get("metadata"), "metadata", doc.source, obj)
             passed_over.append(f"{obj['kind']}/{meta.get('name', '?')}")
-        for path, template in templates:
-            found.extend(_Pod(doc, obj, path, template).definitions())
+        for path, template, spec in templates:
+            found.extend(_Pod(doc, obj, path, template, spec).definitions())
     return found, passed_over

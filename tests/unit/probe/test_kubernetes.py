@@ -238,3 +238,40 @@ def test_bad_values_name_file_and_line(containers, volumes, message):
     with pytest.raises(UsageError) as e:
         pod(volumes, containers)
     assert message in str(e.value)
+
+
+REAL = DATA.parent / "real"  # public files as found (tests/data/real/README.md says where from)
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        (  # a serving runtime: its own containers, and the worker pod spec beside them
+            "kserve-huggingfaceserver-multinode.yaml",
+            {
+                "ClusterServingRuntime/kserve-huggingfaceserver-multinode": 3 * GiB,
+                "ClusterServingRuntime/kserve-huggingfaceserver-multinode/workerSpec": 3 * GiB,
+            },
+        ),
+        (  # leader and worker templates, each with a 15Gi memory emptyDir
+            "lws-vllm-gpu.yaml",
+            {"LeaderWorkerSet/vllm/leaderTemplate": 15 * GiB, "LeaderWorkerSet/vllm/workerTemplate": 15 * GiB},
+        ),
+        (  # worker groups named by their groupName, not by their index in the list
+            "kuberay-ray-cluster.heterogeneous.yaml",
+            {
+                "RayCluster/raycluster-heterogeneous/headGroupSpec": 64 * MiB,
+                "RayCluster/raycluster-heterogeneous/small-group": 64 * MiB,
+                "RayCluster/raycluster-heterogeneous/medium-group": 64 * MiB,
+            },
+        ),
+        (
+            "kubeflow-pytorchjob-simple.yaml",
+            {"PyTorchJob/pytorch-simple/Master": 64 * MiB, "PyTorchJob/pytorch-simple/Worker": 64 * MiB},
+        ),
+    ],
+)
+def test_every_pod_of_a_real_custom_resource_with_its_own_names(source, expected):
+    found, passed_over = workloads((REAL / source).read_text(), source)
+    assert {name: d.facts.shm.size_bytes for name, d in found.items()} == expected
+    assert passed_over == (["ConfigMap/ray-code"] if "kuberay" in source else [])
