@@ -12,6 +12,12 @@ HEADROOM = 1 / MARGIN  # a loader that takes more than this share of what is ava
 # rank: an estimate, so that a memory limit is not judged as if /dev/shm were all it held.
 PROCESS_RESERVE = 256 * 2**20
 IPC_HOST_CAVEAT = "shares the host's IPC namespace: the container can read and write every host process's shared memory"
+# A bind of /dev/shm is a mount, not a namespace: POSIX shared memory (files in /dev/shm) is shared, System V is not.
+HOST_SHM_CAVEAT = (
+    "binds the host's /dev/shm, not its IPC namespace: the files there (POSIX shared memory, semaphores) of the "
+    "host and of every container that binds it are shared, with the host's size and leftovers; System V segments "
+    "and message queues stay private"
+)
 
 
 # Swarm ignores `ipc: host`: bind the host's /dev/shm instead.
@@ -147,7 +153,7 @@ def grow_shm_to(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...
         docker_args=("--ipc=host",),
         compose=SWARM_HOST_SHM if facts.swarm is not None else "ipc: host",
         kubernetes="hostIPC: true  # pod spec",
-        caveat=IPC_HOST_CAVEAT,
+        caveat=HOST_SHM_CAVEAT if "swarm" in facts.flags else IPC_HOST_CAVEAT,
     )
     return grow, host
 

@@ -51,11 +51,13 @@ def judge_container(probed: docker.Probed, loader: LoaderSpec, fail_on: Severity
     return replace(report, notes=report.notes + probed.notes + notes)
 
 
-def lint(paths: tuple[str, ...], *, swarm: bool | None, loader: LoaderSpec, fail_on: Severity) -> Lint:
+def lint(
+    paths: tuple[str, ...], *, swarm: bool | None, env_file: str | None = None, loader: LoaderSpec, fail_on: Severity
+) -> Lint:
     """The compose services and Kubernetes workload containers defined in paths (files, directories, '-')."""
     from .probe import files  # lazy: PyYAML is imported only here
 
-    inputs = files.read(list(paths), swarm)
+    inputs = files.read(list(paths), swarm, env_file)
     reports = tuple(judge_definition(d, loader, fail_on) for d in inputs.definitions)
     return Lint(
         reports, sources=tuple(inputs.sources), passed_over=tuple(inputs.objects), files_passed_over=tuple(inputs.files)

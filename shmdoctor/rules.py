@@ -202,7 +202,7 @@ def swarm_ignores_shm_size(facts, need):
         return msg, (
             Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),
         )
-    return msg, (Fix("bind the host's /dev/shm instead", compose=fixes.SWARM_HOST_SHM, caveat=fixes.IPC_HOST_CAVEAT),)
+    return msg, (Fix("bind the host's /dev/shm instead", compose=fixes.SWARM_HOST_SHM, caveat=fixes.HOST_SHM_CAVEAT),)
 
 
 @rule("shm-on-disk", "warning", "/dev/shm is a disk-backed emptyDir, not memory")

@@ -16,9 +16,14 @@ from ..render import render
     default=None,
     help="Compose files are for Swarm (docker stack deploy), or not. Default: told by Swarm-only deploy keys.",
 )
+@click.option(
+    "--env-file",
+    type=click.Path(dir_okay=False),
+    help="compose's variables from this file, as `docker compose --env-file`. Default: the .env beside each file.",
+)
 @loader_options
 @output_options
-def command(paths, swarm, fmt, fail_on, **loader) -> int:
+def command(paths, swarm, env_file, fmt, fail_on, **loader) -> int:
     """Judge compose services and Kubernetes workloads from their files: one report per service or container.
 
     Directories are searched for *.yml, *.yaml and *.json; '-' reads stdin. A workload's own label or annotation
@@ -29,6 +34,6 @@ def command(paths, swarm, fmt, fail_on, **loader) -> int:
     helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
     kubectl get pods -A -o json | shmdoctor lint - --format json
     """
-    doc = lint(paths, swarm=swarm, loader=loader_spec(**loader), fail_on=fail_on)
+    doc = lint(paths, swarm=swarm, env_file=env_file, loader=loader_spec(**loader), fail_on=fail_on)
     click.echo(render(doc, fmt))
     return doc.exit_code

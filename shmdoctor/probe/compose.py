@@ -9,7 +9,8 @@ a file is taken as meant for Swarm when --swarm says so, or (without --no-swarm)
 key only Swarm acts on (`mode`, `placement`, `update_config`, `rollback_config`, `endpoint_mode`) or a network
 uses the `overlay` driver. `replicas` and `resources` alone are not a sign: `docker compose` honours them too.
 
-Values are interpolated from this environment as the compose spec says (`$VAR`, `${VAR}`, `${VAR:-default}`,
+Values are interpolated from this environment, then the env file (`.env` beside the file, or --env-file), as
+`docker compose` does, and as the compose spec says (`$VAR`, `${VAR}`, `${VAR:-default}`,
 `${VAR-default}`, `${VAR:?error}`, `${VAR?error}`, `${VAR:+alt}`, `${VAR+alt}`, nested, `$$` for a `$`). An error
 names the variable and quotes the file, never a variable's value: the environment holds secrets.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -115,31 +117,53 @@ def _braced(body: str, environ: Any, unset: set[str]) -> str:
     return value
 
 
-def _interpolated(value: Any, unset: set[str]) -> Any:
+def _interpolated(value: Any, environ: Mapping[str, str], unset: set[str]) -> Any:
     """A value of the file with every string in it interpolated, mappings and lists included."""
     if isinstance(value, str):
-        return interpolate(value, os.environ, unset) if "$" in value else value
+        return interpolate(value, environ, unset) if "$" in value else value
     if isinstance(value, dict):
-        return {k: _interpolated(v, unset) for k, v in value.items()}
+        return {k: _interpolated(v, environ, unset) for k, v in value.items()}
     if isinstance(value, list):
-        return [_interpolated(v, unset) for v in value]
+        return [_interpolated(v, environ, unset) for v in value]
     return value
+
+
+def parse_env_file(text: str, source: str) -> dict[str, str]:
+    """An env file as compose reads it (`.env`, `--env-file`): KEY=VALUE lines, `export ` allowed, `#` comments,
+    values in single or double quotes, an unquoted value's ` #` comment dropped. A bad line is a UsageError that
+    names the file and line, never the line's text (it holds secrets)."""
+    out = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.removeprefix("export ").partition("=")
+        key = key.strip()
+        if not sep or not _NAME.fullmatch(key):
+            raise UsageError(f"{source}:{number}: not a KEY=VALUE line (an env file for compose's interpolation)")
+        value = value.strip()
+        if len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]:
+            value = value[1:-1]
+        else:
+            value = value.split(" #", 1)[0].rstrip()
+        out[key] = value
+    return out
 
 
 class _Service:
     """One service's keys, interpolated as they are read, with the file's name and line for error messages."""
 
-    def __init__(self, doc: Document, name: str, body: Any):
+    def __init__(self, doc: Document, name: str, body: Any, environ: Mapping[str, str]):
         if not isinstance(body, dict):
             raise UsageError(f"{where(doc.source, body)}: service {name!r} is not a mapping")
-        self.doc, self.name, self.body = doc, name, body
+        self.doc, self.name, self.body, self.environ = doc, name, body, environ
         self.unset: set[str] = set()  # variables read here that the environment does not set
 
     def expand(self, written: Any, key: str) -> tuple[Any, set[str]]:
         """(the value interpolated, the unset variables it used), without noting them for the service."""
         unset: set[str] = set()
         try:
-            return _interpolated(written, unset), unset
+            return _interpolated(written, self.environ, unset), unset
         except UsageError as e:
             raise self.error(f"{key}: {e}") from None
 
@@ -252,10 +276,11 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[ShmSource,
 
 
 class ComposeFile:
-    def __init__(self, doc: Document, swarm: bool | None = None):
+    def __init__(self, doc: Document, swarm: bool | None = None, environ: Mapping[str, str] | None = None):
         self.doc = doc
         self.swarm = meant_for_swarm(doc.body) if swarm is None else swarm
-        self.services = {name: _Service(doc, str(name), body) for name, body in doc.body["services"].items()}
+        environ = os.environ if environ is None else environ
+        self.services = {name: _Service(doc, str(name), body, environ) for name, body in doc.body["services"].items()}
         self.by_container_name = {
             str(s.get("container_name")): s for s in self.services.values() if s.get("container_name")
         }
@@ -378,7 +403,8 @@ class ComposeFile:
         return Definition(facts, self.loader_spec(svc), where(self.doc.source, svc.body))
 
 
-def probe(doc: Document, swarm: bool | None = None) -> list[Definition]:
-    """One Definition per service of a compose document, in the file's order."""
-    compose = ComposeFile(doc, swarm)
+def probe(doc: Document, swarm: bool | None = None, environ: Mapping[str, str] | None = None) -> list[Definition]:
+    """One Definition per service of a compose document, in the file's order; variables from `environ` (this
+    process's environment by default)."""
+    compose = ComposeFile(doc, swarm, environ)
     return [compose.definition(svc) for svc in compose.services.values()]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
@@ -49,10 +51,27 @@ def _unknown(doc: Document) -> str:
     return f"{documents.where(doc.source, doc.body)}: not {FORMATS}{document}"
 
 
-def _definitions(doc: Document, swarm: bool | None, into: Inputs) -> bool:
+class _Environments:
+    """compose's variables for a file: this environment over the env file (--env-file, else `.env` beside the file,
+    or in the working directory for stdin), each env file read once."""
+
+    def __init__(self, env_file: str | None):
+        self.env_file = env_file
+        self.read: dict[str, dict[str, str]] = {}
+
+    def __call__(self, source: str) -> Mapping[str, str]:
+        directory = os.getcwd() if source == documents.STDIN else os.path.dirname(source) or "."
+        path = self.env_file or os.path.join(directory, ".env")
+        if path not in self.read:
+            given = self.env_file is not None or os.path.isfile(path)
+            self.read[path] = compose.parse_env_file(documents.text(path), path) if given else {}
+        return ChainMap(os.environ, self.read[path])  # type: ignore[arg-type]
+
+
+def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into: Inputs) -> bool:
     """The document's targets into `into`; False when it is no format lint knows."""
     if compose.is_compose(doc.body):
-        into.definitions.extend(compose.probe(doc, swarm))
+        into.definitions.extend(compose.probe(doc, swarm, environ(doc.source)))
     elif kubernetes.is_manifest(doc.body):
         found, skipped = kubernetes.probe(doc)
         into.definitions.extend(found)
@@ -62,10 +81,10 @@ def _definitions(doc: Document, swarm: bool | None, into: Inputs) -> bool:
     return True
 
 
-def read(paths: list[str], swarm: bool | None = None) -> Inputs:
+def read(paths: list[str], swarm: bool | None = None, env_file: str | None = None) -> Inputs:
     """Every target of every input (files, directories, '-'), and what was passed over. UsageError (exit 2) for a
     file that cannot be read, a bad value in a definition, or when no input defines anything."""
-    out = Inputs()
+    out, environ = Inputs(), _Environments(env_file)
     for path in paths:
         for name in documents.files(path):
             source = documents.STDIN if name == "-" else name
@@ -73,7 +92,7 @@ def read(paths: list[str], swarm: bool | None = None) -> Inputs:
             before = len(out.definitions), len(out.objects)
             try:
                 parsed = documents.parse(text, source)
-                unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, out)]
+                unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out)]
             except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
                 hint = helm_hint(text, source)
                 if hint is None and not isinstance(e, documents.Unparsable):

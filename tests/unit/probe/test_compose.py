@@ -312,3 +312,26 @@ def test_the_real_world_compose_file():
     assert trainer.loader_spec == "batch_size=100,num_workers=4,sample_bytes=1MiB"
     assert found["docker-compose.yml:preprocess"].facts.memory.limit_bytes == 2 * GiB
     assert not any(d.facts.swarm for d in found.values())  # GPU reservations are not Swarm
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("SHM=2g\n", {"SHM": "2g"}),
+        ("# comment\n\nexport SHM=2g\n", {"SHM": "2g"}),
+        ("SHM='2g'\nMEM=\"8g\"\n", {"SHM": "2g", "MEM": "8g"}),
+        ("SHM=2g # the loader's\n", {"SHM": "2g"}),
+        ("SHM='a # b'\n", {"SHM": "a # b"}),
+        ("EMPTY=\n", {"EMPTY": ""}),
+        ("A = 1\n", {"A": "1"}),
+    ],
+)
+def test_env_file_lines(text, expected):
+    assert compose.parse_env_file(text, ".env") == expected
+
+
+@pytest.mark.parametrize("text", ["just words\n", "1BAD=x\n", "TOKEN hunter2\n"])
+def test_a_bad_env_file_line_names_file_and_line_not_its_text(text):
+    with pytest.raises(UsageError) as e:
+        compose.parse_env_file("OK=1\n" + text, "/x/.env")
+    assert str(e.value).startswith("/x/.env:2: not a KEY=VALUE line") and "hunter2" not in str(e.value)

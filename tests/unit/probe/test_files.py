@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import shutil
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 from shmdoctor.cli import main
 from shmdoctor.errors import UsageError
 from shmdoctor.probe import files
+from shmdoctor.sizes import GiB, MiB
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 CHART_JOB = (DATA / "manifests-bad" / "helm-unrendered.yaml").read_text()
@@ -81,3 +84,49 @@ def test_a_bad_value_in_a_real_definition_is_still_bad_input(repository):
     (repository / "bad.yml").write_text("services:\n  trainer:\n    image: x\n    shm_size: plenty\n")
     with pytest.raises(UsageError, match="bad.yml:3: service 'trainer': shm_size"):
         files.read([str(repository)])
+
+
+COMPOSE_WITH_VARIABLES = "services:\n  trainer:\n    image: x\n    shm_size: ${SHM_SIZE:-64m}\n    mem_limit: ${MEM}\n"
+
+
+def _shm_and_memory(inputs: files.Inputs) -> tuple[int, int | None]:
+    [found] = inputs.definitions
+    return found.facts.shm.size_bytes, found.facts.memory.limit_bytes
+
+
+def test_compose_reads_the_env_file_beside_it_and_the_environment_wins(tmp_path, monkeypatch):
+    monkeypatch.delenv("SHM_SIZE", raising=False)
+    monkeypatch.delenv("MEM", raising=False)
+    (tmp_path / "docker-compose.yml").write_text(COMPOSE_WITH_VARIABLES)
+    (tmp_path / ".env").write_text("SHM_SIZE=2g\nMEM='8g'\n")
+    assert _shm_and_memory(files.read([str(tmp_path / "docker-compose.yml")])) == (2 * GiB, 8 * GiB)
+    monkeypatch.setenv("SHM_SIZE", "1g")  # as docker compose does: the shell's value over the file's
+    assert _shm_and_memory(files.read([str(tmp_path)])) == (GiB, 8 * GiB)
+    other = tmp_path / "prod.env"
+    other.write_text("MEM=16g\n")  # --env-file replaces .env
+    monkeypatch.delenv("SHM_SIZE")
+    assert _shm_and_memory(files.read([str(tmp_path / "docker-compose.yml")], env_file=str(other))) == (
+        64 * MiB,
+        16 * GiB,
+    )
+
+
+def test_stdin_reads_the_working_directorys_env_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("SHM_SIZE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("SHM_SIZE=3g\nMEM=8g\n")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(COMPOSE_WITH_VARIABLES.encode())))
+    assert main(["lint", "-", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reports"][0]["shm"]["size_bytes"] == 3 * GiB
+
+
+def test_a_bad_or_missing_env_file_is_exit_2_in_one_line(tmp_path, capsys):
+    (tmp_path / "docker-compose.yml").write_text(COMPOSE_WITH_VARIABLES)
+    (tmp_path / ".env").write_text("MEM=8g\nAPI_TOKEN hunter2\n")
+    assert main(["lint", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == f"shmdoctor: error: {tmp_path}/.env:2: not a KEY=VALUE line (an env file for compose's interpolation)\n"
+    )
+    assert main(["lint", str(tmp_path), "--env-file", str(tmp_path / "nowhere.env")]) == 2
+    assert capsys.readouterr().err.strip().endswith("nowhere.env: cannot read: No such file or directory")
