@@ -153,7 +153,7 @@ def grow_shm_to(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...
         docker_args=("--ipc=host",),
         compose=SWARM_HOST_SHM if facts.swarm is not None else "ipc: host",
         kubernetes="hostIPC: true  # pod spec",
-        caveat=HOST_SHM_CAVEAT if "swarm" in facts.flags else IPC_HOST_CAVEAT,
+        caveat=HOST_SHM_CAVEAT if facts.swarm is not None else IPC_HOST_CAVEAT,
     )
     return grow, host
 

@@ -4,6 +4,7 @@ from dataclasses import replace
 
 import pytest
 
+from shmdoctor import fixes
 from shmdoctor.loader import loader_config, requirement
 from shmdoctor.model import Facts, Ipc, Memory, Shm, Swarm, Target
 from shmdoctor.rules import RULES, judge
@@ -221,4 +222,6 @@ def test_swarm_says_what_it_ignores_and_mounts_a_tmpfs_instead():
     assert "tmpfs: {size: 2147483648}" in finding.fixes[0].compose  # the size the file asked for, as a tmpfs
     ipc_only = judge(replace(facts, swarm=Swarm(ignored_ipc="host")), None)
     fix = next(f for f in ipc_only.findings if f.id == "swarm-ignores-shm-size").fixes[0]
-    assert "type: bind" in fix.compose and fix.caveat  # no size to ask for: the host's, with its caveat
+    assert "type: bind" in fix.compose and fix.caveat == fixes.HOST_SHM_CAVEAT  # the host's: what a bind shares
+    grow = judge(replace(facts, swarm=Swarm()), seed()).findings[0].fixes
+    assert "type: bind" in grow[1].compose and grow[1].caveat == fixes.HOST_SHM_CAVEAT  # not the IPC namespace
