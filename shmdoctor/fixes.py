@@ -1,16 +1,13 @@
-"""Fix builders: pasteable remedies, in the language of each place a container is defined."""
+"""Fix builders: pasteable remedies, in the language of each place a container is defined (the sizes they ask for
+come from capacity)."""
 
 from __future__ import annotations
 
+from .capacity import HEADROOM, available, memory_for, shm_size_for
 from .loader import batches_in_flight
 from .model import Facts, Fix, Requirement
-from .sizes import docker_size, format_size, k8s_quantity, nice_size, page_floor
+from .sizes import docker_size, format_size, k8s_quantity, page_floor
 
-MARGIN = 1.25  # over the computed need: allocator slack, a validation iterator, a second look
-HEADROOM = 1 / MARGIN  # a loader that takes more than this share of what is available is cutting it fine
-# Memory the training process and its workers take beside /dev/shm (Python, torch, samples before collation), per
-# rank: an estimate, so that a memory limit is not judged as if /dev/shm were all it held.
-PROCESS_RESERVE = 256 * 2**20
 IPC_HOST_CAVEAT = "shares the host's IPC namespace: the container can read and write every host process's shared memory"
 # A bind of /dev/shm is a mount, not a namespace: POSIX shared memory (files in /dev/shm) is shared, System V is not.
 HOST_SHM_CAVEAT = (
@@ -22,44 +19,6 @@ HOST_SHM_CAVEAT = (
 
 # Swarm ignores `ipc: host`: bind the host's /dev/shm instead.
 SWARM_HOST_SHM = "volumes:\n  - type: bind\n    source: /dev/shm\n    target: /dev/shm"
-
-
-def shm_available(facts: Facts) -> int | None:
-    """Free /dev/shm; its size where use is unknown (inspect, a file); 0 where there is none."""
-    shm = facts.shm
-    if not shm.present:
-        return 0
-    return shm.free_bytes if shm.free_bytes is not None else shm.size_bytes
-
-
-def memory_room(facts: Facts, ranks: int = 1) -> int | None:
-    """What the memory limit leaves for /dev/shm: the limit, less what is in use and the training processes' own."""
-    if facts.memory.limit_bytes is None:
-        return None
-    return max(0, facts.memory.limit_bytes - (facts.memory.used_bytes or 0) - PROCESS_RESERVE * ranks)
-
-
-def capacity(facts: Facts, ranks: int = 1) -> int | None:
-    """The most /dev/shm a loader can take today: what is available, capped by the memory limit's room."""
-    caps = [c for c in (shm_available(facts), memory_room(facts, ranks)) if c is not None]
-    return min(caps) if caps else None
-
-
-def memory_binds(facts: Facts, ranks: int = 1) -> bool:
-    """The memory limit, not /dev/shm, is what runs out first."""
-    room, shm = memory_room(facts, ranks), shm_available(facts)
-    return room is not None and (shm is None or room < shm)
-
-
-def shm_size_for(need: Requirement, facts: Facts) -> int:
-    """--shm-size to ask for: the need plus what others already use there, with margin, rounded to a size people
-    type. The host's /dev/shm is left behind by the fix (a private one starts empty), so its use does not count."""
-    return shm_size_for_bytes(need.bytes, facts)
-
-
-def shm_size_for_bytes(need_bytes: int, facts: Facts) -> int:
-    others = 0 if facts.shm.source in ("host", "host-ipc") else facts.shm.used_bytes or 0
-    return nice_size(int((need_bytes + others) * MARGIN))
 
 
 def kubernetes_volume(size: int, memory_limit: int | None = None) -> str:
@@ -105,11 +64,6 @@ def compose_memory(limit: int, facts: Facts) -> str:
     return f'mem_limit: "{docker_size(limit)}"'
 
 
-def memory_for(shm_bytes: int, facts: Facts, ranks: int = 1) -> int:
-    """A memory limit that holds shm_bytes of /dev/shm beside what is in use and the training processes."""
-    return nice_size(int((facts.memory.used_bytes or 0) + PROCESS_RESERVE * ranks + shm_bytes * MARGIN))
-
-
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     """A /dev/shm of the size the need asks, said for where this one comes from, and the host's as the alternative."""
     return grow_shm_to(need.bytes, facts, need.loader.ranks)
@@ -117,7 +71,7 @@ def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
 
 def grow_shm_to(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...]:
     """grow_shm for a need known only as bytes (a measured peak, the size an error message names)."""
-    size, source = shm_size_for_bytes(need_bytes, facts), facts.shm.source
+    size, source = shm_size_for(need_bytes, facts), facts.shm.source
     mem = facts.memory.limit_bytes
     wanted_mem = memory_for(need_bytes, facts, ranks)
     new_mem = wanted_mem if mem is not None and wanted_mem > mem else None
@@ -187,7 +141,7 @@ def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     """The largest loader settings that fit what the container has now with room to spare (no thin-headroom),
     each knob turned down alone."""
     loader = need.loader
-    cap = capacity(facts, loader.ranks)
+    cap = available(facts, loader.ranks)
     if cap is None or loader.num_workers == 0:
         return ()
     usable = int(cap * HEADROOM)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import fixes
+from . import capacity, fixes
 from .model import ENGINE_DEFAULT_SHM, SEVERITY_RANK, Facts, Finding, Fix, Report, Requirement, Severity
 from .sizes import format_size, page_floor
 
@@ -74,7 +74,7 @@ def shm_read_only(facts, need):
 
 @rule("shm-too-small", "error", "the loader needs more /dev/shm than is free")
 def shm_too_small(facts, need):
-    shm, available = facts.shm, fixes.shm_available(facts)
+    shm, available = facts.shm, capacity.shm_free(facts)
     if _workers(need) and shm.present and available is not None and need.bytes > available:
         if shm.free_bytes is None:  # a file (nothing runs yet), or a container inspected from outside
             unread = "" if facts.target.kind in ("service", "workload") else " (its use was not read)"
@@ -91,13 +91,13 @@ def shm_too_small(facts, need):
 
 @rule("memory-limit", "error", "the memory limit cannot hold the loader's /dev/shm beside the training process")
 def memory_limit(facts, need):
-    room = fixes.memory_room(facts, need.loader.ranks) if _workers(need) else None
+    room = capacity.memory_room(facts, need.loader.ranks) if _workers(need) else None
     if room is not None and need.bytes > room:
         used = facts.memory.used_bytes
         msg = (
             f"the memory limit ({format_size(facts.memory.limit_bytes)}"
             + (f", {format_size(used)} in use" if used is not None else "")
-            + f", ~{format_size(fixes.PROCESS_RESERVE * need.loader.ranks)} for the training process) cannot hold "
+            + f", ~{format_size(capacity.PROCESS_RESERVE * need.loader.ranks)} for the training process) cannot hold "
             f"this loader's {format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container "
             "will be OOM-killed (exit 137) with no Python error"
         )
@@ -106,15 +106,15 @@ def memory_limit(facts, need):
 
 @rule("thin-headroom", "warning", "the loader fits, with little to spare")
 def thin_headroom(facts, need):
-    cap = fixes.capacity(facts, need.loader.ranks) if _workers(need) else None
-    if cap and fixes.HEADROOM * cap < need.bytes <= cap:
-        what = "under the memory limit" if fixes.memory_binds(facts, need.loader.ranks) else "of /dev/shm"
+    cap = capacity.available(facts, need.loader.ranks) if _workers(need) else None
+    if cap and capacity.HEADROOM * cap < need.bytes <= cap:
+        what = "under the memory limit" if capacity.memory_binds(facts, need.loader.ranks) else "of /dev/shm"
         msg = (
             f"the loader fits with little to spare: it needs {format_size(need.bytes)} of the "
             f"{format_size(cap)} available {what} ({need.bytes / cap:.0%}); a validation loader or a second rank "
             "would not fit"
         )
-        if fixes.memory_binds(facts, need.loader.ranks):
+        if capacity.memory_binds(facts, need.loader.ranks):
             return msg, (fixes.grow_memory(need, facts),)
         return msg, fixes.grow_shm(need, facts)[:1]
 
@@ -127,7 +127,7 @@ def default_shm(facts, need):
         and facts.shm.size_bytes == ENGINE_DEFAULT_SHM
     ):
         # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
-        most = page_floor(int(ENGINE_DEFAULT_SHM * fixes.HEADROOM) // 9)
+        most = page_floor(int(ENGINE_DEFAULT_SHM * capacity.HEADROOM) // 9)
         msg = (
             f"/dev/shm is the default {DEFAULT_SIZE}: with 4 workers (prefetch_factor 2), batches over "
             f"{format_size(most)} do not fit. Give shmdoctor your loader (--batch-size, --num-workers, "
@@ -138,7 +138,7 @@ def default_shm(facts, need):
 
 @rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")
 def shm_over_memory(facts, need):
-    room, size = fixes.memory_room(facts), facts.shm.size_bytes
+    room, size = capacity.memory_room(facts), facts.shm.size_bytes
     if need is None and room is not None and size and size > room:
         msg = (
             f"/dev/shm ({format_size(size)}) is larger than the memory limit ({format_size(facts.memory.limit_bytes)}) "
@@ -197,7 +197,7 @@ def swarm_ignores_shm_size(facts, need):
         f"this file is meant for Swarm: docker stack deploy ignores {written} (moby#26714), so "
         f"the service gets the engine's default {format_size(facts.shm.size_bytes)} /dev/shm"
     )
-    size = fixes.shm_size_for(need, facts) if _workers(need) else swarm.ignored_shm_size
+    size = capacity.shm_size_for(need.bytes, facts) if _workers(need) else swarm.ignored_shm_size
     if size:
         return msg, (
             Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),
@@ -213,7 +213,7 @@ def shm_on_disk(facts, need):
         "/dev/shm is a disk-backed emptyDir (no medium: Memory): shared batches go through the node's disk and "
         "count as ephemeral storage (the pod is evicted past sizeLimit)"
     )
-    size = fixes.shm_size_for(need, facts) if _workers(need) else facts.shm.size_bytes
+    size = capacity.shm_size_for(need.bytes, facts) if _workers(need) else facts.shm.size_bytes
     if size:
         return msg, (Fix(f"make it memory-backed, {format_size(size)}", kubernetes=fixes.kubernetes_volume(size)),)
     return msg, (

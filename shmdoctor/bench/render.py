@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .. import fixes
+from .. import capacity
 from ..model import SCHEMA, Facts, Finding, Fix
 from ..render.json import finding_dict as _finding
 from ..render.text import fix_lines
@@ -35,7 +35,7 @@ def recommendation_dict(rec: Recommendation | None, workload: Workload, facts: F
         return None
     best = {**_config(rec.best), "fits": rec.best_fits}
     if not rec.best_fits:
-        size = fixes.shm_size_for(need(workload, rec.best.config), facts)
+        size = capacity.shm_size_for(need(workload, rec.best.config).bytes, facts)
         best.update(shm_size_bytes=size, docker_args=[f"--shm-size={docker_size(size)}"])
     return {
         **_config(rec.choice),
@@ -72,7 +72,7 @@ def document(
         "shm": {
             "size_bytes": facts.shm.size_bytes,
             "free_bytes": facts.shm.free_bytes,
-            "available_bytes": fixes.capacity(facts),
+            "available_bytes": capacity.available(facts),
         },
         "results": [r.to_dict(workload.batch_size) for r in results],
         "recommendation": recommendation_dict(rec, workload, facts),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from .. import fixes
+from .. import capacity, fixes
 from ..loader import loader_config, requirement
 from ..model import Facts, Finding, Requirement
 from ..rules import judge
@@ -120,7 +120,7 @@ def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tup
                 "bench-shm-exhausted",
                 "error",
                 f"{len(failed)} of {len(results)} configs ran out of shared memory: {which}. The most demanding needs "
-                f"{format_size(demand.bytes)} of /dev/shm; {format_size(fixes.capacity(facts))} is available",
+                f"{format_size(demand.bytes)} of /dev/shm; {format_size(capacity.available(facts))} is available",
                 fixes_ or fixes.grow_shm(demand, facts),
             )
         )

@@ -138,7 +138,7 @@ def command(
 
         plotting.require()
 
-    from .. import fixes
+    from .. import capacity
     from ..bench import render, run, sweep
     from ..bench.progress import progress
     from ..probe import local
@@ -179,7 +179,7 @@ def command(
         if not results:
             raise
         click.echo(f"shmdoctor: interrupted after {len(results)} of {len(configs)} configs", err=True)
-    rec = sweep.recommend(results, fixes.capacity(facts))
+    rec = sweep.recommend(results, capacity.available(facts))
     findings = run.findings(workload, results, facts)
     doc = render.document(workload, results, rec, findings, facts, info)
     click.echo(render.render_json(doc) if fmt == "json" else render.render_text(doc))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass, replace
 
-from .. import fixes
+from .. import capacity, fixes
 from ..model import ENGINE_DEFAULT_SHM, Facts, Finding, Fix, Report, Requirement
 from ..sizes import GiB, MiB, format_size
 from .catalogue import BY_ID, SHM_CAUSES
@@ -109,7 +109,7 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
                 "machine's memory, or a kill from outside, not /dev/shm",
             )
         held = measured.peak_bytes if measured else shm.size_bytes
-        room = fixes.memory_room(replace(facts, memory=replace(facts.memory, used_bytes=0)))
+        room = capacity.memory_room(replace(facts, memory=replace(facts.memory, used_bytes=0)))
         if held is not None and room is not None and held < room // 4:
             what = "peaked at" if measured else "is"
             return _not_shm(
@@ -151,7 +151,7 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
                 "connection): rerun with NCCL_DEBUG=INFO for the failing call (sockets, IB, CUDA)",
             )
         return replace(d, reason=f"/dev/shm is {size} here; NCCL's SHM transport takes ~9.2 MiB a connection")
-    available = fixes.shm_available(facts)
+    available = capacity.shm_free(facts)
     wanted = need.bytes if need else None
     if wanted is not None and available is not None and wanted <= available:
         return _not_shm(
