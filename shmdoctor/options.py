@@ -7,11 +7,12 @@ from typing import Callable
 
 import click
 
+from . import render
 from .errors import UsageError
 from .loader import LoaderSpec
 from .sizes import parse_size
 
-FORMATS = click.Choice(["text", "json"])
+FORMATS = click.Choice(list(render.FORMATS))  # the formats every document renders to
 
 
 def loader_options(f: Callable) -> Callable:
