@@ -14,6 +14,7 @@ from shmdoctor.loader import LoaderSpec, loader_config
 from shmdoctor.probe import docker as probe
 from shmdoctor.sizes import GiB, MiB
 from tests.helpers import DATA as TEST_DATA
+from tests.helpers import validate
 
 DATA = TEST_DATA / "inspect"
 HOST_SHM = 23 * GiB  # what the engine host's /dev/shm would be
@@ -228,3 +229,16 @@ def test_filters():
     for bad in ("label", "=x", "name="):
         with pytest.raises(UsageError):
             probe.parse_filters([bad])
+
+
+def test_audits_json_of_every_captured_container_is_valid():
+    """Every captured inspect, judged as audit judges it, in one audit document: valid against shmdoctor/audit/1."""
+    from shmdoctor.model import Audit
+    from shmdoctor.render import render
+
+    reports = tuple(
+        _judge(probe.facts_from_inspect(json.loads(path.read_text()), host_shm=HOST_SHM), SEED, "error")
+        for path in sorted(DATA.glob("*.json"))
+    )
+    doc = validate(json.loads(render(Audit(reports, engine="unix:///var/run/docker.sock"), "json")))
+    assert len(doc["reports"]) == len(reports) > 10 and doc["verdict"] == "fail"

@@ -119,3 +119,19 @@ def test_watch_beside_a_loader():
     text = "\n".join(line for line in lines if line)
     readme = readme_block("$ shmdoctor watch --duration 6")[1:]
     same_lines(readme, golden("watch", text))
+
+
+def test_the_same_documents_as_json_are_valid():
+    """Each document above, rendered as JSON, against its schema (watch: each sample line and the summary)."""
+    import json
+
+    from tests.helpers import validate
+
+    for cleaned in (_cleaned(False), _cleaned(True)):
+        validate(json.loads(render(cleaned, "json")))
+    sampler = Sampler("/dev/shm", holders_every=2.0, budget=10 * MiB)
+    held = Holders((Holder(7, "python train.py", (Segment(1, "torch_1", 4096, True),)),))
+    assert render(sampler.start(0.5), "json") == ""  # JSON lines have no header
+    for t, fresh in ((0.0, None), (0.5, held)):
+        assert validate(json.loads(render(sampler.record(t, GiB, 4096, fresh), "json")))["type"] == "sample"
+    assert validate(json.loads(render(sampler.summary(1.0, 2), "json")))["interrupted"] is True
