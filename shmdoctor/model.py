@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .exits import ExitCode
-from .sizes import MiB, format_size
+from .sizes import KiB, MiB, format_size
 
 SCHEMA = "shmdoctor/1"  # bench's document only, until it moves to shmdoctor/bench/1 (render.RESERVED)
 SHM = "/dev/shm"
 # The /dev/shm an engine gives a container nobody sized: Docker's --shm-size default, and what containerd and
 # CRI-O give a pod's containers.
 ENGINE_DEFAULT_SHM = 64 * MiB
+PODMAN_DEFAULT_SHM = 64000 * KiB  # Podman's own default: size=64000k, 62.5 MiB (FACTS.md, Podman 4.3)
 SHM_SIZE_UNKNOWN = f"the size of {SHM}"  # how a probe starts the 'unreadable' entry for a size it cannot know
 
 Severity = Literal["error", "warning", "info"]
@@ -108,6 +109,9 @@ class Facts:
     unreadable: tuple[str, ...] = ()
     flags: frozenset[Flag] = frozenset()
     swarm: Swarm | None = None  # a compose service meant for docker stack deploy
+    # Why it looks like a training or inference job (an ML image, a torch / ray / vllm command), in words: without
+    # a loader, lint and audit warn about a default /dev/shm only where it does or GPUs are asked for.
+    ml_signs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,17 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import capacity, fixes
-from .model import ENGINE_DEFAULT_SHM, SEVERITY_RANK, Facts, Finding, Fix, Report, Requirement, Severity
+from .model import (
+    ENGINE_DEFAULT_SHM,
+    PODMAN_DEFAULT_SHM,
+    SEVERITY_RANK,
+    Facts,
+    Finding,
+    Fix,
+    Report,
+    Requirement,
+    Severity,
+)
 from .sizes import format_size, page_floor
 
 Check = Callable[[Facts, "Requirement | None"], "tuple[str, tuple[Fix, ...]] | None"]
@@ -121,17 +131,23 @@ def thin_headroom(facts, need):
 
 @rule("default-shm", "warning", f"the container has the engine's default {DEFAULT_SIZE} /dev/shm")
 def default_shm(facts, need):
+    size = facts.shm.size_bytes
     if (
         need is None
         and facts.shm.source in ("docker-shm", "runtime-shm")
-        and facts.shm.size_bytes == ENGINE_DEFAULT_SHM
+        and size in (ENGINE_DEFAULT_SHM, PODMAN_DEFAULT_SHM)
+        and not facts.shm.read_only
+        and (facts.target.kind == "local" or facts.ml_signs or facts.gpus)  # a web server is fine with it
     ):
         # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
-        most = page_floor(int(ENGINE_DEFAULT_SHM * capacity.HEADROOM) // 9)
+        most = page_floor(int(size * capacity.HEADROOM) // 9)
+        engine = "Podman's default" if size == PODMAN_DEFAULT_SHM else "the default"
+        signs = facts.ml_signs + ((f"GPUs {facts.gpus}",) if facts.gpus else ())
+        looks = f" for what looks like a training or inference job ({', '.join(signs)})" if signs else ""
         msg = (
-            f"/dev/shm is the default {DEFAULT_SIZE}: with 4 workers (prefetch_factor 2), batches over "
-            f"{format_size(most)} do not fit. Give shmdoctor your loader (--batch-size, --num-workers, "
-            "--sample-bytes) for the size it needs"
+            f"/dev/shm is {engine} {format_size(size)}{looks}: with 4 workers "
+            f"(prefetch_factor 2), batches over {format_size(most)} do not fit. Give shmdoctor your loader "
+            "(--batch-size, --num-workers, --sample-bytes) for the size it needs"
         )
         return msg, ()
 

@@ -28,6 +28,7 @@ from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm, Target
 from ..sizes import parse_size, parse_tmpfs_size
 from .documents import Definition, Document, where
+from .workload import ml_signs
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
@@ -396,6 +397,7 @@ class ComposeFile:
             ipc=ipc,
             memory=memory,
             runtime="compose",
+            ml_signs=ml_signs(svc.get("image"), svc.get("entrypoint"), svc.get("command")),
             unreadable=tuple(unreadable),
             flags=flags,
             swarm=swarm,

@@ -19,6 +19,7 @@ from ..errors import ProbeError, UsageError
 from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..sizes import parse_tmpfs_size
+from .workload import ml_signs
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
@@ -138,7 +139,7 @@ def _nofile(host: dict) -> int | None:
 def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: int | None = None) -> Probed:
     """One container's inspect JSON (and its IPC owner's) -> Facts. `host_shm`: the size of the engine host's
     /dev/shm when the engine runs where the audit runs."""
-    host, state = info.get("HostConfig") or {}, info.get("State") or {}
+    host, state, config = info.get("HostConfig") or {}, info.get("State") or {}, info.get("Config") or {}
     shm = shm_of(info, owner, host_shm)
     flags = {"oom-killed"} if state.get("OOMKilled") else set()
     notes = []
@@ -158,6 +159,7 @@ def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: in
         ipc=ipc_of(info, owner),
         memory=Memory(limit_bytes=host.get("Memory") or None, used_bytes=None),
         runtime="docker",
+        ml_signs=ml_signs(config.get("Image"), config.get("Entrypoint"), config.get("Cmd")),
         nofile=_nofile(host),
         cpus=cpus_of(host),
         gpus=gpus,

@@ -24,6 +24,7 @@ from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..sizes import format_size, parse_quantity
 from .documents import Definition, Document, line_of, where
+from .workload import ml_signs
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
@@ -211,6 +212,7 @@ class _Pod:
                 ipc=Ipc("host") if self.spec.get("hostIPC") else Ipc("private"),
                 memory=Memory(limit_bytes=self.memory_limit(container), used_bytes=None),
                 runtime="kubernetes",
+                ml_signs=ml_signs(container.get("image"), container.get("command"), container.get("args")),
                 unreadable=tuple(unreadable),
             )
             out.append(Definition(facts, spec, where(self.doc.source, at if line_of(at) else self.template)))

@@ -124,10 +124,19 @@ def test_every_kind_of_container_against_the_seed_loader(fleet):
     assert all(r["shm"]["used_bytes"] is None for r in doc["reports"])  # read-only: use unknown
 
 
-def test_without_a_loader_the_defaults_are_flagged(fleet):
-    code, doc, _ = audit("--filter", f"name={PREFIX}")
+def test_without_a_loader_the_defaults_are_flagged_where_it_looks_like_ml(fleet):
+    trainer = start("torchrun", cmd=("sh", "-c", "exec sleep 600", "torchrun"))  # a command that trains
+    try:
+        code, doc, _ = audit("--filter", f"name={PREFIX}")
+    finally:
+        remove(trainer)
     reports = by_name(doc)
-    assert [f["id"] for f in reports["default"]["findings"]] == ["default-shm"]
+    [finding] = reports["torchrun"]["findings"]
+    assert (
+        finding["id"] == "default-shm"
+        and "looks like a training or inference job (command torchrun)" in (finding["message"])
+    )
+    assert reports["default"]["findings"] == []  # busybox sleeping: nothing says it trains, 64 MiB is fine
     assert reports["shm2g"]["requirement"] is None and reports["shm2g"]["verdict"] == "ok"
     assert reports["labelled"]["requirement"]["bytes"] == 50 * MiB  # the label alone is a loader
     assert code == 1  # --ipc=none: no /dev/shm at all

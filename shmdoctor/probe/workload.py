@@ -1,0 +1,80 @@
+"""Whether a target looks like a training or inference job, from what its definition says: its image and command.
+
+Without a loader to judge against, lint and audit warn about an engine's default /dev/shm only where the workload
+looks like one (a GPU asked for, an ML image, a torch / ray / vllm command): a web server or a database with 64 MiB is
+fine, and 56 warnings on a self-hosting compose file hide the one that matters. With a loader, everything is judged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Words of an image's name (split at / : - _ .) that name an ML framework, server or base image.
+ML_IMAGE_WORDS = frozenset(
+    {
+        "pytorch",
+        "torch",
+        "torchserve",
+        "tensorflow",
+        "jax",
+        "vllm",
+        "sglang",
+        "tritonserver",
+        "triton",
+        "ray",
+        "deepspeed",
+        "megatron",
+        "nemo",
+        "huggingface",
+        "huggingfaceserver",
+        "transformers",
+        "text-generation-inference",
+        "tgi",
+        "cuda",
+        "mxnet",
+        "paddle",
+        "paddlepaddle",
+        "lightning",
+        "ultralytics",
+        "detectron2",
+        "mmdetection",
+        "onnxruntime",
+        "ollama",
+        "llama",
+        "diffusers",
+    }
+)
+# A command or module that trains or serves a model.
+ML_COMMAND = re.compile(
+    r"(?<![\w.-])(torchrun|torch\.distributed\.run|deepspeed|accelerate|vllm|sglang|tritonserver|ray|"
+    r"text-generation-launcher|torchserve|horovodrun|lightning|huggingfaceserver|"
+    r"(?:[\w-]*[_-]|pre)?train(?:ing)?(?:[_-][\w-]*)?\.py)(?![\w-])"
+)
+
+
+def _image_words(image: str) -> set[str]:
+    """'nvcr.io/nvidia/pytorch:24.01-py3' -> {..., 'pytorch', ...}; a version glued on is dropped (cuda12: cuda)."""
+    words = set(re.split(r"[/:_.@]", image.lower()))
+    words |= {part for word in words for part in word.split("-")}
+    return words | {re.sub(r"\d+$", "", word) for word in words}
+
+
+def _words(command: object) -> Iterable[str]:
+    if isinstance(command, (list, tuple)):
+        for part in command:
+            yield from _words(part)
+    elif isinstance(command, (str, int, float)):
+        yield str(command)
+
+
+def ml_signs(image: object, *command: object) -> tuple[str, ...]:
+    """Why the workload looks like a training or inference job, in words; () when nothing says so. `command`: its
+    entrypoint, command and arguments, each a string or a list (as files and inspect write them)."""
+    signs = []
+    if isinstance(image, str) and ML_IMAGE_WORDS & _image_words(image):
+        signs.append(f"image {image}")
+    match = ML_COMMAND.search(" ".join(_words(command)))
+    if match:
+        signs.append(f"command {match.group(1)}")
+    return tuple(signs)

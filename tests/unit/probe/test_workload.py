@@ -1,0 +1,83 @@
+"""Whether a definition looks like a training or inference job, and the default-shm warning only there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shmdoctor.probe import documents, files, workload
+from shmdoctor.rules import judge
+
+REAL = Path(__file__).resolve().parents[2] / "data" / "real"
+
+
+@pytest.mark.parametrize(
+    "image, command, signs",
+    [
+        ("nvcr.io/nvidia/pytorch:24.01-py3", (), ("image nvcr.io/nvidia/pytorch:24.01-py3",)),
+        ("vllm/vllm-openai:v0.8.5", (), ("image vllm/vllm-openai:v0.8.5",)),
+        ("rayproject/ray:2.1.0", (), ("image rayproject/ray:2.1.0",)),
+        ("registry.example.com/ml/trainer:2.13-cuda12", (), ("image registry.example.com/ml/trainer:2.13-cuda12",)),
+        (
+            "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727",
+            (),
+            ("image docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727",),
+        ),
+        ("my/app:1", (["torchrun", "--nproc-per-node=8", "main.py"],), ("command torchrun",)),
+        ("my/app:1", ("python -m torch.distributed.run x.py",), ("command torch.distributed.run",)),
+        ("my/app:1", (["python3"], ["train_resnet.py", "--epochs=1"]), ("command train_resnet.py",)),
+        ("my/app:1", ("python pretrain.py",), ("command pretrain.py",)),
+        ("my/app:1", (["sh", "-c", "python3 -m vllm.entrypoints.openai.api_server"],), ("command vllm",)),
+        ("postgres:16", (), ()),
+        ("nginx:1.27", (["nginx", "-g", "daemon off;"],), ()),
+        ("docker.io/valkey/valkey:9@sha256:5463", (), ()),
+        ("ghcr.io/immich-app/immich-server:release", (), ()),
+        ("my/app:1", (["python", "constraint.py", "--array"],), ()),  # 'train' and 'ray' inside other words
+        (None, (None, 7), ()),
+    ],
+)
+def test_ml_signs(image, command, signs):
+    assert workload.ml_signs(image, *command) == signs
+
+
+def _lint(text: str, source: str = "docker-compose.yml"):
+    [doc] = documents.parse(text, source)
+    from shmdoctor.probe import compose
+
+    return {d.facts.target.name.split(":")[-1]: judge(d.facts, None) for d in compose.probe(doc, environ={})}
+
+
+def test_without_a_loader_default_shm_only_where_it_looks_like_ml():
+    reports = _lint(
+        "services:\n"
+        "  web: {image: nginx:1.27}\n"
+        "  db: {image: postgres:16}\n"
+        "  trainer: {image: my/app:1, command: [torchrun, --nproc-per-node=2, main.py]}\n"
+        "  serve: {image: vllm/vllm-openai:v0.8.5}\n"
+    )
+    ids = {name: [f.id for f in r.findings] for name, r in reports.items()}
+    assert ids == {"web": [], "db": [], "trainer": ["default-shm"], "serve": ["default-shm"]}
+    assert "looks like a training or inference job (command torchrun)" in reports["trainer"].findings[0].message
+
+
+def test_a_real_self_hosting_stack_gets_no_warning():
+    inputs = files.read([str(REAL / "immich")])
+    assert [d.facts.target.name.split(":")[-1] for d in inputs.definitions] == [
+        "immich-server",
+        "immich-machine-learning",
+        "redis",
+        "database",
+    ]
+    assert all(judge(d.facts, None).findings == () for d in inputs.definitions)
+    assert inputs.definitions[3].facts.shm.size_bytes == 128 * 1024**2  # shm_size: 128mb
+
+
+def test_real_ml_workloads_without_a_loader_are_warned():
+    for source, names in {
+        "kubeflow-pytorchjob-simple.yaml": ["Master", "Worker"],  # a pytorch image, 64 MiB
+        "kuberay-ray-cluster.heterogeneous.yaml": ["headGroupSpec", "small-group", "medium-group"],  # ray
+    }.items():
+        inputs = files.read([str(REAL / source)])
+        warned = [d.facts.target.name.split("/")[-1] for d in inputs.definitions if judge(d.facts, None).findings]
+        assert warned == names, source
