@@ -5,6 +5,7 @@ fds [--tensors N]                         each batch a list of N small tensors: 
 sigbus [--mib N]                          a file in /dev/shm, ftruncated and touched past what the tmpfs has: SIGBUS
 ignore-term [--seconds S]                 ignores SIGTERM, prints 'ignoring SIGTERM' when one comes, exits 0 after S
 handle-term                               exits 0 on SIGTERM, printing 'got SIGTERM'
+count-int                                 counts SIGINTs for a second after the first, prints 'got N SIGINT', exits 130
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ def seed(args) -> None:
             return torch.ones(2**18)  # 1 MiB
 
     loader = DataLoader(Samples(), batch_size=100, num_workers=args.workers, prefetch_factor=args.prefetch)
-    done = 0
+    done, start = 0, time.monotonic()
     for _batch in loader:
         done += 1
         time.sleep(args.step)  # the training step, slower than loading
-    print(f"trained on {done} batches", flush=True)
+    print(f"trained on {done} batches in {time.monotonic() - start:.2f} s", flush=True)
 
 
 def fds(args) -> None:
@@ -48,7 +49,7 @@ def fds(args) -> None:
             return [torch.zeros(16) for _ in range(args.tensors)]
 
     held = []
-    for batch in DataLoader(Many(), batch_size=None, num_workers=2):
+    for batch in DataLoader(Many(), batch_size=None, num_workers=2, timeout=20):  # a worker's error hangs it
         held.append(batch)  # kept: every tensor keeps its descriptor
     print(f"received {len(held)} batches", flush=True)
 
@@ -86,9 +87,20 @@ def handle_term(args) -> None:
         time.sleep(0.05)
 
 
+def count_int(args) -> None:
+    got = []
+    signal.signal(signal.SIGINT, lambda *_: got.append(time.monotonic()))
+    print("ready", flush=True)
+    while not got:
+        time.sleep(0.01)
+    time.sleep(1.0)
+    print(f"got {len(got)} SIGINT", flush=True)
+    sys.exit(130)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["seed", "fds", "sigbus", "ignore-term", "handle-term"])
+    ap.add_argument("mode", choices=["seed", "fds", "sigbus", "ignore-term", "handle-term", "count-int"])
     ap.add_argument("--batches", type=int, default=12)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--prefetch", type=int, default=2)
@@ -97,9 +109,15 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=128)
     ap.add_argument("--seconds", type=float, default=3.0)
     args = ap.parse_args()
-    {"seed": seed, "fds": fds, "sigbus": sigbus, "ignore-term": ignore_term, "handle-term": handle_term}[
-        args.mode.replace("_", "-")
-    ](args)
+    modes = {
+        "seed": seed,
+        "fds": fds,
+        "sigbus": sigbus,
+        "ignore-term": ignore_term,
+        "handle-term": handle_term,
+        "count-int": count_int,
+    }
+    modes[args.mode.replace("_", "-")](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+"""shmdoctor run: a training command run as a transparent child, its /dev/shm watched, its death explained."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from ..errors import UsageError
+from ..options import loader_kwargs, loader_options, requirement_from
+from ..render import run as render
+from ..wrap.session import supervise
+
+
+def _positive(name: str, value: float) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{name} must be a number of seconds greater than zero, got {value!r}")
+    return value
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--interval",
+    type=float,
+    default=0.25,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between samples of /dev/shm and the memory cgroup.",
+)
+@click.option(
+    "--holders-every",
+    type=float,
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between scans of /proc for who holds /dev/shm (0: never).",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write the JSON of the run here: facts, peak_bytes, exit status, diagnoses.",
+)
+@loader_options
+@click.argument("argv", nargs=-1, required=True, metavar="-- COMMAND [ARGS]...")
+def command(interval, holders_every, report_path, argv, **loader) -> int:
+    """Run COMMAND as a child, transparently (stdin, stdout, stderr unchanged, signals forwarded, its exit code
+    passed through; 128+N for a signal), sampling /dev/shm while it runs. One line of facts before it starts; after
+    a success, its /dev/shm peak against the size; after a failure, the diagnosis. All on stderr.
+
+    \b
+    shmdoctor run -- python train.py --epochs 10
+    shmdoctor run --report run.json -- torchrun --nproc-per-node 8 train.py
+    shmdoctor run --batch-size 100 --num-workers 4 --sample-bytes 1MiB -- python train.py
+    """
+    _positive("--interval", interval)
+    if not (math.isfinite(holders_every) and holders_every >= 0):
+        raise UsageError(f"--holders-every must be 0 (never) or a number of seconds, got {holders_every!r}")
+    need = requirement_from(loader_kwargs(**loader))
+    report = None
+    if report_path:
+        try:
+            report = open(report_path, "w")  # noqa: SIM115 (written once the command ended)
+        except OSError as e:
+            raise UsageError(f"cannot write --report {report_path}: {e.strerror}") from None
+    try:
+        outcome = supervise(
+            list(argv),
+            need,
+            interval=interval,
+            holders_every=holders_every,
+            before=lambda facts: click.echo(render.facts_line(facts, interval), err=True),
+        )
+        click.echo(render.after(outcome), err=True)
+        if report:
+            report.write(render.render_document(outcome) + "\n")
+    finally:
+        if report:
+            report.close()
+    return outcome.exit_code

@@ -1,0 +1,91 @@
+"""run's lines on stderr (the command's stdout stays its own): the facts before, one line after a success (the peak
+against the size: the job's real need), the diagnosis after a failure; and the --report document (shmdoctor/run/1)."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+from ..diagnose.judge import FULL_SLACK
+from ..model import Facts
+from ..sizes import format_size
+from ..wrap.session import Outcome
+from . import explain
+from .text import SOURCES
+
+SCHEMA = "shmdoctor/run/1"
+PREFIX = "shmdoctor run:"
+
+
+def facts_line(facts: Facts, interval: float) -> str:
+    shm = facts.shm
+    if shm.present:
+        where = (
+            f"/dev/shm {format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used "
+            f"({SOURCES.get(shm.source, shm.source)})"
+        )
+    else:
+        where = "no /dev/shm (--ipc=none)"
+    limit = facts.memory.limit_bytes
+    memory = f"memory limit {format_size(limit)}" if limit else "no memory limit"
+    return (
+        f"{PREFIX} {where}, IPC {facts.ipc.mode}, {memory}, ulimit -n {facts.nofile or 'unlimited'}; "
+        f"sampling every {interval:g} s"
+    )
+
+
+def _status(o: Outcome) -> str:
+    code = o.exit_code
+    sig = code - 128 if 128 < code < 160 else None
+    name = f" ({signal.Signals(sig).name})" if sig and sig in signal.Signals._value2member_map_ else ""
+    return f"{o.command} exited {code}{name} after {o.ended.elapsed:.1f} s"
+
+
+def _peak(o: Outcome) -> str:
+    m = o.measured
+    if m is None:
+        return "/dev/shm not sampled (there is none)"
+    share = f" ({m.peak_bytes / m.size_bytes:.0%})" if m.size_bytes else ""
+    return f"/dev/shm peak {format_size(m.peak_bytes)} of {format_size(m.size_bytes)}{share} at {m.peak_t:.1f} s"
+
+
+def after(o: Outcome) -> str:
+    """Success: one line. Failure (or shared-memory warnings on the way): the diagnosis as explain gives it."""
+    line = f"{PREFIX} {_status(o)}; {_peak(o)}"
+    m = o.measured
+    if o.exit_code == 0 and m is not None and m.size_bytes:
+        headroom = max(0, m.size_bytes - m.peak_bytes)
+        line += f", headroom {format_size(headroom)}"
+        if m.peak_bytes >= m.size_bytes - FULL_SLACK:
+            line += ": it filled /dev/shm and lived; give it more before it does not"
+    need = o.explanation.report.requirement
+    if need is not None:
+        line += f"; the loader's predicted need {format_size(need.bytes)}"
+    if o.exit_code == 0 and not o.explanation.diagnoses:
+        return line
+    if not o.explanation.diagnoses:
+        return line + "\n" + f"{PREFIX} nothing in its stderr or its exit points to /dev/shm"
+    return line + "\n" + explain.render_text(o.explanation, f"{o.command}'s stderr")
+
+
+def document(o: Outcome) -> dict:
+    m = o.measured
+    return {
+        "schema": SCHEMA,
+        "command": o.command,
+        "exit_code": o.exit_code,
+        "elapsed_s": round(o.ended.elapsed, 3),
+        "signals_forwarded": [signal.Signals(s).name for s in o.ended.forwarded],
+        "peak_bytes": m.peak_bytes if m else None,
+        "peak_t": round(m.peak_t, 3) if m else None,
+        "size_bytes": m.size_bytes if m else None,
+        "memory_peak_bytes": m.memory_peak if m else None,
+        "holders": [{"pid": h.pid, "command": h.command, "bytes": h.bytes} for h in o.holders],
+        "stderr_bytes": o.stderr_bytes,
+        "facts": explain.document(o.explanation, f"{o.command}'s stderr"),
+        "diagnoses": [d.as_dict() for d in o.explanation.diagnoses],
+    }
+
+
+def render_document(o: Outcome) -> str:
+    return json.dumps(document(o), indent=2)

@@ -1,0 +1,107 @@
+"""One supervised command: the facts before, /dev/shm and the memory cgroup sampled while it runs (watch's Sampler,
+from a thread, at a low rate), its stderr's tail judged after it ends. What is printed is the renderer's business:
+`before` is called with the facts before the command starts."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..diagnose import Exit, Explanation, Measured, judge, scan_text
+from ..errors import ProbeError
+from ..model import SHM, Facts, Requirement
+from ..probe import cgroup, local
+from ..probe.holders import Holder
+from ..shm.sampling import Sampler
+from . import child
+from .ring import Ring
+
+
+@dataclass(frozen=True)
+class Outcome:
+    command: str  # the program (and script) only: arguments may carry secrets
+    facts: Facts
+    ended: child.Ended
+    measured: Measured | None  # None when there was no /dev/shm to sample
+    explanation: Explanation
+    holders: tuple[Holder, ...]  # each process's biggest hold seen
+    stderr_bytes: int
+
+    @property
+    def exit_code(self) -> int:
+        return self.ended.code
+
+
+def command_name(argv: list[str]) -> str:
+    name = os.path.basename(argv[0])
+    if len(argv) > 1 and argv[1].endswith((".py", ".sh")) and not argv[1].startswith("-"):
+        name += " " + argv[1]
+    return name
+
+
+class _Sampling:
+    """The sampler's thread: /dev/shm (statvfs) every interval, holders when due, the memory cgroup's peak."""
+
+    def __init__(self, sampler: Sampler | None, interval: float):
+        self.sampler, self.interval = sampler, interval
+        self.memory_peak: int | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="shm-sampler", daemon=True)
+        self.start_t = time.monotonic()
+
+    def _loop(self) -> None:
+        while True:
+            t = time.monotonic() - self.start_t
+            if self.sampler is not None:
+                try:
+                    self.sampler.sample(t)
+                except ProbeError:  # /dev/shm unmounted under us: stop sampling, never the command
+                    self.sampler = None
+            _, used = cgroup.memory()
+            if used is not None and (self.memory_peak is None or used > self.memory_peak):
+                self.memory_peak = used
+            if self.stop.wait(self.interval):
+                return
+
+    def start(self) -> None:
+        self.start_t = time.monotonic()
+        self.thread.start()
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+
+
+def supervise(
+    argv: list[str],
+    need: Requirement | None,
+    *,
+    interval: float,
+    holders_every: float,
+    before: Callable[[Facts], None],
+) -> Outcome:
+    facts = local.probe()
+    before(facts)
+    try:
+        sampler = Sampler(SHM, holders_every=holders_every, budget=need.bytes if need else None)
+    except ProbeError:  # no /dev/shm (--ipc=none): the command runs all the same, unsampled
+        sampler = None
+    sampling = _Sampling(sampler, interval)
+    ring = Ring()
+    try:
+        ended = child.run(argv, ring, on_spawn=sampling.start)
+    finally:
+        if sampling.thread.is_alive():
+            sampling.finish()
+    measured = None
+    holders: tuple[Holder, ...] = ()
+    if sampler is not None and sampler.tally.samples:
+        summary = sampler.summary(ended.elapsed)
+        holders = summary.holders
+        measured = Measured(summary.peak_bytes, summary.size_bytes, summary.peak_t, ended.elapsed, sampling.memory_peak)
+    status = Exit(ended.code, None, "the command's exit status") if ended.code else None
+    explanation = judge(scan_text(ring.tail()).diagnoses(), facts, ended=status, measured=measured, need=need)
+    return Outcome(command_name(argv), facts, ended, measured, explanation, holders, ring.total)

@@ -1,0 +1,137 @@
+"""shmdoctor run (and explain --container) against real failures in real containers: the seed loader in Docker's
+64 MiB /dev/shm, a descriptor limit, a memory limit below the need, a SIGBUS, a success, docker stop."""
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from tests.helpers import PYTHON, REPO, docker_run, run_cli, unique_name
+
+pytestmark = pytest.mark.usefixtures("images")
+MiB = 2**20
+SEED_NEED = (2 * 4 + 1) * 100 * MiB  # (P·W + 1)·b: batch 100 × 1 MiB, 4 workers, prefetch 2, no pin_memory
+
+
+def run_in(tmp_path, *docker_args: str, cmd: list[str]) -> tuple[subprocess.CompletedProcess, dict]:
+    """`shmdoctor run --report` around cmd in a fresh container; (the docker run, the report)."""
+    tmp_path.chmod(0o777)
+    proc = docker_run(
+        "-v", f"{tmp_path}:/out", *docker_args,
+        cmd=["python", "-m", "shmdoctor", "run", "--report", "/out/run.json", "--", *cmd],
+    )  # fmt: skip
+    return proc, json.loads((tmp_path / "run.json").read_text())
+
+
+def causes(report: dict) -> dict:
+    return {d["signature"]: d["cause"] for d in report["diagnoses"]}
+
+
+def test_seed_loader_in_64_mib_passes_its_exit_code_and_is_shm_space_with_the_peak(tmp_path):
+    proc, report = run_in(tmp_path, cmd=["python", "tests/loaders/failing.py", "seed"])
+    assert proc.returncode == 1 == report["exit_code"], proc.stderr
+    assert causes(report) == {"torch-shm-enospc": "shm-space"}
+    assert report["size_bytes"] == 64 * MiB and report["peak_bytes"] >= 60 * MiB
+    assert proc.stderr.startswith("shmdoctor run: /dev/shm 64 MiB")
+    assert "FAIL  shm-space (dataloader)" in proc.stderr and "--shm-size=" in proc.stderr
+    assert proc.stdout == ""  # the loader printed nothing; run prints nothing on stdout
+
+
+def test_with_the_loader_given_the_fix_is_the_computed_size(tmp_path):
+    loader = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
+    proc = docker_run(
+        cmd=["python", "-m", "shmdoctor", "run", *loader, "--", "python", "tests/loaders/failing.py", "seed"]
+    )
+    assert proc.returncode == 1 and "needs ≥ 900 MiB" in proc.stderr and "--shm-size=1536m" in proc.stderr
+
+
+def test_nofile_128_is_fd_limit(tmp_path):
+    proc, report = run_in(
+        tmp_path, "--ulimit", "nofile=128", "--shm-size=1g", cmd=["python", "tests/loaders/failing.py", "fds"]
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert set(causes(report).values()) == {"fd-limit"}
+    assert "--ulimit=nofile=65536:65536" in proc.stderr
+
+
+def test_a_sigbus_is_135_and_shm_space_with_the_peak(tmp_path):
+    proc, report = run_in(tmp_path, cmd=["python", "tests/loaders/failing.py", "sigbus", "--mib", "128"])
+    assert proc.returncode == 135 == report["exit_code"], proc.stderr
+    assert causes(report) == {"exit-sigbus": "shm-space"}
+    assert report["peak_bytes"] >= 60 * MiB and "reached 64 MiB of 64 MiB" in proc.stderr
+
+
+def test_ipc_none_is_shm_missing(tmp_path):
+    proc, report = run_in(tmp_path, "--ipc=none", cmd=["python", "tests/loaders/failing.py", "seed"])
+    assert proc.returncode == 1 and causes(report) == {"torch-shm-missing": "shm-missing"}
+    assert report["peak_bytes"] is None and "no /dev/shm (--ipc=none)" in proc.stderr
+
+
+def test_a_success_in_2_gib_measures_the_peak_of_the_formula(tmp_path):
+    proc, report = run_in(
+        tmp_path, "--shm-size=2g", cmd=["python", "tests/loaders/failing.py", "seed", "--batches", "20"]
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("trained on 20 batches in "), proc.stderr
+    assert abs(report["peak_bytes"] - SEED_NEED) <= SEED_NEED // 10, report["peak_bytes"]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("shmdoctor run: python tests/loaders/failing.py exited 0") and "headroom" in last
+    assert report["diagnoses"] == []
+
+
+def test_a_memory_limit_below_the_need_is_caught_from_the_host(tmp_path):
+    """The container is OOM-killed: nothing inside may live to say so. explain --container reads its State."""
+    name = unique_name("run-oom")
+    try:
+        subprocess.run(
+            ["docker", "run", "--name", name, "--network", "none", "--shm-size=2g", "--memory=700m",
+             "--memory-swap=700m", "-v", f"{REPO}:/src:ro", "-w", "/src", PYTHON,
+             "python", "-m", "shmdoctor", "run", "--", "python", "tests/loaders/failing.py", "seed", "--batches", "20"],
+            capture_output=True, timeout=600,
+        )  # fmt: skip
+        proc = run_cli("explain", "--container", name, "--format", "json")
+        doc = json.loads(proc.stdout)
+        assert proc.returncode == 1, proc.stderr
+        assert doc["exit"] == {"code": 137, "oom_killed": True}
+        assert causes(doc).get("container-oom-killed") == "memory-limit"
+        text = run_cli("explain", "--container", name).stdout
+        assert text.startswith("FAIL  memory-limit") and "--memory=" in text
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
+
+
+def _stop(name: str, *cmd: str) -> tuple[int, float, str]:
+    subprocess.run(
+        ["docker", "run", "-d", "--name", name, "--network", "none", "-v", f"{REPO}:/src:ro", "-w", "/src", PYTHON,
+         "python", "-m", "shmdoctor", "run", "--", *cmd],
+        capture_output=True, check=True, timeout=120,
+    )  # fmt: skip
+    for _ in range(600):
+        if "ready" in subprocess.run(["docker", "logs", name], capture_output=True, text=True).stdout:
+            break
+        time.sleep(0.1)
+    start = time.monotonic()
+    subprocess.run(["docker", "stop", "-t", "3", name], capture_output=True, timeout=120)
+    took = time.monotonic() - start
+    code = int(subprocess.run(["docker", "wait", name], capture_output=True, text=True).stdout.strip())
+    logs = subprocess.run(["docker", "logs", name], capture_output=True, text=True)
+    return code, took, logs.stdout + logs.stderr
+
+
+def test_docker_stop_reaches_the_child_through_run():
+    name = unique_name("run-stop")
+    try:
+        code, took, logs = _stop(name, "python", "tests/loaders/failing.py", "handle-term")
+        assert code == 0 and "got SIGTERM" in logs and took < 3
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
+
+
+def test_a_child_that_ignores_sigterm_is_killed_by_docker_after_its_timeout():
+    name = unique_name("run-ignore")
+    try:
+        code, took, logs = _stop(name, "python", "tests/loaders/failing.py", "ignore-term", "--seconds", "60")
+        assert "ignoring SIGTERM" in logs  # forwarded; run itself stayed, waiting for its child
+        assert code == 137 and took >= 3
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
