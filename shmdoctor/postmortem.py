@@ -11,16 +11,16 @@ from .probe import local, logs
 CONTAINER_TAIL_BYTES = 8 * 2**20  # of a container's log: the end, where a failure is
 
 
-def explain_log(path: str, need: Requirement | None = None) -> tuple[Explanation, str]:
+def explain_log(path: str, need: Requirement | None = None) -> Explanation:
     with logs.open_log(path) as f:
         scanner = logs.scan(f)
     source = "stdin" if path == "-" else path
     facts = local.probe()
     note = "facts are of this machine or container: run explain where the job ran, or use --container NAME"
-    return judge(scanner.diagnoses(), facts, need=need, notes=(note,)), source
+    return judge(scanner.diagnoses(), facts, need=need, notes=(note,), source=source)
 
 
-def explain_container(name: str, tail: int, need: Requirement | None = None) -> tuple[Explanation, str]:
+def explain_container(name: str, tail: int, need: Requirement | None = None) -> Explanation:
     from .diagnose.scan import scan_text
     from .probe import docker
 

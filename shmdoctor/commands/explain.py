@@ -7,7 +7,7 @@ import click
 from ..errors import UsageError
 from ..options import FORMATS, loader_options, loader_spec
 from ..postmortem import explain_container, explain_log
-from ..render import explain as render
+from ..render import render
 
 
 @click.command()
@@ -32,6 +32,6 @@ def command(log, container, tail, fmt, **loader) -> int:
     if log and container:
         raise UsageError("give a log FILE or --container, not both")
     need = loader_spec(**loader).requirement()
-    ex, source = explain_container(container, tail, need) if container else explain_log(log or "-", need)
-    click.echo(render.render_json_doc(ex, source) if fmt == "json" else render.render_text(ex, source))
+    ex = explain_container(container, tail, need) if container else explain_log(log or "-", need)
+    click.echo(render(ex, fmt))
     return ex.exit_code

@@ -7,8 +7,9 @@ import math
 import click
 
 from ..errors import UsageError
-from ..options import loader_kwargs, loader_options, requirement_from
-from ..render import run as render
+from ..options import loader_options, loader_spec
+from ..render import render
+from ..render.run import facts_line
 from ..wrap.session import supervise
 
 
@@ -57,7 +58,7 @@ def command(interval, holders_every, report_path, argv, **loader) -> int:
     _positive("--interval", interval)
     if not (math.isfinite(holders_every) and holders_every >= 0):
         raise UsageError(f"--holders-every must be 0 (never) or a number of seconds, got {holders_every!r}")
-    need = requirement_from(loader_kwargs(**loader))
+    need = loader_spec(**loader).requirement()
     report = None
     if report_path:
         try:
@@ -70,11 +71,11 @@ def command(interval, holders_every, report_path, argv, **loader) -> int:
             need,
             interval=interval,
             holders_every=holders_every,
-            before=lambda facts: click.echo(render.facts_line(facts, interval), err=True),
+            before=lambda facts: click.echo(facts_line(facts, interval), err=True),
         )
-        click.echo(render.after(outcome), err=True)
+        click.echo(render(outcome, "text"), err=True)
         if report:
-            report.write(render.render_document(outcome) + "\n")
+            report.write(render(outcome, "json") + "\n")
     finally:
         if report:
             report.close()

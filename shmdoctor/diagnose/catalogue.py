@@ -361,6 +361,7 @@ STATUSES: tuple[Signature, ...] = (
         "the exit status: killed by SIGKILL (137)",
         "killed by SIGKILL (exit 137): the OOM killer, whose count includes /dev/shm pages, or a kill from outside",
         ambiguous=True,
+        superseded_by=("shell-killed", "exit-code-137", "k8s-oomkilled"),
     ),
     Signature(
         "exit-sigbus",
@@ -371,6 +372,7 @@ STATUSES: tuple[Signature, ...] = (
         "the exit status: killed by SIGBUS (135)",
         "died of a bus error (SIGBUS, exit 135): a page of a mapped file could not be had",
         ambiguous=True,
+        superseded_by=("shell-bus-error", "exit-code-135"),
     ),
 )
 SIGNATURES = SIGNATURES + STATUSES

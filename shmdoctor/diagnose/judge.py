@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from .. import capacity, fixes
+from ..exits import ExitCode
 from ..model import ENGINE_DEFAULT_SHM, Facts, Finding, Fix, Report, Requirement
 from ..sizes import GiB, MiB, format_size
 from .catalogue import BY_ID, SHM_CAUSES
@@ -55,19 +57,23 @@ class Measured:
 
 @dataclass(frozen=True)
 class Explanation:
+    """explain's document: the report (facts, findings, fixes) and the diagnoses behind it."""
+
+    kind: ClassVar[str] = "explain"
     report: Report
     diagnoses: tuple[Diagnosis, ...]
     exit: Exit | None = None
     measured: Measured | None = None
+    source: str = ""  # what was read: a file, stdin, a container's log, a command's stderr
 
     @property
     def shm_diagnoses(self) -> tuple[Diagnosis, ...]:
         return tuple(d for d in self.diagnoses if d.cause in SHM_CAUSES)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """1 when a shared-memory cause stands; 0 when none, or when the facts say it is not /dev/shm."""
-        return 1 if self.shm_diagnoses else 0
+        return ExitCode.FINDING if self.shm_diagnoses else ExitCode.OK
 
 
 def from_exit(ended: Exit) -> Diagnosis | None:
@@ -261,11 +267,12 @@ def judge(
     measured: Measured | None = None,
     need: Requirement | None = None,
     notes: tuple[str, ...] = (),
+    source: str = "",
 ) -> Explanation:
     found = list(diagnoses)
     status = from_exit(ended) if ended else None
-    if status is not None:
-        found.append(status)
+    if status is not None and not {d.signature for d in found} & set(BY_ID[status.signature].superseded_by):
+        found.append(status)  # unless the log already says it (the shell's "Bus error" for a 135)
     weighed = tuple(_weigh(d, facts, ended, measured, need) if BY_ID[d.signature].ambiguous else d for d in found)
     # One finding per signature, in the order of the log: the first occurrence speaks for the others.
     groups: dict[str, list[Diagnosis]] = {}
@@ -284,4 +291,4 @@ def judge(
         )
     findings.sort(key=lambda f: f.severity != "error")
     report = Report(facts=facts, requirement=need, findings=tuple(findings), notes=notes)
-    return Explanation(report, weighed, ended, measured)
+    return Explanation(report, weighed, ended, measured, source)

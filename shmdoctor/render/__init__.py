@@ -28,9 +28,11 @@ SCHEMAS: dict[str, str] = {
     "watch.start": "shmdoctor/watch/1",  # watch prints a stream: its start, each sample, its summary
     "watch.sample": "shmdoctor/watch/1",
     "watch.summary": "shmdoctor/watch/1",
+    "explain": "shmdoctor/explain/1",
+    "run": "shmdoctor/run/1",  # --report's document; its text goes to stderr (the command's stdout is its own)
 }
 # Taken, for the documents still to come through here: their JSON writes these IDs.
-RESERVED = {"bench": "shmdoctor/bench/1", "explain": "shmdoctor/explain/1", "run": "shmdoctor/run/1"}
+RESERVED = {"bench": "shmdoctor/bench/1"}
 
 RENDERERS: dict[tuple[str, str], str] = {
     ("check", "text"): "shmdoctor.render.check:to_text",
@@ -47,6 +49,10 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("watch.sample", "json"): "shmdoctor.render.watch:sample_json",
     ("watch.summary", "text"): "shmdoctor.render.watch:summary_text",
     ("watch.summary", "json"): "shmdoctor.render.watch:summary_json",
+    ("explain", "text"): "shmdoctor.render.explain:to_text",
+    ("explain", "json"): "shmdoctor.render.explain:to_json",
+    ("run", "text"): "shmdoctor.render.run:to_text",
+    ("run", "json"): "shmdoctor.render.run:to_json",
 }
 
 

@@ -7,20 +7,18 @@ import json
 
 from ..diagnose import BY_ID, SIGNATURES, Explanation
 from ..sizes import format_size
-from . import json as render_json
-from . import text
-
-SCHEMA = "shmdoctor/explain/1"
+from . import schema_id, text
+from .json import report_dict
 
 
-def headline(ex: Explanation, source: str) -> str:
+def headline(ex: Explanation) -> str:
     top = next((f for f in ex.report.findings if f.severity == "error"), None)
     if top is not None:
         d = next(d for d in ex.diagnoses if d.signature == top.id)
         return f"{d.cause} ({d.consumer}): {top.message}"
     if ex.diagnoses:
         return ex.report.findings[0].message
-    return f"no shared-memory failure in {source}: none of the {len(SIGNATURES)} known failure texts is there"
+    return f"no shared-memory failure in {ex.source}: none of the {len(SIGNATURES)} known failure texts is there"
 
 
 def _diagnosis_lines(ex: Explanation) -> list[str]:
@@ -36,11 +34,11 @@ def _diagnosis_lines(ex: Explanation) -> list[str]:
     return out
 
 
-def render_text(ex: Explanation, source: str) -> str:
+def to_text(ex: Explanation) -> str:
     report = ex.report
     label = {0: "OK", 1: "FAIL"}[ex.exit_code]
     color = "red" if ex.exit_code else "green"
-    out = [f"{text.style(label, color, bold=True)}  {headline(ex, source)}"]
+    out = [f"{text.style(label, color, bold=True)}  {headline(ex)}"]
     top = next((f for f in report.findings if f.severity == "error" and f.fixes), None)
     if top:
         out.append("")
@@ -52,15 +50,14 @@ def render_text(ex: Explanation, source: str) -> str:
     return "\n".join(out)
 
 
-def document(ex: Explanation, source: str) -> dict:
-    doc = render_json.report_dict(ex.report)
-    doc["schema"] = SCHEMA
+def document(ex: Explanation) -> dict:
+    doc = {"schema": schema_id(ex.kind), **report_dict(ex.report)}
     doc["verdict"] = "fail" if ex.exit_code else "ok"
-    doc["source"] = source
+    doc["source"] = ex.source
     doc["exit"] = None if ex.exit is None else {"code": ex.exit.code, "oom_killed": ex.exit.oom_killed}
     doc["diagnoses"] = [d.as_dict() for d in ex.diagnoses]
     return doc
 
 
-def render_json_doc(ex: Explanation, source: str) -> str:
-    return json.dumps(document(ex, source), indent=2)
+def to_json(ex: Explanation) -> str:
+    return json.dumps(document(ex), indent=2)

@@ -10,10 +10,9 @@ from ..diagnose.judge import FULL_SLACK
 from ..model import Facts
 from ..sizes import format_size
 from ..wrap.session import Outcome
-from . import explain
+from . import explain, schema_id
 from .text import SOURCES
 
-SCHEMA = "shmdoctor/run/1"
 PREFIX = "shmdoctor run:"
 
 
@@ -49,7 +48,7 @@ def _peak(o: Outcome) -> str:
     return f"/dev/shm peak {format_size(m.peak_bytes)} of {format_size(m.size_bytes)}{share} at {m.peak_t:.1f} s"
 
 
-def after(o: Outcome) -> str:
+def to_text(o: Outcome) -> str:
     """Success: one line. Failure (or shared-memory warnings on the way): the diagnosis as explain gives it."""
     line = f"{PREFIX} {_status(o)}; {_peak(o)}"
     m = o.measured
@@ -65,13 +64,13 @@ def after(o: Outcome) -> str:
         return line
     if not o.explanation.diagnoses:
         return line + "\n" + f"{PREFIX} nothing in its stderr or its exit points to /dev/shm"
-    return line + "\n" + explain.render_text(o.explanation, f"{o.command}'s stderr")
+    return line + "\n" + explain.to_text(o.explanation)
 
 
-def document(o: Outcome) -> dict:
+def to_json(o: Outcome) -> str:
     m = o.measured
-    return {
-        "schema": SCHEMA,
+    doc = {
+        "schema": schema_id(o.kind),
         "command": o.command,
         "exit_code": o.exit_code,
         "elapsed_s": round(o.ended.elapsed, 3),
@@ -82,10 +81,7 @@ def document(o: Outcome) -> dict:
         "memory_peak_bytes": m.memory_peak if m else None,
         "holders": [{"pid": h.pid, "command": h.command, "bytes": h.bytes} for h in o.holders],
         "stderr_bytes": o.stderr_bytes,
-        "facts": explain.document(o.explanation, f"{o.command}'s stderr"),
+        "explanation": explain.document(o.explanation),
         "diagnoses": [d.as_dict() for d in o.explanation.diagnoses],
     }
-
-
-def render_document(o: Outcome) -> str:
-    return json.dumps(document(o), indent=2)
+    return json.dumps(doc, indent=2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import threading
 import time
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import ShmDoctorError
+from ..exits import ExitCode
 from .ring import Ring
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -27,6 +29,21 @@ DRAIN_S = 2.0  # after the child exits, how long its stderr may stay open (worke
 
 class CommandError(ShmDoctorError):
     """The command could not be started: 127 when not found, 126 when not executable (as a shell says)."""
+
+    def __init__(self, command: str, e: OSError):
+        super().__init__(f"cannot run {command!r}: {e.strerror}")
+        self.exit_code = ExitCode.COMMAND_NOT_FOUND if e.errno == errno.ENOENT else ExitCode.COMMAND_NOT_EXECUTABLE
+
+
+def resolve(command: str) -> str:
+    """The program posix_spawnp would run, or CommandError before anything is printed or started."""
+    path = command if "/" in command else shutil.which(command)
+    if path is None:
+        raise CommandError(command, FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)))
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        err = errno.ENOENT if not os.path.exists(path) else errno.EACCES
+        raise CommandError(command, OSError(err, os.strerror(err)))
+    return path
 
 
 @dataclass(frozen=True)
@@ -72,11 +89,8 @@ def run(argv: list[str], ring: Ring, on_spawn: Callable[[], None] | None = None)
                 setsigmask=(),
                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores them; a program expects their default
             )
-        except OSError as e:
-            code = 127 if e.errno == errno.ENOENT else 126
-            err = CommandError(f"cannot run {argv[0]!r}: {e.strerror}")
-            err.exit_code = code
-            raise err from None
+        except OSError as e:  # gone since resolve()
+            raise CommandError(argv[0], e) from None
         finally:
             os.close(write_fd)
         start = time.monotonic()

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..diagnose import Exit, Explanation, Measured, judge, scan_text
 from ..errors import ProbeError
@@ -22,6 +23,9 @@ from .ring import Ring
 
 @dataclass(frozen=True)
 class Outcome:
+    """run's document: what ran, how it ended, what /dev/shm did meanwhile, and the diagnosis."""
+
+    kind: ClassVar[str] = "run"
     command: str  # the program (and script) only: arguments may carry secrets
     facts: Facts
     ended: child.Ended
@@ -83,6 +87,7 @@ def supervise(
     holders_every: float,
     before: Callable[[Facts], None],
 ) -> Outcome:
+    child.resolve(argv[0])  # a missing command is one line and 127, before any output of ours
     facts = local.probe()
     before(facts)
     try:
@@ -103,5 +108,7 @@ def supervise(
         holders = summary.holders
         measured = Measured(summary.peak_bytes, summary.size_bytes, summary.peak_t, ended.elapsed, sampling.memory_peak)
     status = Exit(ended.code, None, "the command's exit status") if ended.code else None
-    explanation = judge(scan_text(ring.tail()).diagnoses(), facts, ended=status, measured=measured, need=need)
-    return Outcome(command_name(argv), facts, ended, measured, explanation, holders, ring.total)
+    name = command_name(argv)
+    diagnoses = scan_text(ring.tail()).diagnoses()
+    explanation = judge(diagnoses, facts, ended=status, measured=measured, need=need, source=f"{name}'s stderr")
+    return Outcome(name, facts, ended, measured, explanation, holders, ring.total)

@@ -327,6 +327,18 @@ CASES = [
         3,
         "cannot reach the Docker engine",
     ),
+    # run
+    ("run: no command", ["run"], {}, USAGE, "Missing argument"),
+    ("run: --interval zero", ["run", "--interval", "0", "--", "true"], {}, USAGE, "--interval must be"),
+    ("run: --holders-every negative", ["run", "--holders-every", "-1", "--", "true"], {}, USAGE, "--holders-every"),
+    (
+        "run: --report into a missing directory",
+        ["run", "--report", "{d}/no/r.json", "--", "true"],
+        {},
+        USAGE,
+        "--report",
+    ),
+    ("run: a command that does not exist", ["run", "--", "no-such-command-sdt"], {}, 127, "cannot run"),
 ]
 
 

@@ -14,6 +14,8 @@ def test_the_codes_are_the_documented_ones():
         "FINDING": 1,
         "USAGE": 2,
         "PROBE": 3,
+        "COMMAND_NOT_EXECUTABLE": 126,
+        "COMMAND_NOT_FOUND": 127,
         "INTERRUPTED": 130,
         "TERMINATED": 143,
     }

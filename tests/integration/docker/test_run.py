@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.helpers import PYTHON, REPO, docker_run, run_cli, unique_name
+from tests.helpers import PYTHON, REPO, docker_run, run_cli, unique_name, validate
 
 pytestmark = pytest.mark.usefixtures("images")
 MiB = 2**20
@@ -21,7 +21,7 @@ def run_in(tmp_path, *docker_args: str, cmd: list[str]) -> tuple[subprocess.Comp
         "-v", f"{tmp_path}:/out", *docker_args,
         cmd=["python", "-m", "shmdoctor", "run", "--report", "/out/run.json", "--", *cmd],
     )  # fmt: skip
-    return proc, json.loads((tmp_path / "run.json").read_text())
+    return proc, validate(json.loads((tmp_path / "run.json").read_text()))
 
 
 def causes(report: dict) -> dict:
@@ -90,7 +90,7 @@ def test_a_memory_limit_below_the_need_is_caught_from_the_host(tmp_path):
             capture_output=True, timeout=600,
         )  # fmt: skip
         proc = run_cli("explain", "--container", name, "--format", "json")
-        doc = json.loads(proc.stdout)
+        doc = validate(json.loads(proc.stdout))
         assert proc.returncode == 1, proc.stderr
         assert doc["exit"] == {"code": 137, "oom_killed": True}
         assert causes(doc).get("container-oom-killed") == "memory-limit"

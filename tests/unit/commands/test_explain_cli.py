@@ -2,7 +2,7 @@
 
 import json
 
-from tests.helpers import run_cli
+from tests.helpers import run_cli, validate
 
 ENOSPC = "RuntimeError: unable to allocate shared memory(shm) for file </torch_8_1_0>: No space left on device (28)"
 
@@ -12,7 +12,7 @@ def test_a_shm_failure_exits_1_with_its_diagnosis_in_json(tmp_path):
     log.write_text(f"epoch 1\n{ENOSPC}\nexport WANDB_API_KEY=hunter2-secret\n")
     proc = run_cli("explain", str(log), "--format", "json")
     assert proc.returncode == 1, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = validate(json.loads(proc.stdout))
     assert doc["schema"] == "shmdoctor/explain/1" and doc["verdict"] == "fail"
     assert doc["diagnoses"] == [
         {

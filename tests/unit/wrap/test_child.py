@@ -1,5 +1,6 @@
 """run's child on this machine: real processes, real signals, a real terminal (a pty) for Ctrl-C."""
 
+import json
 import os
 import pty
 import signal
@@ -8,7 +9,7 @@ import sys
 import time
 
 from shmdoctor.wrap.ring import Ring
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO, run_cli, validate
 
 FAILING = str(REPO / "tests" / "loaders" / "failing.py")
 
@@ -102,3 +103,17 @@ def test_the_ring_keeps_the_last_bytes_from_a_line_start():
     assert ring.total == 450 and ring.dropped == 450 - len(tail)
     ring.append(b"x" * 1000)
     assert ring.tail() == b"x" * 100
+
+
+def test_the_report_is_valid_json_of_its_schema(tmp_path):
+    report = tmp_path / "run.json"
+    proc = run_cli("run", "--report", str(report), "--", "sh", "-c", "echo 'Bus error (core dumped)' >&2; kill -BUS $$")
+    assert proc.returncode == 135
+    doc = validate(json.loads(report.read_text()))
+    assert doc["exit_code"] == 135 and [d["signature"] for d in doc["diagnoses"]] == ["shell-bus-error"]
+    assert doc["peak_bytes"] is not None and doc["size_bytes"] is not None
+
+
+def test_a_report_path_that_cannot_be_written_is_exit_2_before_the_command_runs(tmp_path):
+    proc = run_cli("run", "--report", str(tmp_path / "no" / "such" / "dir.json"), "--", "sh", "-c", "echo ran")
+    assert proc.returncode == 2 and "ran" not in proc.stdout and proc.stderr.startswith("shmdoctor: error: ")
