@@ -136,18 +136,20 @@ def loader_config(
             raise UsageError("prefetch_factor needs num_workers > 0 (PyTorch refuses it with num_workers=0)")
         if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
             raise UsageError(f"prefetch_factor must be an integer of at least 1, got {prefetch_factor!r}")
-    if sample_bytes is None and batch_bytes is None and sample_tensors is None:
-        raise UsageError("a loader needs a sample size: --sample-bytes SIZE or --dataset MODULE:ATTR")
     sample = parse_size(sample_bytes, what="sample_bytes") if sample_bytes is not None else None
     if sample_tensors is not None:
         batch_bytes = sum(page_round(math.ceil(t * batch_size)) for t in sample_tensors)
         tensors_per_batch, sample = len(sample_tensors), math.ceil(sum(sample_tensors)) or None
+    elif batch_bytes is None:
+        if sample is None:
+            raise UsageError("a loader needs a sample size: --sample-bytes SIZE or --dataset MODULE:ATTR")
+        batch_bytes = page_round(batch_size * sample)
     return LoaderConfig(
         batch_size=batch_size,
         num_workers=num_workers,
         prefetch_factor=(prefetch_factor or DEFAULT_PREFETCH) if num_workers else 0,
         pin_memory=bool(pin_memory),
-        batch_bytes=batch_bytes if batch_bytes is not None else page_round(batch_size * sample),
+        batch_bytes=batch_bytes,
         tensors_per_batch=tensors_per_batch,
         ranks=ranks,
         sample_bytes=sample,

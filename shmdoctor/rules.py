@@ -4,7 +4,7 @@ its finding (message and fixes) or None. Pure functions: no I/O here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from . import capacity, fixes
 from .model import (
@@ -20,7 +20,8 @@ from .model import (
 )
 from .sizes import format_size, page_floor
 
-Check = Callable[[Facts, "Requirement | None"], "tuple[str, tuple[Fix, ...]] | None"]
+Hit = Optional[tuple[str, tuple[Fix, ...]]]  # the finding's message and fixes, or None: the rule does not fire
+Check = Callable[[Facts, Optional[Requirement]], Hit]
 
 
 @dataclass(frozen=True)
@@ -44,23 +45,26 @@ def rule(id: str, severity: Severity, summary: str) -> Callable[[Check], Check]:
     return register
 
 
-def _workers(need: Requirement | None) -> bool:
-    return need is not None and need.loader.num_workers > 0
+def _loading(need: Requirement | None) -> Requirement | None:
+    """The need where its loader has workers, whose batches go through /dev/shm; None without a loader or workers."""
+    return need if need is not None and need.loader.num_workers > 0 else None
 
 
 @rule("probe-incomplete", "warning", "a fact could not be read; the verdict may miss something")
-def probe_incomplete(facts, need):
+def probe_incomplete(facts: Facts, need: Requirement | None) -> Hit:
     if facts.unreadable:
         return "could not read " + "; ".join(facts.unreadable), ()
+    return None
 
 
 @rule("no-shm", "error", "there is no /dev/shm: DataLoader workers cannot hand over batches")
-def no_shm(facts, need):
-    if not facts.shm.present and (_workers(need) or need is None):
+def no_shm(facts: Facts, need: Requirement | None) -> Hit:
+    loading = _loading(need)
+    if not facts.shm.present and (loading or need is None):
         why = " (--ipc=none)" if facts.ipc.mode == "none" else ""
         grow = (
-            fixes.grow_shm(need, facts)
-            if need
+            fixes.grow_shm(loading, facts)
+            if loading
             else (
                 Fix(
                     "run with a private /dev/shm sized for your loader (give shmdoctor the loader for the size)",
@@ -71,21 +75,23 @@ def no_shm(facts, need):
         return f"there is no /dev/shm{why}: DataLoader workers fail with FileNotFoundError", grow + (
             Fix("load in the training process", loader={"num_workers": 0}),
         )
+    return None
 
 
 @rule("shm-read-only", "error", "/dev/shm is mounted read-only: workers cannot create segments")
-def shm_read_only(facts, need):
-    if facts.shm.present and facts.shm.read_only and (need is None or _workers(need)):
+def shm_read_only(facts: Facts, need: Requirement | None) -> Hit:
+    if facts.shm.present and facts.shm.read_only and (need is None or _loading(need)):
         return "/dev/shm is mounted read-only: DataLoader workers fail with 'Read-only file system (30)'", (
             fixes.read_write(facts),
             Fix("load in the training process", loader={"num_workers": 0}),
         )
+    return None
 
 
 @rule("shm-too-small", "error", "the loader needs more /dev/shm than is free")
-def shm_too_small(facts, need):
-    shm, available = facts.shm, capacity.shm_free(facts)
-    if _workers(need) and shm.present and available is not None and need.bytes > available:
+def shm_too_small(facts: Facts, need: Requirement | None) -> Hit:
+    shm, available, need = facts.shm, capacity.shm_free(facts), _loading(need)
+    if need and shm.present and available is not None and need.bytes > available:
         if shm.free_bytes is None:  # a file (nothing runs yet), or a container inspected from outside
             unread = "" if facts.target.kind in ("service", "workload") else " (its use was not read)"
             has = f"it has {format_size(available)}{unread}"
@@ -97,12 +103,14 @@ def shm_too_small(facts, need):
             "workers will fail with 'unable to allocate shared memory' or a bus error"
         )
         return msg, fixes.grow_shm(need, facts) + fixes.fit_today(need, facts)
+    return None
 
 
 @rule("memory-limit", "error", "the memory limit cannot hold the loader's /dev/shm beside the training process")
-def memory_limit(facts, need):
-    room = capacity.memory_room(facts, need.loader.ranks) if _workers(need) else None
-    if room is not None and need.bytes > room:
+def memory_limit(facts: Facts, need: Requirement | None) -> Hit:
+    need = _loading(need)
+    room = capacity.memory_room(facts, need.loader.ranks) if need else None
+    if need and room is not None and need.bytes > room:
         used = facts.memory.used_bytes
         msg = (
             f"the memory limit ({format_size(facts.memory.limit_bytes)}"
@@ -112,12 +120,14 @@ def memory_limit(facts, need):
             "will be OOM-killed (exit 137) with no Python error"
         )
         return msg, (fixes.grow_memory(need, facts),) + fixes.fit_today(need, facts)
+    return None
 
 
 @rule("thin-headroom", "warning", "the loader fits, with little to spare")
-def thin_headroom(facts, need):
-    cap = capacity.available(facts, need.loader.ranks) if _workers(need) else None
-    if cap and capacity.HEADROOM * cap < need.bytes <= cap:
+def thin_headroom(facts: Facts, need: Requirement | None) -> Hit:
+    need = _loading(need)
+    cap = capacity.available(facts, need.loader.ranks) if need else None
+    if need and cap and capacity.HEADROOM * cap < need.bytes <= cap:
         what = "under the memory limit" if capacity.memory_binds(facts, need.loader.ranks) else "of /dev/shm"
         msg = (
             f"the loader fits with little to spare: it needs {format_size(need.bytes)} of the "
@@ -127,10 +137,11 @@ def thin_headroom(facts, need):
         if capacity.memory_binds(facts, need.loader.ranks):
             return msg, (fixes.grow_memory(need, facts),)
         return msg, fixes.grow_shm(need, facts)[:1]
+    return None
 
 
 @rule("default-shm", "warning", f"the container has the engine's default {DEFAULT_SIZE} /dev/shm")
-def default_shm(facts, need):
+def default_shm(facts: Facts, need: Requirement | None) -> Hit:
     size = facts.shm.size_bytes
     if (
         need is None
@@ -150,10 +161,11 @@ def default_shm(facts, need):
             "(--batch-size, --num-workers, --sample-bytes) for the size it needs"
         )
         return msg, ()
+    return None
 
 
 @rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")
-def shm_over_memory(facts, need):
+def shm_over_memory(facts: Facts, need: Requirement | None) -> Hit:
     room, size = capacity.memory_room(facts), facts.shm.size_bytes
     if need is None and room is not None and size and size > room:
         msg = (
@@ -162,11 +174,13 @@ def shm_over_memory(facts, need):
             "(exit 137), not a 'No space left' error"
         )
         return msg, ()
+    return None
 
 
 @rule("nofile-low", "warning", "ulimit -n is too low for the shared tensors in flight")
-def nofile_low(facts, need):
-    if not _workers(need) or facts.nofile is None:
+def nofile_low(facts: Facts, need: Requirement | None) -> Hit:
+    need = _loading(need)
+    if not need or facts.nofile is None:
         return None
     descriptors = need.loader.tensors_per_batch * need.batches_in_flight + FD_BASE
     if facts.nofile < descriptors:
@@ -178,34 +192,38 @@ def nofile_low(facts, need):
             Fix("raise the descriptor limit", docker_args=(f"--ulimit=nofile={descriptors * 4}",)),
             Fix("or, in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
+    return None
 
 
 @rule("oom-killed", "error", "the container was OOM-killed")
-def oom_killed(facts, need):
+def oom_killed(facts: Facts, need: Requirement | None) -> Hit:
     if "oom-killed" in facts.flags:
-        grow = (fixes.grow_memory(need, facts),) if _workers(need) else ()
+        loading = _loading(need)
+        grow = (fixes.grow_memory(loading, facts),) if loading else ()
         return (
             "the container was OOM-killed (State.OOMKilled, exit 137): /dev/shm pages count against its memory limit",
             grow,
         )
+    return None
 
 
 @rule("ipc-host", "info", "the container shares the host's IPC namespace")
-def ipc_host(facts, need):
+def ipc_host(facts: Facts, need: Requirement | None) -> Hit:
     if facts.ipc.mode == "host" and (facts.runtime != "none" or facts.target.kind != "local"):
         return "the container shares the host's IPC namespace and /dev/shm (--ipc=host / hostIPC)", (
             Fix("prefer a sized private /dev/shm on shared hosts", caveat=fixes.IPC_HOST_CAVEAT),
         )
+    return None
 
 
 @rule(
     "swarm-ignores-shm-size", "warning", f"Swarm (docker stack) ignores shm_size and ipc: /dev/shm stays {DEFAULT_SIZE}"
 )
-def swarm_ignores_shm_size(facts, need):
+def swarm_ignores_shm_size(facts: Facts, need: Requirement | None) -> Hit:
     swarm = facts.swarm
     if swarm is None or facts.shm.source != "docker-shm" or not swarm.ignores:
         return None
-    ignored = (f"ipc: {swarm.ignored_ipc}",) if swarm.ignored_ipc is not None else ()
+    ignored: tuple[str, ...] = (f"ipc: {swarm.ignored_ipc}",) if swarm.ignored_ipc is not None else ()
     if swarm.ignored_shm_size is not None:
         ignored += (f"shm_size: {format_size(swarm.ignored_shm_size)}",)
     written = " and ".join(ignored)
@@ -213,7 +231,8 @@ def swarm_ignores_shm_size(facts, need):
         f"this file is meant for Swarm: docker stack deploy ignores {written} (moby#26714), so "
         f"the service gets the engine's default {format_size(facts.shm.size_bytes)} /dev/shm"
     )
-    size = capacity.shm_size_for(need.bytes, facts) if _workers(need) else swarm.ignored_shm_size
+    loading = _loading(need)
+    size = capacity.shm_size_for(loading.bytes, facts) if loading else swarm.ignored_shm_size
     if size:
         return msg, (
             Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),
@@ -222,14 +241,15 @@ def swarm_ignores_shm_size(facts, need):
 
 
 @rule("shm-on-disk", "warning", "/dev/shm is a disk-backed emptyDir, not memory")
-def shm_on_disk(facts, need):
+def shm_on_disk(facts: Facts, need: Requirement | None) -> Hit:
     if facts.shm.source != "k8s-emptydir-disk":
         return None
     msg = (
         "/dev/shm is a disk-backed emptyDir (no medium: Memory): shared batches go through the node's disk and "
         "count as ephemeral storage (the pod is evicted past sizeLimit)"
     )
-    size = capacity.shm_size_for(need.bytes, facts) if _workers(need) else facts.shm.size_bytes
+    loading = _loading(need)
+    size = capacity.shm_size_for(loading.bytes, facts) if loading else facts.shm.size_bytes
     if size:
         return msg, (Fix(f"make it memory-backed, {format_size(size)}", kubernetes=fixes.kubernetes_volume(size)),)
     return msg, (
@@ -238,7 +258,7 @@ def shm_on_disk(facts, need):
 
 
 @rule("shm-full", "warning", "/dev/shm is (nearly) full before the loader starts")
-def shm_full(facts, need):
+def shm_full(facts: Facts, need: Requirement | None) -> Hit:
     shm = facts.shm
     if shm.present and shm.size_bytes and shm.free_bytes is not None and shm.free_bytes * 20 < shm.size_bytes:
         msg = (
@@ -246,6 +266,7 @@ def shm_full(facts, need):
             f"{format_size(shm.size_bytes)} in use; segments of killed loaders stay until removed"
         )
         return msg, (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)
+    return None
 
 
 def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error") -> Report:

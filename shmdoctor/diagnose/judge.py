@@ -222,7 +222,8 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
         )
     if cause == "memory-limit":
         held = measured.peak_bytes if measured else facts.shm.size_bytes
-        out = (fixes.grow_memory_for(need.bytes if need else held, facts),) if (need or held) else ()
+        shm_bytes = need.bytes if need else (held or 0)
+        out = (fixes.grow_memory_for(shm_bytes, facts),) if need or shm_bytes else ()
         if facts.memory.limit_bytes and facts.shm.size_bytes and facts.shm.size_bytes > facts.memory.limit_bytes:
             out += (
                 Fix(

@@ -3,6 +3,7 @@ lines that hold one of `anchors()`, with their numbers, so a gigabyte of log cos
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .catalogue import BY_ID, SIGNATURES, Cause, Consumer, Signature
@@ -98,7 +99,8 @@ class Scanner:
 def scan_text(text: str | bytes) -> Scanner:
     """A log already in memory (run's ring, a test's case), line by line."""
     scanner = Scanner()
-    lines = text.split("\n") if isinstance(text, str) else text.split(b"\n")  # \r is not a line end (grep -n)
+    # \r is not a line end (grep -n)
+    lines: Sequence[str | bytes] = text.split("\n") if isinstance(text, str) else text.split(b"\n")
     keys = anchors()
     for number, raw in enumerate(lines, 1):
         probe = raw if isinstance(raw, str) else raw[:MAX_LINE].decode("utf-8", "replace")

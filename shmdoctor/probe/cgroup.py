@@ -93,9 +93,9 @@ def cpus(sys_fs_cgroup: str = "/sys/fs/cgroup") -> float | None:
         q, _, p = v2.partition(" ")
         quota = int(q) / int(p or 100000)
     else:
-        q = _number(_read(os.path.join(sys_fs_cgroup, "cpu", "cpu.cfs_quota_us")))
-        p = _number(_read(os.path.join(sys_fs_cgroup, "cpu", "cpu.cfs_period_us")))
-        if q and q > 0 and p:
-            quota = q / p
+        quota_us = _number(_read(os.path.join(sys_fs_cgroup, "cpu", "cpu.cfs_quota_us")))
+        period_us = _number(_read(os.path.join(sys_fs_cgroup, "cpu", "cpu.cfs_period_us")))
+        if quota_us and quota_us > 0 and period_us:
+            quota = quota_us / period_us
     affinity = len(os.sched_getaffinity(0))
     return min(quota, affinity) if quota else float(affinity)

@@ -7,23 +7,26 @@ Nothing here reads or keeps a container's environment: it holds secrets.
 
 from __future__ import annotations
 
+import builtins
 import os
 import socket
 import struct
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from ..errors import ProbeError, UsageError
 from ..loader import LOADER_LABEL
-from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
+from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Shm, Target
 from ..sizes import parse_tmpfs_size
 from .workload import ml_signs
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
 Inspect = dict[str, Any]
+T = TypeVar("T")
+_NAMED_IPC_MODES: tuple[IpcMode, ...] = ("host", "private", "shareable", "none")  # HostConfig.IpcMode as is
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def ipc_of(info: Inspect, owner: Inspect | None = None) -> Ipc:
     mode = (info.get("HostConfig") or {}).get("IpcMode") or "private"
     if mode.startswith("container:"):
         return Ipc("container", owner=name_of(owner) if owner else mode.partition(":")[2][:12])
-    return Ipc(mode if mode in ("host", "private", "shareable", "none") else "unknown")
+    return Ipc(next((m for m in _NAMED_IPC_MODES if m == mode), "unknown"))
 
 
 def cpus_of(host: dict) -> float | None:
@@ -141,7 +144,7 @@ def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: in
     /dev/shm when the engine runs where the audit runs."""
     host, state, config = info.get("HostConfig") or {}, info.get("State") or {}, info.get("Config") or {}
     shm = shm_of(info, owner, host_shm)
-    flags = {"oom-killed"} if state.get("OOMKilled") else set()
+    flags: set[Flag] = {"oom-killed"} if state.get("OOMKilled") else set()
     notes = []
     status = state.get("Status")
     if status == "exited":
@@ -259,7 +262,7 @@ def engine_host_shm(docker_host: str) -> int | None:
     return st.f_blocks * st.f_frsize
 
 
-def _one_pool_per_adapter(api: Any, base: type) -> None:
+def _one_pool_per_adapter(api: Any, base: type[Any]) -> None:
     """docker-py keys its unix-socket, named-pipe and ssh connection pools by the whole URL: each container's inspect
     would open a new connection. Key them by the adapter, so connections are reused. (Over ssh through the ssh
     client, `docker system dial-stdio` serves one request a session all the same: ControlMaster in ~/.ssh/config
@@ -275,6 +278,7 @@ class Engine:
     def __init__(self) -> None:
         try:
             import docker
+            from docker.transport.basehttpadapter import BaseHTTPAdapter
         except ImportError:
             raise ProbeError("the Docker SDK for Python is not installed: pip install docker") from None
         self._errors = docker.errors
@@ -291,7 +295,7 @@ class Engine:
             ) from None
         if self.host.startswith("unix://"):  # no proxy applies to a socket: spare requests its per-call env lookups
             self.api.trust_env = False
-        _one_pool_per_adapter(self.api, docker.transport.basehttpadapter.BaseHTTPAdapter)
+        _one_pool_per_adapter(self.api, BaseHTTPAdapter)
         self.host_shm = engine_host_shm(self.host)
 
     def close(self) -> None:
@@ -354,7 +358,7 @@ class Engine:
                 close()
         return bytes(out)
 
-    def map(self, fn: Callable, items: list) -> list:
+    def map(self, fn: Callable[[Any], T], items: builtins.list[Any]) -> builtins.list[T]:
         if len(items) <= 1:
             return [fn(i) for i in items]
         with ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(items))) as pool:
@@ -377,7 +381,7 @@ def probe(
         unknown = [n for n, i in zip(names, infos) if i is None]
         if unknown:
             raise UsageError(f"no such container: {', '.join(unknown)}")
-        listed = [(i["Id"], name_of(i)) for i in infos]
+        listed = [(i["Id"], name_of(i)) for i in infos if i is not None]
     else:
         listed = engine.list(filters, include_exited)
         infos = engine.map(engine.inspect, [cid for cid, _ in listed])

@@ -65,7 +65,7 @@ class _Environments:
         if path not in self.read:
             given = self.env_file is not None or os.path.isfile(path)
             self.read[path] = compose.parse_env_file(documents.text(path), path) if given else {}
-        return ChainMap(os.environ, self.read[path])  # type: ignore[arg-type]
+        return ChainMap(os.environ, self.read[path])
 
 
 def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into: Inputs) -> bool:

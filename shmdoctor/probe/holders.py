@@ -161,7 +161,7 @@ def scan(directory: str = SHM, proc: str = "/proc", *, namespaces: bool = False)
             continue
         except PermissionError as e:
             if not _is_kernel_thread(proc, pid):
-                unreadable.append(f"pid {pid} ({command_name(int(pid), proc)[:40]}): {e.strerror.lower()}")
+                unreadable.append(f"pid {pid} ({command_name(int(pid), proc)[:40]}): {(e.strerror or str(e)).lower()}")
             continue
         except ProcessLookupError:
             continue

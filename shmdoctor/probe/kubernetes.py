@@ -169,7 +169,7 @@ class _Pod:
                     f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)",
                     read_only,
                 )
-            return replace(self._memory_empty_dir(volume.get("name"), size_limit, unreadable), read_only=read_only)
+            return replace(self._memory_empty_dir(volume["name"], size_limit, unreadable), read_only=read_only)
         host_path = _mapping(volume.get("hostPath"), "hostPath", self.doc.source, volume).get("path", "")
         if str(host_path).rstrip("/") == SHM:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (hostPath {SHM} is the node's, whose size a manifest does not tell)")

@@ -49,8 +49,8 @@ def to_text(doc: Cleaned) -> str:
     if not plan.leaked:
         out.append("Leaked: none")
     elif not doc.yes:
-        n = _count(len(plan.leaked), "segment")
-        out.append(f"Leaked: {n}, {format_size(plan.leaked_bytes)}, that no process holds")
+        leaked = _count(len(plan.leaked), "segment")
+        out.append(f"Leaked: {leaked}, {format_size(plan.leaked_bytes)}, that no process holds")
         out += [f"  {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in plan.leaked]
     else:
         out.append(

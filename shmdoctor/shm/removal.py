@@ -131,7 +131,7 @@ def leased(path: str, inode: int) -> Iterator[None]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as e:
-        raise Kept(GONE if e.errno == errno.ENOENT else e.strerror) from None
+        raise Kept(GONE if e.errno == errno.ENOENT else e.strerror or str(e)) from None
     try:  # closing fd ends the lease
         st = os.fstat(fd)
         if st.st_ino != inode:

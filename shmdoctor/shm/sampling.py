@@ -126,7 +126,7 @@ class Sampler:
             raise UsageError(f"--path {directory!r} is not a directory")
         self.directory, self.holders_every, self.budget = directory, holders_every, budget
         self.tally = Tally()
-        self._scan_t, self._scan_used = -math.inf, None
+        self._scan_t, self._scan_used = -math.inf, -1  # no scan yet: any use differs
         self._news_used: int | None = None
         self._news_t = -math.inf
         self._news_holders: list[tuple[int, int]] | None = None
