@@ -86,10 +86,10 @@ def remove_segments(path: str, before: set[str], pids: set[int]) -> tuple[str, .
     removed = []
     with clean.lease_breaks_ignored():
         for f in sorted(files, key=lambda f: f.name):
-            creator = creator_pid(f.name)
-            if f.name in before or creator not in pids or psutil.pid_exists(creator):
+            creator, kind = creator_pid(f.name), recognise(f.name)
+            if kind is None or f.name in before or creator not in pids or psutil.pid_exists(creator):
                 continue
-            if clean.remove(path, Entry(f.name, f.inode, f.bytes, recognise(f.name))) is None:
+            if clean.remove(path, Entry(f.name, f.inode, f.bytes, kind)) is None:
                 removed.append(f.name)
     return tuple(removed)
 

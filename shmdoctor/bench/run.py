@@ -94,7 +94,7 @@ def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = 
         wall_seconds=out.wall_seconds,
         leftover_shm_bytes=out.leftover_shm_bytes,
         removed_segments=out.removed_segments,
-        **{k: out.measured.get(k) for k in MEASURED if ok and k in out.measured},
+        **{k: out.measured[k] for k in MEASURED if ok and k in out.measured},
     )
 
 

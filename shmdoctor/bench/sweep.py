@@ -61,14 +61,19 @@ def fits(result: Result, capacity: int | None) -> bool:
     return capacity is None or result.predicted_shm_bytes <= capacity
 
 
+def _seconds(result: Result) -> float:
+    """Seconds per batch; an untimed result (none is, once filtered) would sort last."""
+    return result.batch_seconds if result.batch_seconds is not None else math.inf
+
+
 def recommend(results: Sequence[Result], capacity: int | None, tolerance: float = TOLERANCE) -> Recommendation | None:
     """The fewest workers within `tolerance` of the fastest config that ran and fits; None when none did."""
     timed = [r for r in results if r.status == "ok" and r.batch_seconds]
     fitting = [r for r in timed if fits(r, capacity)]
     if not fitting:
         return None
-    best_fit = min(fitting, key=lambda r: r.batch_seconds)
-    near = [r for r in fitting if r.batch_seconds <= best_fit.batch_seconds * (1 + tolerance)]
-    choice = min(near, key=lambda r: (r.config.num_workers, r.batch_seconds))
-    best = min(timed, key=lambda r: r.batch_seconds)
+    best_fit = min(fitting, key=_seconds)
+    near = [r for r in fitting if _seconds(r) <= _seconds(best_fit) * (1 + tolerance)]
+    choice = min(near, key=lambda r: (r.config.num_workers, _seconds(r)))
+    best = min(timed, key=_seconds)
     return Recommendation(choice=choice, best_fit=best_fit, best=best, capacity=capacity, tolerance=tolerance)

@@ -16,6 +16,7 @@ import select
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 from ..errors import ProbeError
 
@@ -50,9 +51,14 @@ class Zygote:
             start_new_session=True,
         )
 
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        """The zygote's stdin and stdout: both pipes, from _spawn."""
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        return self.proc.stdin, self.proc.stdout
+
     def _line(self, timeout: float | None) -> str | None:
         """The zygote's next line; None on timeout; ZygoteDied when it is gone."""
-        fd = self.proc.stdout.fileno()
+        fd = self._pipes()[1].fileno()
         while b"\n" not in self._buffer:
             ready, _, _ = select.select([fd], [], [], timeout)
             if not ready:
@@ -67,8 +73,9 @@ class Zygote:
     def start(self, job: str, result: str, log: str) -> int:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._spawn()
-        self.proc.stdin.write((json.dumps({"job": job, "result": result, "log": log}) + "\n").encode())
-        self.proc.stdin.flush()
+        stdin = self._pipes()[0]
+        stdin.write((json.dumps({"job": job, "result": result, "log": log}) + "\n").encode())
+        stdin.flush()
         line = self._line(START_TIMEOUT)
         if not line or not line.startswith("started "):
             raise ZygoteDied(f"the bench's zygote did not start a run: {line!r}")
@@ -85,13 +92,14 @@ class Zygote:
 
     def close(self) -> None:
         if self.proc is not None:
-            self.proc.stdin.close()  # the zygote ends at the end of its input
+            stdin, stdout = self._pipes()
+            stdin.close()  # the zygote ends at the end of its input
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-            self.proc.stdout.close()
+            stdout.close()
             self.proc = None
 
     def __enter__(self) -> Zygote:
