@@ -43,6 +43,5 @@ def explain_container(name: str, tail: int, need: Requirement | None = None) -> 
         ended = Exit(state.get("ExitCode"), bool(state.get("OOMKilled")), seen_by="the engine (State.ExitCode)")
     scanner = scan_text(text)
     notes = probed.notes + (f"read the last {tail} lines of its log (lines are numbered within them)",)
-    return judge(
-        scanner.diagnoses(), probed.facts, ended=ended, need=need, notes=notes
-    ), f"container {docker.name_of(info)}"
+    source = f"container {docker.name_of(info)}"
+    return judge(scanner.diagnoses(), probed.facts, ended=ended, need=need, notes=notes, source=source)
