@@ -35,3 +35,17 @@ if ! have shmdoctor-test/python:1; then
     -t shmdoctor-test/python:1 -f "$HERE/python.Dockerfile" "$ctx"
   rm -rf "$ctx"
 fi
+
+# Podman's store is its own: the same busybox and Debian root filesystems, imported (no registry, no RUN step).
+if command -v podman >/dev/null; then
+  phave() { podman image exists "$1"; }
+  if ! phave localhost/shmdoctor-test/busybox:1; then
+    root=$(mktemp -d); mkdir "$root/bin"; cp /bin/busybox "$root/bin/busybox"
+    for applet in $("$root/bin/busybox" --list); do [ "$applet" = busybox ] || ln -s busybox "$root/bin/$applet"; done
+    tar -C "$root" -c . | podman import -q -c 'CMD ["sh"]' - localhost/shmdoctor-test/busybox:1 >/dev/null
+    rm -rf "$root"
+  fi
+  if ! phave localhost/shmdoctor-test/debian:bookworm; then
+    tar -C "$CACHE/bookworm" -c . | podman import -q -c 'CMD ["/bin/bash"]' - localhost/shmdoctor-test/debian:bookworm >/dev/null
+  fi
+fi

@@ -18,6 +18,9 @@ command -v dockerd >/dev/null || need_pkgs+=(docker.io)
 dpkg -s busybox-static >/dev/null 2>&1 || need_pkgs+=(busybox-static)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 [ -x /usr/sbin/sshd ] || need_pkgs+=(openssh-server)  # audit over DOCKER_HOST=ssh:// against a loopback sshd
+command -v podman >/dev/null || need_pkgs+=(podman)  # check inside Podman, audit through its Docker API
+command -v newuidmap >/dev/null || need_pkgs+=(uidmap)
+command -v docker-compose >/dev/null || need_pkgs+=(docker-compose)  # lint's compose fixes, run for real
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing ${need_pkgs[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null

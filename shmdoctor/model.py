@@ -20,6 +20,7 @@ Severity = Literal["error", "warning", "info"]
 # Where a /dev/shm comes from. Every probe says one of these; the text renderer describes each (a test proves it).
 ShmSource = Literal[
     "docker-shm",  # the engine's own shm mount, sized by --shm-size / shm_size
+    "podman-shm",  # Podman's own shm mount, sized by --shm-size (64000k by default)
     "runtime-shm",  # containerd's or CRI-O's in a pod without a volume at /dev/shm
     "tmpfs",  # a tmpfs mounted over /dev/shm (--tmpfs, --mount type=tmpfs, compose tmpfs:)
     "host",  # the host's /dev/shm bound in (-v /dev/shm:/dev/shm, hostPath)
@@ -31,7 +32,7 @@ ShmSource = Literal[
     "unknown",
 ]
 IpcMode = Literal["host", "private", "shareable", "container", "none", "unknown"]
-Runtime = Literal["docker", "kubernetes", "container", "compose", "none"]
+Runtime = Literal["docker", "podman", "kubernetes", "container", "compose", "none"]
 # Remarks of one source the rules and fixes read: the container was OOM-killed (inspect's State.OOMKilled); a
 # compose service sets its memory limit under deploy.resources (fixes go there).
 Flag = Literal["oom-killed", "compose-deploy-memory"]

@@ -145,7 +145,7 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
     size = facts.shm.size_bytes
     if (
         need is None
-        and facts.shm.source in ("docker-shm", "runtime-shm")
+        and facts.shm.source in ("docker-shm", "podman-shm", "runtime-shm")
         and size in (ENGINE_DEFAULT_SHM, PODMAN_DEFAULT_SHM)
         and not facts.shm.read_only
         and (facts.target.kind == "local" or facts.ml_signs or facts.gpus)  # a web server is fine with it

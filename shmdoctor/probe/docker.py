@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar
 
 from ..errors import ProbeError, UsageError
 from ..loader import LOADER_LABEL
-from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Shm, Target
+from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
 from .workload import ml_signs
 
@@ -139,11 +139,16 @@ def _nofile(host: dict) -> int | None:
     return next((u.get("Soft") for u in host.get("Ulimits") or [] if u.get("Name") == "nofile"), None)
 
 
-def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: int | None = None) -> Probed:
-    """One container's inspect JSON (and its IPC owner's) -> Facts. `host_shm`: the size of the engine host's
+def facts_from_inspect(
+    info: Inspect, owner: Inspect | None = None, host_shm: int | None = None, runtime: Runtime = "docker"
+) -> Probed:
+    """One container's inspect JSON (and its IPC owner's) -> Facts; `runtime`: the engine's (docker, or podman
+    serving Docker's API, whose shm mount is its own, 64000k by default). `host_shm`: the size of the engine host's
     /dev/shm when the engine runs where the audit runs."""
     host, state, config = info.get("HostConfig") or {}, info.get("State") or {}, info.get("Config") or {}
     shm = shm_of(info, owner, host_shm)
+    if runtime == "podman" and shm.source == "docker-shm":
+        shm = replace(shm, source="podman-shm")
     flags: set[Flag] = {"oom-killed"} if state.get("OOMKilled") else set()
     notes = []
     status = state.get("Status")
@@ -161,7 +166,7 @@ def facts_from_inspect(info: Inspect, owner: Inspect | None = None, host_shm: in
         shm=shm,
         ipc=ipc_of(info, owner),
         memory=Memory(limit_bytes=host.get("Memory") or None, used_bytes=None),
-        runtime="docker",
+        runtime=runtime,
         ml_signs=ml_signs(config.get("Image"), config.get("Entrypoint"), config.get("Cmd")),
         nofile=_nofile(host),
         cpus=cpus_of(host),
@@ -297,6 +302,12 @@ class Engine:
             self.api.trust_env = False
         _one_pool_per_adapter(self.api, BaseHTTPAdapter)
         self.host_shm = engine_host_shm(self.host)
+        self.runtime = self._runtime()
+
+    def _runtime(self) -> Runtime:
+        """podman when the engine is Podman serving Docker's API (`podman system service`), else docker."""
+        components = self._call(self.api.version).get("Components") or []
+        return "podman" if any("podman" in str(c.get("Name", "")).lower() for c in components) else "docker"
 
     def close(self) -> None:
         """Its connections (over ssh, the ssh processes)."""
@@ -393,7 +404,7 @@ def probe(
         (cid, name), info = entry
         if info is None:
             return gone(name, cid)
-        probed = facts_from_inspect(info, by_id.get(_owner_id(info)), engine.host_shm)
+        probed = facts_from_inspect(info, by_id.get(_owner_id(info)), engine.host_shm, engine.runtime)
         if exec_df and (info.get("State") or {}).get("Running") and probed.facts.shm.present:
             return with_usage(probed, engine.df_shm(cid))
         return probed

@@ -15,12 +15,16 @@ HOST_IPC_INODE = 4026531839
 
 
 def runtime(root: str = "/") -> Runtime:
-    """docker | kubernetes | container | none, from the marks each runtime leaves."""
+    """docker | podman | kubernetes | container | none, from the marks each runtime leaves (Podman writes
+    /run/.containerenv and sets container=podman in the environment)."""
     if os.environ.get("KUBERNETES_SERVICE_HOST") or os.path.isdir(os.path.join(root, "var/run/secrets/kubernetes.io")):
         return "kubernetes"
     if os.path.exists(os.path.join(root, ".dockerenv")):
         return "docker"
-    if os.path.exists(os.path.join(root, "run/.containerenv")) or os.environ.get("container"):  # noqa: SIM112 (podman sets it lowercase)
+    marked = os.environ.get("container")  # noqa: SIM112 (podman and systemd-nspawn set it lowercase)
+    if os.path.exists(os.path.join(root, "run/.containerenv")) or marked == "podman":
+        return "podman"
+    if marked:
         return "container"
     try:
         with open(os.path.join(root, "proc/1/cgroup")) as f:

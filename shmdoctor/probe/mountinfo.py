@@ -91,6 +91,8 @@ def shm_source(mount: Mount | None, *, in_container: bool, ipc_host: bool, runti
                 "runtime-shm",
                 f"the container runtime's /dev/shm ({_DEFAULT} unless a volume replaces it): {mount.line()}",
             )
+        if runtime == "podman":
+            return "podman-shm", f"Podman's shm mount (--shm-size; 64000k by default): {mount.line()}"
         return "docker-shm", f"Docker's shm mount (--shm-size; {_DEFAULT} by default): {mount.line()}"
     if mount.fstype == "tmpfs" and runtime == "kubernetes":
         return "k8s-emptydir", f"a memory-backed emptyDir mounted at /dev/shm: {mount.line()}"

@@ -17,6 +17,7 @@ _DEFAULT = format_size(ENGINE_DEFAULT_SHM)
 # Every value of ShmSource and IpcMode, in words (tests/unit/render/test_text.py proves both maps total).
 SOURCES: dict[ShmSource, str] = {
     "docker-shm": f"Docker's shm mount (--shm-size, {_DEFAULT} by default)",
+    "podman-shm": "Podman's shm mount (--shm-size, 62.5 MiB by default)",
     "runtime-shm": f"the container runtime's default ({_DEFAULT})",
     "tmpfs": "a tmpfs mounted over /dev/shm",
     "host": "the host's /dev/shm, bound in",
@@ -49,7 +50,7 @@ def _language(report: Report) -> str:
         return "compose"
     if target.kind == "workload" or runtime == "kubernetes":
         return "kubernetes"
-    return "docker"
+    return "podman" if runtime == "podman" else "docker"
 
 
 def fix_body(fix: Fix, language: str) -> str:
@@ -61,7 +62,7 @@ def fix_body(fix: Fix, language: str) -> str:
     if fix.shell:
         return fix.shell
     if fix.docker_args:
-        return "docker run " + " ".join(fix.docker_args) + " ..."
+        return f"{'podman' if language == 'podman' else 'docker'} run " + " ".join(fix.docker_args) + " ..."
     if fix.loader:
         return "DataLoader(" + ", ".join(f"{k}={v}" for k, v in fix.loader.items()) + ", ...)"
     return ""

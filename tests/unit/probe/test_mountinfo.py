@@ -75,3 +75,9 @@ def test_escaped_mount_points_and_optional_fields():
 def test_bad_lines_are_usage_errors(line):
     with pytest.raises(UsageError):
         mountinfo.parse_line(line)
+
+
+def test_podmans_own_shm_mount_is_said_as_podmans():
+    mount = mountinfo.find(captured("podman-default"))  # podman run, Debian's podman 4.3: size=64000k
+    source, detail = mountinfo.shm_source(mount, in_container=True, ipc_host=False, runtime="podman")
+    assert (source, mount.size_bytes) == ("podman-shm", 64000 * 1024) and detail.startswith("Podman's shm mount")
