@@ -14,13 +14,13 @@ from pathlib import Path
 import psutil
 
 from ..errors import ProbeError
+from ..model import SHM
 from ..shm import removal as clean
 from ..shm.segments import Entry, creator_pid, recognise
 from .sampler import ShmSampler, oom_kills, shm_used
 from .status import classify
 from .zygote import Zygote
 
-SHM = "/dev/shm"
 GRACE = 120  # seconds over the budget before a config is killed: the dataset's import, CUDA, the first batch
 LOG_TAIL = 20_000
 

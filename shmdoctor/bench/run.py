@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .. import capacity, fixes
 from ..loader import loader_config, requirement
-from ..model import Facts, Finding, Requirement
+from ..model import SHM, Facts, Finding, Requirement
 from ..rules import judge
 from ..sizes import format_size
 from . import isolate
@@ -82,7 +82,7 @@ MEASURED = (
 )
 
 
-def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = isolate.SHM) -> Result:
+def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = SHM) -> Result:
     out = isolate.run(job(workload, config), timeout=workload.budget + isolate.GRACE, zygote=zygote, shm_path=shm_path)
     ok = out.status == "ok"
     return Result(

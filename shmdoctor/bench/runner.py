@@ -16,11 +16,11 @@ from functools import partial
 from typing import Any, Callable
 
 from ..measure import _tensors, load_dataset
+from ..model import SHM
 from .sampler import shm_used
 from .sweep import settled, window
 from .synthetic import SyntheticDataset
 
-SHM = "/dev/shm"
 MAX_BATCHES = 1000  # a cap for the settle rule, far above what settling takes
 
 

@@ -14,11 +14,11 @@ from shmdoctor.bench import isolate
 from shmdoctor.bench.model import Config
 from shmdoctor.bench.run import Workload, job
 from shmdoctor.bench.zygote import Zygote
+from shmdoctor.model import SHM
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.usefixtures("torch_module")
 FAULTS = "tests.loaders.bench_faults"
-SHM = "/dev/shm"
 
 
 def run(dataset, workers):
