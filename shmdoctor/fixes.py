@@ -145,16 +145,15 @@ def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     if cap is None or loader.num_workers == 0:
         return ()
     usable = int(cap * HEADROOM)
-
-    def fits(w: int, p: int) -> bool:
-        return batches_in_flight(w, p, loader.pin_memory) * loader.batch_bytes * loader.ranks <= usable
-
+    # Closed form, not a search: (p·w + held)·b·ranks <= usable  <=>  p·w <= usable // (b·ranks) - held.
+    held = 0 if loader.pin_memory else 1
+    room = usable // (loader.batch_bytes * loader.ranks) - held  # batches in flight that fit, beyond the held one
     settings = []
-    w = next((w for w in range(loader.num_workers - 1, 0, -1) if fits(w, loader.prefetch_factor)), 0)
-    if w:
+    w = min(loader.num_workers - 1, max(room, 0) // loader.prefetch_factor)
+    if w > 0:
         settings.append({"num_workers": w})
-    p = next((p for p in range(loader.prefetch_factor - 1, 0, -1) if fits(loader.num_workers, p)), 0)
-    if p:
+    p = min(loader.prefetch_factor - 1, max(room, 0) // loader.num_workers)
+    if p > 0:
         settings.append({"prefetch_factor": p})
     if loader.sample_bytes:
         in_flight = batches_in_flight(loader.num_workers, loader.prefetch_factor, loader.pin_memory)

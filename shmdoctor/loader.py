@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from .errors import UsageError
+from .limits import MAX_BATCH, MAX_BYTES, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, bounded, shown
 from .model import LoaderConfig, Requirement, Term
 from .sizes import format_size, page_round, parse_size
 
@@ -47,18 +48,20 @@ class LoaderSpec:
             key, sep, value = part.partition("=")
             key, value = key.strip().replace("-", "_"), value.strip()
             if not sep or key not in keys:
-                raise UsageError(f"loader spec {text!r}: expected key=value with keys {', '.join(keys)}")
+                raise UsageError(f"loader spec {shown(text)}: expected key=value with keys {', '.join(keys)}")
             if key == "sample_bytes":
                 sample_bytes = parse_size(value, what="sample_bytes")
             elif key == "pin_memory":
                 if value.lower() not in _TRUE + _FALSE:
-                    raise UsageError(f"loader spec {text!r}: pin_memory must be true or false")
+                    raise UsageError(f"loader spec {shown(text)}: pin_memory must be true or false")
                 pin_memory = value.lower() in _TRUE
             else:
                 try:
                     counts[key] = int(value)
                 except ValueError:
-                    raise UsageError(f"loader spec {text!r}: {key} must be an integer, got {value!r}") from None
+                    raise UsageError(
+                        f"loader spec {shown(text)}: {key} must be an integer, got {shown(value)}"
+                    ) from None
         return cls(
             batch_size=counts.get("batch_size"),
             num_workers=counts.get("num_workers"),
@@ -128,14 +131,13 @@ def loader_config(
     if batch_size is None:
         raise UsageError("a loader needs --batch-size")
     num_workers = 0 if num_workers is None else num_workers
-    for name, value, least in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0), ("ranks", ranks, 1)):
-        if not isinstance(value, int) or value < least:
-            raise UsageError(f"{name} must be an integer of at least {least}, got {value!r}")
+    bounded("batch_size", batch_size, 1, MAX_BATCH)
+    bounded("num_workers", num_workers, 0, MAX_WORKERS)
+    bounded("ranks", ranks, 1, MAX_RANKS)
     if prefetch_factor is not None:
         if num_workers == 0:
             raise UsageError("prefetch_factor needs num_workers > 0 (PyTorch refuses it with num_workers=0)")
-        if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
-            raise UsageError(f"prefetch_factor must be an integer of at least 1, got {prefetch_factor!r}")
+        bounded("prefetch_factor", prefetch_factor, 1, MAX_PREFETCH)
     sample = parse_size(sample_bytes, what="sample_bytes") if sample_bytes is not None else None
     if sample_tensors is not None:
         batch_bytes = sum(page_round(math.ceil(t * batch_size)) for t in sample_tensors)
@@ -144,6 +146,11 @@ def loader_config(
         if sample is None:
             raise UsageError("a loader needs a sample size: --sample-bytes SIZE or --dataset MODULE:ATTR")
         batch_bytes = page_round(batch_size * sample)
+    if batch_bytes > MAX_BYTES:
+        raise UsageError(
+            f"one batch of {batch_size} samples is {format_size(batch_bytes)}, more than {format_size(MAX_BYTES)}: "
+            "more memory than any machine has"
+        )
     return LoaderConfig(
         batch_size=batch_size,
         num_workers=num_workers,

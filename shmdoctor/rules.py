@@ -34,6 +34,7 @@ class Rule:
 
 RULES: list[Rule] = []
 DEFAULT_SIZE = format_size(ENGINE_DEFAULT_SHM)
+LOADER_EXAMPLE = "shmdoctor.loader=batch_size=100,num_workers=4,sample_bytes=1MiB"
 FD_BASE = 256  # descriptors a training process holds before its loader's segments
 
 
@@ -54,6 +55,14 @@ def _loading(need: Requirement | None) -> Requirement | None:
 def probe_incomplete(facts: Facts, need: Requirement | None) -> Hit:
     if facts.unreadable:
         return "could not read " + "; ".join(facts.unreadable), ()
+    return None
+
+
+@rule("bad-label", "error", "the target's shmdoctor.loader label or annotation is not a loader: judged without it")
+def bad_label(facts: Facts, need: Requirement | None) -> Hit:
+    if facts.bad_label:
+        msg = f"its shmdoctor.loader label is not a loader, so it was judged without one: {facts.bad_label}"
+        return msg, (Fix(f"correct the label (key=value pairs, e.g. {LOADER_EXAMPLE})"),)
     return None
 
 
@@ -145,6 +154,7 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
     size = facts.shm.size_bytes
     if (
         need is None
+        and not facts.bad_label  # a loader was given, in a label that could not be read: that finding says it
         and facts.shm.source in ("docker-shm", "podman-shm", "runtime-shm")
         and size in (ENGINE_DEFAULT_SHM, PODMAN_DEFAULT_SHM)
         and not facts.shm.read_only

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 
 from .errors import UsageError
+from .limits import MAX_BYTES, MAX_DIGITS, shown
 
 PAGE = 4096
 KiB, MiB, GiB, TiB = 1024, 1024**2, 1024**3, 1024**4
@@ -17,36 +20,62 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgtp])(i?)(b?)|(b?))\s*$", re.I
 
 
 def parse_size(text: str | int, *, what: str = "size") -> int:
-    """'512m', '2g', '1MiB', '2GiB', '1048576' -> bytes. Raises UsageError with a one-line message."""
+    """'512m', '2g', '1MiB', '2GiB', '1048576' -> bytes, at most MAX_BYTES. Raises UsageError with a one-line message.
+    A bool is not a size (YAML's `shm_size: true`), nor is anything past a PiB (400 digits)."""
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise UsageError(f"{what}: {shown(text)} is not a size (examples: 1048576, 512m, 2g, 1MiB, 2GiB)")
     if isinstance(text, int):
         value = text
     else:
-        m = _SIZE.match(str(text))
+        m = _SIZE.match(text)
         if not m:
-            raise UsageError(f"{what}: cannot read {text!r} as a size (examples: 1048576, 512m, 2g, 1MiB, 2GiB)")
+            raise UsageError(f"{what}: cannot read {shown(text)} as a size (examples: 1048576, 512m, 2g, 1MiB, 2GiB)")
         number, unit = m.group(1), m.group(2) or ""
-        value = int(float(number) * _UNITS[unit.lower()])
+        value = _exact(number, _UNITS[unit.lower()], text, what)
     if value <= 0:
-        raise UsageError(f"{what}: must be greater than zero, got {text!r}")
+        raise UsageError(f"{what}: must be greater than zero, got {shown(text)}")
+    return _at_most(value, text, what)
+
+
+def _exact(number: str, unit: int, text: object, what: str) -> int:
+    """digits[.digits] x unit, exactly (no float: 400 digits are not infinity), bounded before it is multiplied."""
+    if len(number.partition(".")[0].lstrip("0")) > MAX_DIGITS:
+        _at_most(MAX_BYTES + 1, text, what)
+    return int(Fraction(number) * unit)
+
+
+def _at_most(value: int, text: object, what: str) -> int:
+    if value > MAX_BYTES:
+        at = f"{what}: " if what else ""
+        raise UsageError(f"{at}{shown(text)} is more than {format_size(MAX_BYTES)}, more memory than any machine has")
     return value
 
 
 _QUANTITY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P|m)?\s*$")
 
 
-def parse_quantity(text: str | int) -> int:
-    """A Kubernetes memory quantity ('2Gi', '512M', '1e9' not included) -> bytes."""
-    if isinstance(text, (int, float)):
-        return int(text)
-    m = _QUANTITY.match(str(text))
+def parse_quantity(text: str | int, *, what: str = "") -> int:
+    """A Kubernetes memory quantity ('2Gi', '512M'; '1e9' not included) -> bytes, at most MAX_BYTES. Not a bool,
+    not NaN or infinity (JSON), not negative."""
+    if isinstance(text, bool) or not isinstance(text, (int, float, str)):
+        raise UsageError(f"{shown(text)} is not a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)")
+    if isinstance(text, float):
+        if not math.isfinite(text) or text != int(text):
+            raise UsageError(f"{shown(text)} is not a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)")
+        text = int(text)
+    if isinstance(text, int):
+        if text < 0:
+            raise UsageError(f"a quantity of memory cannot be negative, got {text!r}")
+        return _at_most(text, text, what)
+    m = _QUANTITY.match(text)
     if not m:
-        raise UsageError(f"cannot read {text!r} as a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)")
-    number, unit = float(m.group(1)), m.group(2) or ""
+        raise UsageError(f"cannot read {shown(text)} as a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)")
+    number, unit = m.group(1), m.group(2) or ""
     if unit.endswith("i"):
-        return int(number * _UNITS[unit[0].lower()])
+        return _at_most(_exact(number, _UNITS[unit[0].lower()], text, what), text, what)
     if unit == "m":  # milli-bytes: legal, absurd
-        return int(number / 1000)
-    return int(number * _DECIMAL.get(unit.lower(), 1))
+        return _at_most(int(Fraction(number) / 1000), text, what)
+    return _at_most(_exact(number, _DECIMAL.get(unit.lower(), 1), text, what), text, what)
 
 
 def page_round(n: int) -> int:
@@ -58,21 +87,23 @@ def page_floor(n: int) -> int:
 
 
 def parse_tmpfs_size(text: str) -> int | None:
-    """A tmpfs `size=` value (mountinfo, --tmpfs, compose): bytes or a k/m/g suffix; None for '50%' or junk."""
-    units = {"k": KiB, "m": MiB, "g": GiB}
-    try:
-        if text[-1:].lower() in units:
-            return int(text[:-1]) * units[text[-1].lower()]
-        return int(text)
-    except ValueError:
+    """A tmpfs `size=` value (mountinfo, --tmpfs, compose): bytes or a k/m/g suffix, at most MAX_BYTES; None for
+    '50%' or junk."""
+    m = _TMPFS_SIZE.match(text)
+    if not m:
         return None
+    value = int(m.group(1)) * {"": 1, "k": KiB, "m": MiB, "g": GiB}[m.group(2).lower()]
+    return value if value <= MAX_BYTES else None
+
+
+_TMPFS_SIZE = re.compile(r"^(\d{1,20})([kmgKMG]?)$")
 
 
 def format_size(n: int | None) -> str:
     """Bytes -> '64 MiB', '1.5 GiB', '900 MiB'."""
     if n is None:
         return "unknown"
-    for unit, size in (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+    for unit, size in (("PiB", 1024 * TiB), ("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
         if abs(n) >= size:
             value = n / size
             # two decimals under 10 units (1.04 GiB is not 1 GiB), one under 100, none above

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..fleet import audit
+from ..limits import ENGINE_TIMEOUT
 from ..options import loader_options, loader_spec, output_options
 from ..render import render
 
@@ -31,9 +32,17 @@ from ..render import render
     is_flag=True,
     help="Read /dev/shm use inside each running container (runs `df`); without it nothing runs inside.",
 )
+@click.option(
+    "--timeout",
+    type=float,
+    default=ENGINE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="For all of the engine's answers together: past it, exit 3.",
+)
 @loader_options
 @output_options
-def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader) -> int:
+def command(containers, filters, include_exited, exec_df, timeout, fmt, fail_on, **loader) -> int:
     """Every running container (or those named), from the host, through the Docker engine (DOCKER_HOST).
 
     A container's label shmdoctor.loader=batch_size=100,num_workers=4,sample_bytes=1MiB overrides the loader
@@ -51,6 +60,7 @@ def command(containers, filters, include_exited, exec_df, fmt, fail_on, **loader
         exec_df=exec_df,
         loader=loader_spec(**loader),
         fail_on=fail_on,
+        timeout=timeout,
     )
     click.echo(render(doc, fmt))
     click.echo(

@@ -8,16 +8,11 @@ import click
 
 from ..errors import UsageError
 from ..exits import ExitCode
+from ..limits import MAX_DURATION, MAX_TIMEOUT, seconds
 from ..model import SHM
 from ..options import FORMATS, loader_options, loader_spec
 from ..render import render
 from ..shm import sampling
-
-
-def _positive(name: str, value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{name} must be a number of seconds greater than zero, got {value!r}")
-    return value
 
 
 @click.command()
@@ -58,10 +53,12 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     shmdoctor watch --batch-size 100 --num-workers 4 --sample-bytes 1MiB --duration 600
     shmdoctor watch --format json --interval 1 > shm.jsonl
     """
-    _positive("--interval", interval)
-    _positive("--duration", duration)
-    if not (math.isfinite(holders_every) and holders_every >= 0):
-        raise UsageError(f"--holders-every must be 0 (never) or a number of seconds, got {holders_every!r}")
+    seconds("--interval", interval, MAX_TIMEOUT)
+    seconds("--duration", duration, MAX_DURATION)
+    if holders_every != 0 and not (math.isfinite(holders_every) and 0 < holders_every <= MAX_TIMEOUT):
+        raise UsageError(
+            f"--holders-every must be 0 (never) or a number of seconds up to {MAX_TIMEOUT:.0f}, got {holders_every!r}"
+        )
     need = loader_spec(**loader).requirement()
     sampler = sampling.Sampler(directory, holders_every=holders_every, budget=need.bytes if need else None)
     _echo(render(sampler.start(interval), fmt))

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
+from ..limits import MAX_INTERPOLATION_DEPTH, MAX_IPC_CHAIN
 from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm, Target
 from ..sizes import parse_size, parse_tmpfs_size
@@ -50,9 +51,12 @@ def meant_for_swarm(body: dict) -> bool:
     )
 
 
-def interpolate(text: str, environ: Any, unset: set[str]) -> str:
+def interpolate(text: str, environ: Any, unset: set[str], depth: int = 0) -> str:
     """One string with compose's variables substituted; the names of unset variables used bare go into `unset`.
-    UsageError (naming variables, quoting only the file's text) on a bad expression or a required variable."""
+    UsageError (naming variables, quoting only the file's text) on a bad expression or a required variable, or
+    past MAX_INTERPOLATION_DEPTH levels of ${...} nested in defaults (`depth`: the levels outside this one)."""
+    if depth > MAX_INTERPOLATION_DEPTH:
+        raise UsageError(f"invalid interpolation: more than {MAX_INTERPOLATION_DEPTH} levels of ${{...}} nested")
     out, i = [], 0
     while (start := text.find("$", i)) >= 0:
         out.append(text[i:start])
@@ -63,7 +67,7 @@ def interpolate(text: str, environ: Any, unset: set[str]) -> str:
             i = start + 2
         elif after == "{":
             end = _closing(text, start + 2)
-            out.append(_braced(text[start + 2 : end], environ, unset))
+            out.append(_braced(text[start + 2 : end], environ, unset, depth))
             i = end + 1
         elif name:
             out.append(_lookup(name.group(), environ, unset))
@@ -96,7 +100,7 @@ def _lookup(name: str, environ: Any, unset: set[str]) -> str:
     return value or ""
 
 
-def _braced(body: str, environ: Any, unset: set[str]) -> str:
+def _braced(body: str, environ: Any, unset: set[str], depth: int) -> str:
     match = _BRACED.match(body)
     if not match:
         raise UsageError(
@@ -109,9 +113,9 @@ def _braced(body: str, environ: Any, unset: set[str]) -> str:
     value = environ.get(name)
     missing = value is None or (operator.startswith(":") and value == "")
     if operator.endswith("-"):
-        return interpolate(operand, environ, unset) if missing else value
+        return interpolate(operand, environ, unset, depth + 1) if missing else value
     if operator.endswith("+"):
-        return "" if missing else interpolate(operand, environ, unset)
+        return "" if missing else interpolate(operand, environ, unset, depth + 1)
     if missing:  # ${VAR:?error} / ${VAR?error}: the message as written, its own variables not substituted
         state = "unset or empty" if operator == ":?" else "unset"
         raise UsageError(f"variable {name} is {state}" + (f": {' '.join(operand.split())}" if operand else ""))
@@ -338,6 +342,8 @@ class ComposeFile:
                 return Shm.unmeasured(None, "unknown", f"ipc: {shown}"), ipc_fact
             if donor.name in seen:
                 raise svc.error(f"ipc: {shown}: a cycle of services sharing IPC ({' -> '.join(seen + (donor.name,))})")
+            if len(seen) >= MAX_IPC_CHAIN:
+                raise svc.error(f"ipc: {shown}: more than {MAX_IPC_CHAIN} services in a chain of ipc: service:NAME")
             shm, _ = self.shm(donor, unreadable, seen + (donor.name,))
             return replace(shm, detail=f"ipc: {shown}, whose /dev/shm is: {shm.detail}"), ipc_fact
         size = ENGINE_DEFAULT_SHM if self.swarm else svc.size_of("shm_size") or ENGINE_DEFAULT_SHM
@@ -409,4 +415,6 @@ def probe(doc: Document, swarm: bool | None = None, environ: Mapping[str, str] |
     """One Definition per service of a compose document, in the file's order; variables from `environ` (this
     process's environment by default)."""
     compose = ComposeFile(doc, swarm, environ)
+    if not compose.services:
+        raise UsageError(f"{where(doc.source, doc.body)}: services: is empty: nothing to judge")
     return [compose.definition(svc) for svc in compose.services.values()]

@@ -8,18 +8,20 @@ Nothing here reads or keeps a container's environment: it holds secrets.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import socket
 import struct
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, TypeVar
 
 from ..errors import ProbeError, UsageError
+from ..limits import ENGINE_TIMEOUT, MAX_BYTES
 from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
+from .deadline import concurrently, within
 from .workload import ml_signs
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
@@ -39,7 +41,33 @@ class Probed:
 
 
 def name_of(info: Inspect) -> str:
-    return (info.get("Name") or info.get("Id", "?")[:12]).lstrip("/")
+    return (_str(info.get("Name")) or (_str(info.get("Id")) or "?")[:12]).lstrip("/")
+
+
+# An engine's JSON is input like any other: each field is read as the type it should be, or as absent.
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: Any) -> int | None:
+    """A positive integer (bytes, nanoCPUs, a limit) up to MAX_BYTES; anything else is absent."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_BYTES
+    return value if ok else None
+
+
+def is_container(info: Any) -> bool:
+    """An inspect (or a list entry) that names a container: a mapping with a string Id."""
+    return isinstance(info, dict) and bool(_str(info.get("Id")))
 
 
 # --- inspect JSON -> Facts (pure) -------------------------------------------------------------------------------
@@ -56,26 +84,26 @@ def _tmpfs_size(options: str) -> int | None:
 
 def _mounted_shm(info: Inspect, host_shm: int | None) -> Shm | None:
     """A user's mount at /dev/shm, which the engine puts there whatever the IPC mode; None when there is none."""
-    host = info.get("HostConfig") or {}
-    tmpfs = (host.get("Tmpfs") or {}).get(SHM)
+    host = _dict(info.get("HostConfig"))
+    tmpfs = _str(_dict(host.get("Tmpfs")).get(SHM))
     if tmpfs is not None:
         size = _tmpfs_size(tmpfs)
         unsized = "" if size else ": no size, the kernel's default of half the host's memory"
         read_only = "ro" in (o.strip() for o in tmpfs.split(","))
         return Shm.unmeasured(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}{unsized}", read_only)
-    for mount in host.get("Mounts") or []:
+    for mount in map(_dict, _list(host.get("Mounts"))):
         if mount.get("Target") == SHM and mount.get("Type") == "tmpfs":
-            size = (mount.get("TmpfsOptions") or {}).get("SizeBytes") or None
+            size = _count(_dict(mount.get("TmpfsOptions")).get("SizeBytes"))
             detail = f"HostConfig.Mounts: tmpfs at /dev/shm, SizeBytes {size}"
-            return Shm.unmeasured(size, "tmpfs", detail, bool(mount.get("ReadOnly")))
-    for mount in info.get("Mounts") or []:
+            return Shm.unmeasured(size, "tmpfs", detail, mount.get("ReadOnly") is True)
+    for mount in map(_dict, _list(info.get("Mounts"))):
         if mount.get("Destination") == SHM:
-            source = mount.get("Source") or mount.get("Name") or "?"
+            source = _str(mount.get("Source")) or _str(mount.get("Name")) or "?"
             read_only = mount.get("RW") is False
             if mount.get("Type") == "bind" and source == SHM:
                 known = "" if host_shm else ": its size is not known from a remote engine (--exec reads it)"
                 return Shm.unmeasured(host_shm, "host", f"Mounts: bind of the host's /dev/shm{known}", read_only)
-            detail = f"Mounts: a {mount.get('Type')} mount of {source} at /dev/shm"
+            detail = f"Mounts: a {_str(mount.get('Type'))} mount of {source} at /dev/shm"
             return Shm.unmeasured(None, "unknown", detail, read_only)
     return None
 
@@ -85,8 +113,8 @@ def shm_of(info: Inspect, owner: Inspect | None = None, host_shm: int | None = N
     mounted = _mounted_shm(info, host_shm)
     if mounted:
         return mounted
-    host = info.get("HostConfig") or {}
-    mode = host.get("IpcMode") or "private"
+    host = _dict(info.get("HostConfig"))
+    mode = _str(host.get("IpcMode")) or "private"
     if mode == "none":
         return Shm(
             present=False,
@@ -106,37 +134,41 @@ def shm_of(info: Inspect, owner: Inspect | None = None, host_shm: int | None = N
             )
         inherited = shm_of(owner, None, host_shm)
         return replace(inherited, detail=f"the /dev/shm of {name_of(owner)} ({inherited.detail})")
-    size = host.get("ShmSize") or None
+    size = _count(host.get("ShmSize"))
     return Shm.unmeasured(size, "docker-shm", f"HostConfig.ShmSize = {size}" if size else "HostConfig.ShmSize unset")
 
 
 def ipc_of(info: Inspect, owner: Inspect | None = None) -> Ipc:
-    mode = (info.get("HostConfig") or {}).get("IpcMode") or "private"
+    mode = _str(_dict(info.get("HostConfig")).get("IpcMode")) or "private"
     if mode.startswith("container:"):
         return Ipc("container", owner=name_of(owner) if owner else mode.partition(":")[2][:12])
     return Ipc(next((m for m in _NAMED_IPC_MODES if m == mode), "unknown"))
 
 
 def cpus_of(host: dict) -> float | None:
-    if host.get("NanoCpus"):
+    if _count(host.get("NanoCpus")):
         return host["NanoCpus"] / 1e9
-    if (host.get("CpuQuota") or 0) > 0:
-        return host["CpuQuota"] / (host.get("CpuPeriod") or 100_000)
+    if _count(host.get("CpuQuota")):
+        return host["CpuQuota"] / (_count(host.get("CpuPeriod")) or 100_000)
     return None
 
 
 def gpus_of(host: dict) -> str | None:
     """GPUs requested (--gpus): 'all', a count, or device ids; None when none."""
-    for request in host.get("DeviceRequests") or []:
-        if any("gpu" in caps for caps in request.get("Capabilities") or []):
-            if request.get("DeviceIDs"):
-                return ",".join(request["DeviceIDs"])
-            return "all" if request.get("Count") == -1 else str(request.get("Count"))
+    for request in map(_dict, _list(host.get("DeviceRequests"))):
+        if any("gpu" in _list(caps) for caps in _list(request.get("Capabilities"))):
+            ids = [i for i in _list(request.get("DeviceIDs")) if isinstance(i, str)]
+            if ids:
+                return ",".join(ids)
+            count = request.get("Count")
+            return "all" if count == -1 else str(count) if _count(count) else "some"
     return None
 
 
 def _nofile(host: dict) -> int | None:
-    return next((u.get("Soft") for u in host.get("Ulimits") or [] if u.get("Name") == "nofile"), None)
+    return next(
+        (_count(u.get("Soft")) for u in map(_dict, _list(host.get("Ulimits"))) if u.get("Name") == "nofile"), None
+    )
 
 
 def facts_from_inspect(
@@ -145,15 +177,17 @@ def facts_from_inspect(
     """One container's inspect JSON (and its IPC owner's) -> Facts; `runtime`: the engine's (docker, or podman
     serving Docker's API, whose shm mount is its own, 64000k by default). `host_shm`: the size of the engine host's
     /dev/shm when the engine runs where the audit runs."""
-    host, state, config = info.get("HostConfig") or {}, info.get("State") or {}, info.get("Config") or {}
+    host, state, config = _dict(info.get("HostConfig")), _dict(info.get("State")), _dict(info.get("Config"))
     shm = shm_of(info, owner, host_shm)
     if runtime == "podman" and shm.source == "docker-shm":
         shm = replace(shm, source="podman-shm")
-    flags: set[Flag] = {"oom-killed"} if state.get("OOMKilled") else set()
+    flags: set[Flag] = {"oom-killed"} if state.get("OOMKilled") is True else set()
     notes = []
-    status = state.get("Status")
+    status = _str(state.get("Status"))
     if status == "exited":
-        notes.append(f"exited (exit code {state.get('ExitCode')}) at {state.get('FinishedAt', '?')[:19]}Z")
+        code = state.get("ExitCode")
+        code = code if isinstance(code, int) and not isinstance(code, bool) else "?"
+        notes.append(f"exited (exit code {code}) at {(_str(state.get('FinishedAt')) or '?')[:19]}Z")
     elif status not in (None, "running"):
         notes.append(f"not running: {status}")
     gpus = gpus_of(host)
@@ -162,10 +196,10 @@ def facts_from_inspect(
             f"GPUs requested: {gpus} (a DDP rank per GPU: give --ranks, or ranks= in the {LOADER_LABEL} label)"
         )
     facts = Facts(
-        target=Target(kind="container", name=name_of(info), id=info.get("Id")),
+        target=Target(kind="container", name=name_of(info), id=_str(info.get("Id"))),
         shm=shm,
         ipc=ipc_of(info, owner),
-        memory=Memory(limit_bytes=host.get("Memory") or None, used_bytes=None),
+        memory=Memory(limit_bytes=_count(host.get("Memory")), used_bytes=None),
         runtime=runtime,
         ml_signs=ml_signs(config.get("Image"), config.get("Entrypoint"), config.get("Cmd")),
         nofile=_nofile(host),
@@ -174,8 +208,8 @@ def facts_from_inspect(
         flags=frozenset(flags),
         unreadable=(f"{SHM_SIZE_UNKNOWN} ({shm.detail})",) if shm.present and shm.size_bytes is None else (),
     )
-    labels = (info.get("Config") or {}).get("Labels") or {}
-    return Probed(facts, labels.get(LOADER_LABEL), tuple(notes))
+    label = _dict(_dict(info.get("Config")).get("Labels")).get(LOADER_LABEL)
+    return Probed(facts, label if label is None else str(label), tuple(notes))
 
 
 def with_usage(probed: Probed, usage: tuple[int, int, int] | str) -> Probed:
@@ -197,13 +231,18 @@ def with_usage(probed: Probed, usage: tuple[int, int, int] | str) -> Probed:
 
 def gone(name: str, cid: str | None = None) -> Probed:
     """A container listed, then removed before it could be inspected: said, not judged."""
+    return unread(name, cid, "removed while the audit ran (the engine answered 'No such container')")
+
+
+def unread(name: str, cid: str | None, why: str) -> Probed:
+    """A container whose inspect could not be read (gone, or an answer that is not an inspect): said, not judged."""
     facts = Facts(
         target=Target(kind="container", name=name, id=cid),
-        shm=Shm(True, None, None, None, "unknown", "the container was removed before it could be inspected"),
+        shm=Shm(True, None, None, None, "unknown", f"not read: {why}"),
         ipc=Ipc("unknown"),
         memory=Memory(None, None),
         runtime="docker",
-        unreadable=(f"container {name}: removed while the audit ran (the engine answered 'No such container')",),
+        unreadable=(f"container {name}: {why}",),
     )
     return Probed(facts)
 
@@ -277,21 +316,25 @@ def _one_pool_per_adapter(api: Any, base: type[Any]) -> None:
             adapter.get_connection = lambda url, proxies=None, get=adapter.get_connection, key=prefix: get(key, proxies)
 
 
+def address() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
 class Engine:
     """The Docker engine named by DOCKER_HOST (or the local socket), through the Docker SDK."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout: float = ENGINE_TIMEOUT) -> None:
         try:
             import docker
             from docker.transport.basehttpadapter import BaseHTTPAdapter
         except ImportError:
             raise ProbeError("the Docker SDK for Python is not installed: pip install docker") from None
         self._errors = docker.errors
-        self.host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        self.host = address()
         try:  # the SDK's own version round trip: it also proves the engine answers
             # ssh:// through the system's ssh client, as the docker CLI does (~/.ssh/config applies; no paramiko)
             ssh = self.host.startswith("ssh://")
-            self.api = docker.from_env(max_pool_size=CONCURRENCY, timeout=30, use_ssh_client=ssh).api
+            self.api = docker.from_env(max_pool_size=CONCURRENCY, timeout=timeout, use_ssh_client=ssh).api
         except docker.errors.DockerException as e:
             if "Invalid bind address" in str(e) or "protocol" in str(e).lower() and "not" in str(e).lower():
                 raise UsageError(f"DOCKER_HOST={self.host!r} is not an engine address: {_reason(e)}") from None
@@ -332,10 +375,13 @@ class Engine:
             found = self._call(self.api.containers, all=include_exited, filters=filters or None)
         except UsageError as e:
             raise UsageError(f"--filter: {e}") from None
-        return [(c["Id"], (c.get("Names") or [c["Id"][:12]])[0].lstrip("/")) for c in found]
+        if not isinstance(found, list) or not all(map(is_container, found)):
+            raise ProbeError(f"the Docker engine at {self.host} answered the list of containers with something else")
+        return [(c["Id"], (_str((_list(c.get("Names")) or [None])[0]) or c["Id"][:12]).lstrip("/")) for c in found]
 
     def inspect(self, ref: str) -> Inspect | None:
-        """One container by name or id; None when there is no such container (any more)."""
+        """One container by name or id; None when there is no such container (any more). An answer that is not an
+        inspect (`[{}]`, `{}`, `null`) comes back as it is: probe() says so for that container."""
         try:
             return self._call(self.api.inspect_container, ref)
         except self._errors.NotFound:
@@ -345,7 +391,8 @@ class Engine:
         """(size, used, free) of /dev/shm read inside the container with `df`, or why it could not be."""
         try:
             run = self._call(self.api.exec_create, cid, ["df", "-Pk", SHM], stdout=True, stderr=True)
-            output = self._call(self.api.exec_start, run["Id"]).decode(errors="replace")
+            output = self._call(self.api.exec_start, _dict(run).get("Id"))
+            output = output.decode(errors="replace") if isinstance(output, bytes) else ""
         except self._errors.NotFound:
             return "the container is gone"
         except (ProbeError, UsageError) as e:  # e.g. 409: it stopped since it was listed
@@ -370,10 +417,7 @@ class Engine:
         return bytes(out)
 
     def map(self, fn: Callable[[Any], T], items: builtins.list[Any]) -> builtins.list[T]:
-        if len(items) <= 1:
-            return [fn(i) for i in items]
-        with ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(items))) as pool:
-            return list(pool.map(fn, items))
+        return concurrently(fn, items, CONCURRENCY)
 
 
 def probe(
@@ -392,20 +436,24 @@ def probe(
         unknown = [n for n, i in zip(names, infos) if i is None]
         if unknown:
             raise UsageError(f"no such container: {', '.join(unknown)}")
-        listed = [(i["Id"], name_of(i)) for i in infos if i is not None]
+        listed = [(i["Id"], name_of(i)) if is_container(i) else (n, n) for n, i in zip(names, infos)]
     else:
         listed = engine.list(filters, include_exited)
         infos = engine.map(engine.inspect, [cid for cid, _ in listed])
-    by_id = {i["Id"]: i for i in infos if i}
-    owners = {_owner_id(i) for i in infos if i and _owner_id(i)} - set(by_id)
-    by_id.update({i["Id"]: i for i in engine.map(engine.inspect, sorted(owners)) if i})
+    by_id = {i["Id"]: i for i in infos if is_container(i)}
+    owners = {_owner_id(i) for i in by_id.values() if _owner_id(i)} - set(by_id)
+    by_id.update({i["Id"]: i for i in engine.map(engine.inspect, sorted(owners)) if is_container(i)})
 
     def one(entry: tuple[tuple[str, str], Inspect | None]) -> Probed:
         (cid, name), info = entry
         if info is None:
             return gone(name, cid)
+        if not is_container(info):
+            return unread(
+                name, cid, f"the engine's inspect answered {type(info).__name__} {str(info)[:40]}, not a container"
+            )
         probed = facts_from_inspect(info, by_id.get(_owner_id(info)), engine.host_shm, engine.runtime)
-        if exec_df and (info.get("State") or {}).get("Running") and probed.facts.shm.present:
+        if exec_df and _dict(info.get("State")).get("Running") is True and probed.facts.shm.present:
             return with_usage(probed, engine.df_shm(cid))
         return probed
 
@@ -415,5 +463,32 @@ def probe(
 
 
 def _owner_id(info: Inspect) -> str:
-    mode = (info.get("HostConfig") or {}).get("IpcMode") or ""
+    mode = _str(_dict(info.get("HostConfig")).get("IpcMode")) or ""
     return mode[len("container:") :] if mode.startswith("container:") else ""
+
+
+def probe_within(
+    timeout: float, names: list[str], filters: dict[str, list[str]], *, include_exited: bool, exec_df: bool
+) -> list[Probed]:
+    """probe() through a new Engine, the whole conversation (connecting, listing, inspecting, exec-ing df) within one
+    deadline of `timeout` seconds: past it, exit 3 and every ssh process of it ended."""
+
+    def work() -> list[Probed]:
+        engine = Engine(timeout)
+        try:
+            return probe(engine, names, filters, include_exited=include_exited, exec_df=exec_df)
+        finally:
+            engine.close()
+
+    return within(timeout, f"the Docker engine at {address()}", work, abort=_end_ssh_sessions)
+
+
+def _end_ssh_sessions() -> None:
+    """The ssh clients the Docker SDK started for ssh:// (children of this process running `docker system
+    dial-stdio` on the engine's host): a client waiting on a host that says nothing would outlive the audit."""
+    import psutil
+
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if child.cmdline()[-1:] == ["docker system dial-stdio"]:
+                child.kill()

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import sys
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from ..limits import MAX_DEPTH, MAX_DIGITS, MAX_JSON_BYTES, MAX_NODES, MAX_YAML_BYTES
 from ..model import Facts
 
 SUFFIXES = (".yml", ".yaml", ".json")
@@ -75,15 +78,23 @@ def _yaml_loader():
 
 
 def parse(text: str, source: str) -> list[Document]:
-    """All documents of one input; empty documents (a trailing `---`) are dropped. UsageError with file:line."""
+    """All documents of one input; empty documents (a trailing `---`) are dropped. UsageError with file:line.
+    Bounded: JSON up to MAX_JSON_BYTES, YAML up to MAX_YAML_BYTES, nesting up to MAX_DEPTH, MAX_NODES values once
+    YAML's aliases are expanded, numbers of MAX_DIGITS digits, no NaN or Infinity, no lone surrogate."""
     if source.endswith(".json") or (source == STDIN and text.lstrip()[:1] in ("{", "[")):
         try:
-            return [Document(source, 0, json.loads(text))]
+            return [Document(source, 0, body) for body in [_json(text, source)] if body is not None]
         except json.JSONDecodeError as e:
             if source != STDIN:
                 raise Unparsable(f"{source}:{e.lineno}: not JSON: {e.msg}") from None
+    if len(text) > MAX_YAML_BYTES:
+        raise UsageError(
+            f"{source}: {_mib(len(text))} of YAML is more than the {_mib(MAX_YAML_BYTES)} shmdoctor reads "
+            f"(JSON is read up to {_mib(MAX_JSON_BYTES)}: kubectl get ... -o json)"
+        )
     yaml, loader = _yaml_loader()
     try:
+        _check_yaml(yaml, loader, text, source)
         bodies = list(yaml.load_all(text, Loader=loader))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -91,6 +102,111 @@ def parse(text: str, source: str) -> list[Document]:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise Unparsable(f"{source}{at}: not YAML: {problem}") from None
     return [Document(source, i, body) for i, body in enumerate(bodies) if body is not None]
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB".replace(".0 MiB", " MiB")
+
+
+def _check_yaml(yaml: Any, loader: type, text: str, source: str) -> None:
+    """Walk the YAML's events before it is composed and constructed: libyaml's parser keeps its own stack (no
+    recursion, whatever the nesting), its composer recurses in C (100,000 levels are a segmentation fault). Nesting
+    up to MAX_DEPTH; at most MAX_NODES values in the file with every alias expanded (an alias counts the values of
+    what it names, merge keys included: a 600-byte alias bomb names 10^9); numbers of at most MAX_DIGITS digits."""
+    open_: list[list] = []  # [values inside it so far, its anchor] for each mapping or sequence open
+    sizes: dict[str, int] = {}  # anchor -> the values it names, once its node is complete
+    total = 0  # values of the file so far, aliases expanded
+
+    def add(n: int, line: int) -> None:
+        nonlocal total
+        total += n
+        if total > MAX_NODES:
+            raise UsageError(
+                f"{source}:{line}: more than {MAX_NODES:,} values once its aliases are expanded (an alias bomb?)"
+            )
+        if open_:
+            open_[-1][0] += n
+
+    for event in yaml.parse(text, Loader=loader):
+        line = event.start_mark.line + 1
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if len(open_) >= MAX_DEPTH:
+                raise UsageError(f"{source}:{line}: nested deeper than {MAX_DEPTH} levels of mappings and lists")
+            if event.anchor:
+                sizes.pop(event.anchor, None)  # from here on the name is this node's, not yet complete
+            open_.append([0, event.anchor])
+            add(1, line)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            count, anchor = open_.pop()  # its values, each counted in the total as it came
+            if open_:
+                open_[-1][0] += count  # and in its parent's
+            if anchor:
+                sizes[anchor] = count + 1
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.implicit[0] and len(event.value) > MAX_DIGITS and _is_number(yaml, loader, event.value):
+                raise UsageError(f"{source}:{line}: a number of {len(event.value)} digits (at most {MAX_DIGITS})")
+            if event.anchor:
+                sizes[event.anchor] = 1
+            add(1, line)
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes and any(anchor == event.anchor for _, anchor in open_):
+                raise UsageError(f"{source}:{line}: the alias *{event.anchor} is inside what it names (recursive)")
+            add(sizes.get(event.anchor, 1), line)
+        elif isinstance(event, yaml.DocumentEndEvent):
+            sizes.clear()  # anchors are per document
+
+
+def _is_number(yaml: Any, loader: type, value: str) -> bool:
+    tag = loader.resolve(loader, yaml.ScalarNode, value, (True, False))
+    return tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _json(text: str, source: str) -> Any:
+    """JSON with its numbers bounded (no NaN or Infinity, at most MAX_DIGITS digits), its nesting and its strings
+    checked: JSONDecodeError for a syntax error, UsageError for the rest."""
+
+    def constant(name: str) -> Any:
+        at = _line_of(text, r"[:,[]\s*-?" + name)
+        raise UsageError(f"{source}{at}: {name} is not a number (JSON has no NaN or Infinity)")
+
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_DIGITS:
+            raise UsageError(f"{source}: a number of {len(digits)} digits (at most {MAX_DIGITS})")
+        return int(digits)
+
+    try:
+        body = json.loads(text, parse_constant=constant, parse_int=integer)
+    except RecursionError:
+        raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels of objects and arrays") from None
+    _check_json(body, text, source)
+    return body
+
+
+def _check_json(body: Any, text: str, source: str) -> None:
+    """Nesting up to MAX_DEPTH, and no lone surrogate (JSON allows "\\ud800"; no file or terminal can hold it),
+    walked without recursion."""
+    stack = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels of objects and arrays")
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+                stack.extend(((key, depth), (item, depth + 1)))
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            raise UsageError(f"{source}{_line_of(text, _LONE_SURROGATE)}: {ascii(value)[:60]} holds a lone surrogate")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = (  # the escape of a high surrogate without its low one, or of a low one alone
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _line_of(text: str, pattern: str) -> str:
+    """':line' of the first match of pattern in text, or '' (a line only helps; the message stands without it)."""
+    found = re.search(pattern, text)
+    return f":{text.count(chr(10), 0, found.start()) + 1}" if found else ""
 
 
 def files(path: str) -> Iterator[str]:
@@ -114,25 +230,47 @@ def files(path: str) -> Iterator[str]:
 
 
 def text(name: str) -> str:
-    """A file's text (or stdin's, for '-'), as UTF-8; UsageError when it cannot be read."""
+    """A file's text (or stdin's, for '-'), as UTF-8, at most MAX_JSON_BYTES; UsageError when it cannot be read.
+    Opened without blocking and checked once open: a FIFO or a device (/dev/zero) is refused, never waited on or
+    read without end."""
     if name == "-":
         return _read_stdin()
     try:
-        with open(name, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as e:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as e:
         raise UsageError(f"{name}: cannot read: {_reason(e)}") from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else ""
+            raise UsageError(
+                f"{name}: cannot read: {kind or 'it'} is not a regular file (give files, directories, or - for stdin)"
+            )
+        try:
+            return _decoded(f.read(MAX_JSON_BYTES + 1), name)
+        except OSError as e:
+            raise UsageError(f"{name}: cannot read: {_reason(e)}") from None
 
 
 def _read_stdin() -> str:
-    """stdin as UTF-8, as files are read; UsageError when it is closed or not text."""
+    """stdin as UTF-8, as files are read, at most MAX_JSON_BYTES; UsageError when it is closed or not text."""
     if sys.stdin is None:  # started with fd 0 closed
         raise UsageError(f"{STDIN}: cannot read: standard input is closed")
+    stream = getattr(sys.stdin, "buffer", None)  # the bytes, so that the locale does not decide the encoding
     try:
-        stream = getattr(sys.stdin, "buffer", None)  # the bytes, so that the locale does not decide the encoding
-        return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
-    except (OSError, UnicodeDecodeError) as e:
+        data = stream.read(MAX_JSON_BYTES + 1) if stream is not None else sys.stdin.read(MAX_JSON_BYTES + 1)
+    except OSError as e:
         raise UsageError(f"{STDIN}: cannot read: {_reason(e)}") from None
+    return data if isinstance(data, str) else _decoded(data, STDIN)
+
+
+def _decoded(data: bytes, source: str) -> str:
+    if len(data) > MAX_JSON_BYTES:
+        raise UsageError(f"{source}: more than the {_mib(MAX_JSON_BYTES)} shmdoctor reads from one input")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{source}: cannot read: {_reason(e)}") from None
 
 
 def _reason(e: OSError | UnicodeDecodeError) -> str:

@@ -55,6 +55,13 @@ def _sequence(value: Any, what: str, source: str, node: Any) -> list:
     return value
 
 
+def _boolean(value: Any, what: str, source: str, node: Any) -> bool:
+    """A field that must be true or false: absent is false; "false" (a string, which is true) is bad input."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise UsageError(f"{where(source, node)}: {what} must be true or false, not {type(value).__name__} {value!r}"[:300])
+
+
 def objects(body: dict) -> Iterator[dict]:
     """The object itself, or the items of a List (`kubectl get ... -o json`), recursively."""
     if body.get("kind") == "List" or (body["kind"].endswith("List") and isinstance(body.get("items"), list)):
@@ -105,7 +112,11 @@ class _Pod:
         label = _template_label(path)
         self.name += f"/{label}" if label else ""
         self.id = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else None
-        self.containers = [c for c in self.spec["containers"] if isinstance(c, dict)]
+        self.containers = self.spec["containers"]
+        if not self.containers or not all(isinstance(c, dict) for c in self.containers):
+            what = "is empty" if not self.containers else "holds something that is not a mapping"
+            raise UsageError(f"{where(doc.source, self.spec)}: {self.name}: spec.containers {what}: nothing to judge")
+        self.host_ipc = _boolean(self.spec.get("hostIPC"), "spec.hostIPC", doc.source, self.spec)
         volumes = _sequence(self.spec.get("volumes"), "spec.volumes", doc.source, self.spec)
         self.volumes = {v["name"]: v for v in volumes if isinstance(v, dict) and isinstance(v.get("name"), str)}
 
@@ -139,7 +150,7 @@ class _Pod:
             (m for m in mounts if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == SHM), None
         )
         if mount is None:
-            if self.spec.get("hostIPC"):
+            if self.host_ipc:
                 unreadable.append(
                     f"{SHM_SIZE_UNKNOWN} (hostIPC: true uses the node's {SHM}, whose size a manifest does not tell)"
                 )
@@ -209,7 +220,7 @@ class _Pod:
             facts = Facts(
                 target=Target("workload", f"{self.doc.source}:{name}", id=self.id),
                 shm=self.shm(container, unreadable),
-                ipc=Ipc("host") if self.spec.get("hostIPC") else Ipc("private"),
+                ipc=Ipc("host") if self.host_ipc else Ipc("private"),
                 memory=Memory(limit_bytes=self.memory_limit(container), used_bytes=None),
                 runtime="kubernetes",
                 ml_signs=ml_signs(container.get("image"), container.get("command"), container.get("args")),

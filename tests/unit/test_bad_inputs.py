@@ -1,13 +1,17 @@
 """The catalogue of bad inputs, across every command: each is one row, with its exit code and its one-line message.
 
-Run as a user runs them (a subprocess): exactly one line on stderr, no traceback, nothing half-done.
+Run as a user runs them (a subprocess): exactly one line on stderr, no traceback, nothing half-done, and within a
+time and a memory bound (TIME_BOUND seconds, MEMORY_BOUND of address space: RLIMIT_AS), so that a hang or a
+runaway allocation is a failure of its row, not of the machine.
 The rows only an engine can refuse are in tests/integration/docker/test_bad_inputs.py.
 {d} in an argument is a directory holding the bad files below; commands run from it (--dataset imports from it).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import subprocess
 import sys
 
@@ -27,7 +31,17 @@ FILES = {
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
         "  - {name: a, image: x, resources: {limits: {memory: 2Zi}}}\n"
     ),
-    "badlabel.yml": "services:\n  a:\n    labels: {shmdoctor.loader: 'batch_size=ten'}\n",
+    "badlabel.yml": "services:\n  a:\n    labels: {shmdoctor.loader: 'batch_size=ten'}\n  b: {shm_size: 2g}\n",
+    "billion-workers.yml": (
+        "services:\n  a:\n    labels: {shmdoctor.loader: 'batch_size=1,num_workers=1000000000,sample_bytes=1k'}\n"
+        "  b: {shm_size: 2g}\n"
+    ),
+    "huge-label-size.yaml": (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n"
+        f"    shmdoctor.loader: batch_size=1,num_workers=1,sample_bytes={'9' * 400}\n"
+        "spec:\n  containers: [{name: a, image: x}]\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec:\n  containers: [{name: a, image: x}]\n"
+    ),
     "notes.txt": "not a segment\n",
     "volumes-not-a-list.yaml": (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  volumes: 3\n  containers: [{name: a, image: x}]\n"
@@ -35,6 +49,8 @@ FILES = {
     "tmpfs-not-a-path.yml": "services:\n  a:\n    image: x\n    tmpfs: true\n",
 }
 USAGE, PROBE = 2, 3
+TIME_BOUND = 60  # seconds, a row: the slowest rows (an engine's deadline, a YAML at its size limit) take ~10
+MEMORY_BOUND = 2 * 2**30  # bytes of address space, a row: shmdoctor's threads each reserve a stack and an arena
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
 LOADER = ["--batch-size", "8", "--num-workers", "2", "--sample-bytes", "1m"]
 
@@ -90,6 +106,43 @@ CASES = [
         {},
         USAGE,
         "a loader needs a sample size",
+    ),
+    # numbers past what any machine has: one line, never a search that counts down from them
+    (
+        "a billion workers",
+        ["check", "--batch-size", "1", "--num-workers", "1000000000", "--sample-bytes", "1k"],
+        {},
+        USAGE,
+        "num_workers must be at most 4096 (more than any machine runs), got 1000000000",
+    ),
+    (
+        "a billion batches ahead",
+        ["check", *LOADER, "--prefetch-factor", "1000000000"],
+        {},
+        USAGE,
+        "prefetch_factor must be at most 4096",
+    ),
+    ("a 20-digit rank count", ["check", *LOADER, "--ranks", "9" * 20], {}, USAGE, "ranks must be at most 4096"),
+    (
+        "a 13-digit batch",
+        ["check", "--batch-size", "9" * 13, "--sample-bytes", "1"],
+        {},
+        USAGE,
+        "batch_size must be at most 4294967296",
+    ),
+    (
+        "a 400-digit sample size",
+        ["check", *LOADER[:4], "--sample-bytes", "1" + "0" * 400],
+        {},
+        USAGE,
+        "(401 characters) is more than 1 PiB, more memory than any machine has",
+    ),
+    (
+        "a batch larger than any machine",
+        ["check", "--batch-size", "4000000", "--num-workers", "1", "--sample-bytes", "1t"],
+        {},
+        USAGE,
+        "one batch of 4000000 samples is",
     ),
     # sizes
     (
@@ -308,13 +361,6 @@ CASES = [
         USAGE,
         "service 'a': tmpfs must be a path or a list of paths, not bool",
     ),
-    (
-        "lint a loader label that is not a loader",
-        ["lint", "{d}/badlabel.yml"],
-        {},
-        USAGE,
-        "batch_size must be an integer",
-    ),
     # explain
     ("explain: a log that does not exist", ["explain", "{d}/no-such.log"], {}, USAGE, "No such file or directory"),
     ("explain: a directory as the log", ["explain", "{d}"], {}, USAGE, "Is a directory"),
@@ -340,6 +386,41 @@ CASES = [
     ),
     ("run: a command that does not exist", ["run", "--", "no-such-command-sdt"], {}, 127, "cannot run"),
 ]
+# A target's own bad loader label or annotation is that target's `bad-label` finding: the others are judged, the
+# run goes on (exit 1: the finding is an error). (id, argv, the target with the finding, a fragment of its message)
+LABEL_CASES = [
+    ("a label that is not a loader", ["lint", "{d}/badlabel.yml"], "badlabel.yml:a", "batch_size must be an integer"),
+    (
+        "a label with a billion workers",
+        ["lint", "{d}/billion-workers.yml"],
+        "billion-workers.yml:a",
+        "num_workers must be at most 4096",
+    ),
+    (
+        "an annotation with a 400-digit size",
+        ["lint", "{d}/huge-label-size.yaml"],
+        "huge-label-size.yaml:Pod/p",
+        "is more than 1 PiB",
+    ),
+]
+
+
+def bounded_run(args: list[str], *, cwd, env: dict, stdin=None) -> subprocess.CompletedProcess:
+    """shmdoctor ARGS in a subprocess held to TIME_BOUND and MEMORY_BOUND (past either, the row fails)."""
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BOUND, MEMORY_BOUND))
+
+    return subprocess.run(
+        [sys.executable, "-m", "shmdoctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIME_BOUND,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        preexec_fn=limit_memory,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -354,14 +435,7 @@ def bad_files(tmp_path_factory):
 @pytest.mark.parametrize("argv, env, code, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input(bad_files, argv, env, code, message):
     args = [a.format(d=bad_files) for a in argv]
-    proc = subprocess.run(
-        [sys.executable, "-m", "shmdoctor", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=bad_files,
-        env={**os.environ, **env},
-    )
+    proc = bounded_run(args, cwd=bad_files, env=env)
     assert_one_line_error(proc, code, message)
 
 
@@ -371,3 +445,15 @@ def test_the_catalogue_covers_every_command_and_30_kinds():
     covered = {argv[0] for _, argv, *_ in CASES}
     assert len({c[0] for c in CASES}) == len(CASES) >= 30
     assert set(COMMANDS) <= covered, f"no bad input for {set(COMMANDS) - covered}"
+
+
+@pytest.mark.parametrize("argv, target, message", [c[1:] for c in LABEL_CASES], ids=[c[0] for c in LABEL_CASES])
+def test_bad_label_is_its_targets_finding(bad_files, argv, target, message):
+    proc = bounded_run([*(a.format(d=bad_files) for a in argv), "--format", "json"], cwd=bad_files, env={})
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+    reports = json.loads(proc.stdout)["reports"]
+    (report,) = [r for r in reports if r["target"]["name"].endswith(target)]
+    (finding,) = [f for f in report["findings"] if f["id"] == "bad-label"]
+    assert message in finding["message"] and report["verdict"] == "fail"
+    others = [r for r in reports if r is not report]
+    assert others and all(r["verdict"] != "fail" for r in others)  # judged as usual

@@ -12,9 +12,12 @@ import tempfile
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from shmdoctor import fixes
 from shmdoctor.cli import main
 from shmdoctor.errors import UsageError
+from shmdoctor.limits import MAX_PREFETCH, MAX_WORKERS
 from shmdoctor.loader import LoaderSpec, loader_config, requirement
+from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
 from shmdoctor.probe.compose import interpolate
 from shmdoctor.probe.documents import parse
 from shmdoctor.probe.mountinfo import parse_line
@@ -183,6 +186,33 @@ def test_a_parsed_spec_is_a_loader_or_a_usage_error_and_its_need_is_the_formula(
     assert need.bytes == in_flight * config.batch_bytes * config.ranks
 
 
+@given(
+    st.integers(1, MAX_WORKERS),
+    st.integers(1, MAX_PREFETCH),
+    st.booleans(),
+    st.integers(1, 64),
+    st.integers(1, 2**20),
+    sizes,
+)
+def test_what_fits_today_is_the_largest_setting_that_fits(workers, prefetch, pin, ranks, batch_kib, shm_size):
+    """Each knob turned down alone, to the largest value whose need (the formula) fits in the headroom: one more
+    would not. Closed form: as fast for 4096 workers as for 4."""
+    base = dict(batch_size=1, num_workers=workers, prefetch_factor=prefetch, pin_memory=pin, ranks=ranks)
+    need = requirement(loader_config(**base, sample_bytes=batch_kib * KiB))
+    facts = Facts(Target("local", "t"), Shm(True, shm_size, 0, shm_size, "docker-shm"), Ipc("private"), Memory(None, 0))
+    usable = int(shm_size * fixes.HEADROOM)
+
+    def fits(**change) -> bool:
+        return requirement(loader_config(**{**base, **change}, sample_bytes=batch_kib * KiB)).bytes <= usable
+
+    for fix in fixes.fit_today(need, facts):
+        ((knob, value),) = fix.loader.items()
+        if knob == "num_workers" and value:
+            assert fits(num_workers=value) and (value == workers - 1 or not fits(num_workers=value + 1))
+        if knob == "prefetch_factor":
+            assert fits(prefetch_factor=value) and (value == prefetch - 1 or not fits(prefetch_factor=value + 1))
+
+
 @given(st.text(max_size=80))
 def test_any_spec_text_is_a_spec_or_a_usage_error(text):
     _one_line_usage_error(LoaderSpec.parse, text)
@@ -288,4 +318,4 @@ def test_any_text_parses_as_documents_or_a_usage_error(text):
 @given(values)
 def test_any_json_document_reads_back(body):
     docs = parse(json.dumps(body), "generated.json")
-    assert [d.body for d in docs] == [body]
+    assert [d.body for d in docs] == ([] if body is None else [body])  # `null` is no document, as YAML's empty one

@@ -63,6 +63,7 @@ CASES = {
         (dict(), seed(), False),  # with a loader the need is judged instead
         (dict(shm=shm(64 * MiB, source="runtime-shm"), runtime="kubernetes"), None, True),
         (dict(shm=shm(64 * MiB, source="tmpfs")), None, False),
+        (dict(bad_label="batch_size must be an integer"), None, False),  # bad-label says why there is no loader
     ],
     "shm-over-memory": [
         (dict(shm=shm(2 * GiB), memory=Memory(700 * MiB, 10 * MiB)), None, True),
@@ -83,6 +84,10 @@ CASES = {
     "probe-incomplete": [
         (dict(unreadable=("mounts (/proc/self/mountinfo: Permission denied)",)), None, True),
         (dict(), None, False),
+    ],
+    "bad-label": [  # a shmdoctor.loader label or annotation that is not a loader: judged without one
+        (dict(bad_label="num_workers must be at most 4096 (more than any machine runs), got 1000000000"), None, True),
+        (dict(), seed(), False),
     ],
     "oom-killed": [  # audit --all: an exited container with State.OOMKilled
         (dict(flags=frozenset({"oom-killed"})), None, True),

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from shmdoctor.errors import UsageError
@@ -33,6 +35,46 @@ def test_parse_size_rejects_with_one_line(text):
 
 
 @pytest.mark.parametrize(
+    "value, fragment",
+    [
+        (True, "True is not a size"),  # YAML's `shm_size: true`, once printed as "True B"
+        (False, "False is not a size"),
+        (0.5, "0.5 is not a size"),
+        (None, "None is not a size"),
+        ("1" + "0" * 400, "(401 characters) is more than 1 PiB"),  # once a float overflow and a traceback
+        ("9" * 400 + "g", "is more than 1 PiB"),
+        (2**50 + 1, "is more than 1 PiB"),
+        ("1025t", "is more than 1 PiB"),
+    ],
+)
+def test_parse_size_refuses_what_is_not_a_size_or_more_than_any_machine(value, fragment):
+    with pytest.raises(UsageError, match=re.escape(fragment)):
+        parse_size(value, what="shm_size")
+
+
+def test_parse_size_is_exact_at_the_bound():
+    assert parse_size("1024t") == parse_size(2**50) == 2**50
+    assert parse_size("0.5k") == 512
+
+
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        (float("nan"), "nan is not a Kubernetes quantity"),  # JSON's NaN
+        (float("inf"), "inf is not a Kubernetes quantity"),  # JSON's Infinity, or 1e400
+        (-1, "cannot be negative"),  # sizeLimit: -1
+        (True, "True is not a Kubernetes quantity"),
+        (0.5, "0.5 is not a Kubernetes quantity"),
+        ("9" * 400 + "Gi", "is more than 1 PiB"),
+        (10**400, "is more than 1 PiB"),
+    ],
+)
+def test_parse_quantity_refuses_what_is_not_a_quantity(value, fragment):
+    with pytest.raises(UsageError, match=re.escape(fragment)):
+        parse_quantity(value)
+
+
+@pytest.mark.parametrize(
     "text, expected", [("2Gi", 2 * GiB), ("512Mi", 512 * MiB), ("1G", 10**9), ("500M", 5 * 10**8), (1024, 1024)]
 )
 def test_parse_quantity(text, expected):
@@ -63,6 +105,7 @@ def test_nice_sizes_are_what_people_type(need, size, docker, k8s):
         (int(1.5 * GiB), "1.5 GiB"),
         (900 * MiB, "900 MiB"),
         (None, "unknown"),
+        (2**50, "1 PiB"),
     ],
 )
 def test_format_size(n, text):

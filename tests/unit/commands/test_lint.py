@@ -205,15 +205,20 @@ def _unreadable(path: Path) -> bool:
     return False
 
 
-def test_bad_loader_annotation_names_the_target(capsys, tmp_path):
+def test_a_bad_loader_annotation_is_its_workloads_finding_and_the_others_are_judged(capsys, tmp_path):
     manifest = tmp_path / "job.yaml"
     manifest.write_text(
         "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n"
         "    shmdoctor.loader: batch_size=many\nspec:\n  template:\n    spec:\n"
         "      containers: [{name: c, image: x}]\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: ok}\nspec:\n  containers: [{name: c, image: x}]\n"
     )
-    code, _, err = lint(capsys, str(manifest))
-    assert code == 2 and f"{manifest}:6: {manifest}:Job/j: shmdoctor.loader:" in err and "batch_size" in err
+    code, doc = lint_json(capsys, str(manifest), "--batch-size", "8", "--num-workers", "1", "--sample-bytes", "1k")
+    bad, good = by_name(doc)[f"{manifest}:Job/j"], by_name(doc)[f"{manifest}:Pod/ok"]
+    assert code == 1 and bad["verdict"] == "fail" and bad["requirement"] is None
+    (finding,) = [f for f in bad["findings"] if f["id"] == "bad-label"]
+    assert f"{manifest}:6: loader spec 'batch_size=many': batch_size must be an integer" in finding["message"]
+    assert good["verdict"] == "ok" and good["requirement"]["loader"]["batch_size"] == 8
 
 
 def test_only_unknown_kinds(capsys, tmp_path):

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from shmdoctor.errors import UsageError
-from shmdoctor.fleet import judge_container as _judge
+from shmdoctor.fleet import judge_labelled
 from shmdoctor.loader import LoaderSpec, loader_config
 from shmdoctor.probe import docker as probe
 from shmdoctor.sizes import GiB, MiB
@@ -151,12 +151,17 @@ def test_loader_label_overrides_the_command_line():
     assert without.requirement.loader == loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB")
 
 
+def _judge(probed: probe.Probed, loader: LoaderSpec, fail_on: str):
+    return judge_labelled(probed.facts, loader, probed.loader_label, fail_on, probed.notes)
+
+
 def test_a_bad_label_is_a_finding_not_a_crash():
     probed = replace(probe.facts_from_inspect(captured("shm2g")), loader_label="batch_size=lots")
     report = _judge(probed, SEED, "error")
-    incomplete = [f for f in report.findings if f.id == "probe-incomplete"]
-    assert incomplete and "shmdoctor.loader" in incomplete[0].message
-    assert report.requirement.bytes == 900 * MiB  # judged against the command line's loader
+    bad = [f for f in report.findings if f.id == "bad-label"]
+    assert bad and bad[0].severity == "error" and "batch_size must be an integer, got 'lots'" in bad[0].message
+    assert report.requirement is None  # its loader is not known: neither the label's nor the command line's
+    assert report.verdict == "fail"
 
 
 def test_verdicts_against_the_seed_loader():

@@ -1,0 +1,53 @@
+"""Bounds on every number and every input shmdoctor reads: past one, a one-line error, never a hang or a traceback.
+
+Each bound is far above what a real machine or a real file has, so that only a mistake or an attack meets it. The
+README's "Limits" section lists them; tests/test_bad_inputs.py crosses each one.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import UsageError
+
+# Numbers of a loader and of the targets it is judged on.
+MAX_BYTES = 2**50  # 1 PiB: any size: more memory than any machine has
+MAX_WORKERS = 4096  # DataLoader workers: more than the hardware threads of the largest machines
+MAX_PREFETCH = 4096  # batches each worker loads ahead
+MAX_RANKS = 4096  # loaders in one container
+MAX_BATCH = 2**32  # samples per batch
+
+# Inputs: files, stdin, engine answers.
+MAX_YAML_BYTES = 8 * 2**20  # YAML costs ~0.7 s and ~60 MiB a MiB to judge: 8 MiB is judged in seconds
+MAX_JSON_BYTES = 64 * 2**20  # JSON is ~20 times cheaper to read: a `kubectl get pods -A -o json` of ~30,000 pods
+MAX_DEPTH = 64  # nesting of mappings and lists (a Kubernetes object nests ~15 deep)
+MAX_NODES = 4_000_000  # values in one input once YAML aliases and merge keys are expanded (an alias bomb)
+MAX_DIGITS = 64  # digits of one number in a file: sizes fit in 20
+MAX_INTERPOLATION_DEPTH = 32  # ${A:-${B:-...}} nested in one compose value
+MAX_IPC_CHAIN = 64  # compose services joined by `ipc: service:NAME`, one after the other
+ENGINE_TIMEOUT = 30.0  # seconds for all of one engine's answers (audit --timeout)
+MAX_TIMEOUT = 3600.0  # seconds: --timeout, watch's --interval and --holders-every
+MAX_DURATION = 366 * 86400.0  # seconds: watch --duration, a year
+
+
+def bounded(name: str, value: object, least: int, most: int) -> int:
+    """An integer of the loader (batch_size, num_workers, ...) in [least, most], or a one-line UsageError."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise UsageError(f"{name} must be an integer of at least {least}, got {shown(value)}")
+    if value > most:
+        raise UsageError(f"{name} must be at most {most} (more than any machine runs), got {shown(value)}")
+    return value
+
+
+def shown(value: object) -> str:
+    """A value for an error message, never 400 digits long: its repr, or its start and its length."""
+    text = repr(value)
+    length = len(value) if isinstance(value, str) else len(str(value))
+    return text if len(text) <= 100 else f"{text[:60]}... ({length} characters)"
+
+
+def seconds(name: str, value: float | None, most: float) -> float | None:
+    """A duration option: a finite number of seconds greater than zero and at most `most` (1e10 s is 300 years)."""
+    if value is not None and not (math.isfinite(value) and 0 < value <= most):
+        raise UsageError(f"{name} must be a number of seconds greater than zero and at most {most:.0f}, got {value!r}")
+    return value
