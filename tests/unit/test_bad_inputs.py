@@ -9,11 +9,18 @@ The rows only an engine can refuse are in tests/integration/docker/test_bad_inpu
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
+import re
 import resource
+import socket
+import socketserver
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -403,6 +410,47 @@ LABEL_CASES = [
         "is more than 1 PiB",
     ),
 ]
+# Engines that answer badly, served here by fake_engines (each a real HTTP server on a unix socket, or a TCP port that
+# an ssh client reaches): {engine:NAME} in DOCKER_HOST is NAME's address.
+ENGINE_CASES = [
+    (
+        "an engine that trickles a byte a second",
+        ["audit", "--timeout", "3"],
+        {"DOCKER_HOST": "{engine:trickle}"},
+        PROBE,
+        "did not answer within 3 s (--timeout)",
+    ),
+    (
+        "an ssh host that accepts and says nothing",
+        ["audit", "--timeout", "3"],
+        {"DOCKER_HOST": "{engine:silent-ssh}"},
+        PROBE,
+        "did not answer within 3 s (--timeout)",
+    ),
+    (
+        "an engine that lists [{}]",
+        ["audit"],
+        {"DOCKER_HOST": "{engine:list-of-empty}"},
+        PROBE,
+        "answered the list of containers with something else",
+    ),
+    (
+        "an engine that lists {}",
+        ["audit"],
+        {"DOCKER_HOST": "{engine:list-is-a-mapping}"},
+        PROBE,
+        "answered the list of containers with something else",
+    ),
+    (
+        "an engine that lists null",
+        ["audit"],
+        {"DOCKER_HOST": "{engine:list-is-null}"},
+        PROBE,
+        "answered the list of containers with something else",
+    ),
+    ("a timeout of 1e10 s", ["audit", "--timeout", "1e10"], NO_ENGINE, USAGE, "--timeout must be a number of seconds"),
+    ("a timeout of nan s", ["audit", "--timeout", "nan"], NO_ENGINE, USAGE, "--timeout must be a number of seconds"),
+]
 
 
 def bounded_run(args: list[str], *, cwd, env: dict, stdin=None) -> subprocess.CompletedProcess:
@@ -432,10 +480,113 @@ def bad_files(tmp_path_factory):
     return d
 
 
-@pytest.mark.parametrize("argv, env, code, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input(bad_files, argv, env, code, message):
+class FakeEngine(http.server.BaseHTTPRequestHandler):
+    """An engine's HTTP API as this test wants it to answer: `listing` for the list of containers, `inspects` by id,
+    each byte a second apart with `trickle` (at most TRICKLED of them: it stops by itself)."""
+
+    protocol_version = "HTTP/1.1"
+    listing: object = []
+    inspects: dict = {}
+    trickle = False
+
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        if path.endswith(("/version", "/_ping")):
+            body: object = {"ApiVersion": "1.41", "Version": "20.10.24"}
+        elif path.endswith("/containers/json"):
+            body = self.listing
+        else:  # /containers/<id>/json
+            body = self.inspects.get(path.split("/")[-2])
+        data = json.dumps(body).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        try:
+            if not self.trickle:
+                self.wfile.write(head.encode() + data)
+                return
+            for byte in (head.encode() + data)[:TRICKLED]:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(1)
+        except OSError:  # the client gave up: what a deadline is for
+            self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+    def address_string(self):  # a unix socket has no (host, port)
+        return "engine"
+
+
+TRICKLED = 120
+INSPECT = {"Id": "a" * 64, "Name": "/good", "HostConfig": {"ShmSize": 2**31, "IpcMode": "private"}, "State": {}}
+ENGINES = {
+    "trickle": dict(trickle=True),
+    "list-of-empty": dict(listing=[{}]),
+    "list-is-a-mapping": dict(listing={}),
+    "list-is-null": dict(listing=None),
+    "inspects-of-every-shape": dict(
+        listing=[{"Id": c * 64, "Names": [f"/{name}"]} for c, name in zip("abcde", ("good", "{}", "[{}]", "1", "bad"))],
+        inspects={
+            "a" * 64: INSPECT,
+            "b" * 64: {},
+            "c" * 64: [{}],
+            "d" * 64: 1,
+            "e" * 64: {  # an inspect whose every field is of the wrong type
+                "Id": "e" * 64,
+                "Name": 5,
+                "HostConfig": {"ShmSize": "lots", "IpcMode": ["host"], "Memory": -1, "Tmpfs": [], "Mounts": {}},
+                "Mounts": "none",
+                "State": {"Status": 7, "OOMKilled": "yes"},
+                "Config": {"Labels": ["shmdoctor.loader"]},
+            },
+        },
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def fake_engines(tmp_path_factory):
+    """{name: DOCKER_HOST} of each engine of ENGINES (a threaded HTTP server on a unix socket), and "silent-ssh": a
+    TCP port on loopback that accepts and never says a word, reached as ssh://. All stop with the module."""
+    d = tmp_path_factory.mktemp("engines")
+    servers, addresses = [], {}
+    for name, answers in ENGINES.items():
+        server = socketserver.ThreadingUnixStreamServer(str(d / f"{name}.sock"), type(name, (FakeEngine,), answers))
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        addresses[name] = f"unix://{d / name}.sock"
+    silent = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    silent.settimeout(0.5)
+
+    def hold() -> None:  # accepts and keeps each connection open, saying nothing, until the module ends
+        while silent.fileno() >= 0:
+            with contextlib.suppress(OSError):
+                held.append(silent.accept()[0])
+
+    threading.Thread(target=hold, daemon=True).start()
+    addresses["silent-ssh"] = f"ssh://127.0.0.1:{silent.getsockname()[1]}"
+    yield addresses
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+    silent.close()
+    for connection in held:
+        connection.close()
+
+
+def _engine_env(request, env: dict) -> dict:
+    engines = request.getfixturevalue("fake_engines") if any("{engine:" in v for v in env.values()) else {}
+    return {k: re.sub(r"\{engine:([\w-]+)\}", lambda m: engines[m.group(1)], v) for k, v in env.items()}
+
+
+@pytest.mark.parametrize(
+    "argv, env, code, message", [c[1:] for c in CASES + ENGINE_CASES], ids=[c[0] for c in CASES + ENGINE_CASES]
+)
+def test_bad_input(request, bad_files, argv, env, code, message):
     args = [a.format(d=bad_files) for a in argv]
-    proc = bounded_run(args, cwd=bad_files, env=env)
+    proc = bounded_run(args, cwd=bad_files, env=_engine_env(request, env))
     assert_one_line_error(proc, code, message)
 
 
@@ -457,3 +608,26 @@ def test_bad_label_is_its_targets_finding(bad_files, argv, target, message):
     assert message in finding["message"] and report["verdict"] == "fail"
     others = [r for r in reports if r is not report]
     assert others and all(r["verdict"] != "fail" for r in others)  # judged as usual
+
+
+def test_an_ssh_host_that_says_nothing_leaves_no_ssh_client_behind(fake_engines, bad_files):
+    import psutil
+
+    port = fake_engines["silent-ssh"].rpartition(":")[2]
+    proc = bounded_run(["audit", "--timeout", "2"], cwd=bad_files, env={"DOCKER_HOST": fake_engines["silent-ssh"]})
+    assert proc.returncode == PROBE, proc.stderr
+    clients = [p for p in psutil.process_iter(["cmdline"]) if port in (p.info["cmdline"] or []) and "ssh" in str(p)]
+    assert clients == []
+
+
+def test_engine_answers_of_the_wrong_shape_are_their_containers_probe_incomplete(fake_engines, bad_files):
+    env = {"DOCKER_HOST": fake_engines["inspects-of-every-shape"]}
+    proc = bounded_run(["audit", *LOADER, "--format", "json"], cwd=bad_files, env=env)
+    assert "Traceback" not in proc.stderr and proc.returncode == 0, proc.stderr  # warnings: probe-incomplete
+    reports = {r["target"]["name"]: r for r in json.loads(proc.stdout)["reports"]}
+    assert reports["good"]["verdict"] == "ok"
+    for name in ("{}", "[{}]", "1"):
+        assert [f["id"] for f in reports[name]["findings"]] == ["probe-incomplete"]
+        assert "not a container" in reports[name]["findings"][0]["message"]
+    bad = reports["e" * 12]  # its Name is not a string: named by its id
+    assert bad["shm"]["size_bytes"] is None and bad["ipc"]["mode"] == "private" and bad["memory"]["limit_bytes"] is None
