@@ -6,7 +6,7 @@ from __future__ import annotations
 from .capacity import HEADROOM, available, memory_for, shm_size_for
 from .loader import batches_in_flight
 from .model import Facts, Fix, Requirement
-from .sizes import docker_size, format_size, k8s_quantity, page_floor
+from .sizes import MiB, docker_size, format_size, k8s_quantity, page_floor, parse_size
 
 IPC_HOST_CAVEAT = "shares the host's IPC namespace: the container can read and write every host process's shared memory"
 # A bind of /dev/shm is a mount, not a namespace: POSIX shared memory (files in /dev/shm) is shared, System V is not.
@@ -64,6 +64,37 @@ def compose_memory(limit: int, facts: Facts) -> str:
     return f'mem_limit: "{docker_size(limit)}"'
 
 
+# Where a platform's /dev/shm cannot be sized: what to move to instead.
+FIXED_SHM = {
+    "ecs": "Fargate cannot size /dev/shm: run the task on EC2 capacity (requiresCompatibilities: EC2) with "
+    "linuxParameters.sharedMemorySize of",
+    "sagemaker": "SageMaker jobs cannot size /dev/shm (aws/sagemaker-python-sdk#937): run the loader in a container "
+    "you start (ECS on EC2, EKS) with a /dev/shm of",
+}
+
+
+def in_platform(fix: Fix, platform: str) -> str | None:
+    """A fix's docker flags said in a job definition's own language: ECS / Batch JSON, Azure ML YAML, a Quadlet
+    unit; None where the fix has nothing that platform takes."""
+    lines = []
+    args = list(fix.docker_args)
+    for i, arg in enumerate(args):
+        key, _, value = arg.partition("=")
+        if platform == "ecs" and key == "--shm-size":
+            lines.append(f'"linuxParameters": {{"sharedMemorySize": {-(-parse_size(value) // MiB)}}}')
+        elif platform == "ecs" and key == "--memory":
+            lines.append(f'"memory": {-(-parse_size(value) // MiB)}')
+        elif platform == "azureml" and key == "--shm-size":
+            lines.append(f"resources:\n  shm_size: {value}")
+        elif platform == "quadlet" and key == "--shm-size":
+            lines.append(f"ShmSize={value}")
+        elif platform == "quadlet" and arg == "--tmpfs":
+            lines.append(f"Tmpfs={args[i + 1]}")
+        elif platform == "quadlet" and key in ("--ipc", "--memory"):
+            lines.append(f"PodmanArgs={arg}")
+    return "\n".join(lines) or None
+
+
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     """A /dev/shm of the size the need asks, said for where this one comes from, and the host's as the alternative."""
     return grow_shm_to(need.bytes, facts, need.loader.ranks)
@@ -76,6 +107,9 @@ def grow_shm_to(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...
     wanted_mem = memory_for(need_bytes, facts, ranks)
     new_mem = wanted_mem if mem is not None and wanted_mem > mem else None
     why = f"{format_size(need_bytes)} needed + 25%" + (", and memory to hold it" if new_mem else "")
+    if "shm-fixed" in facts.flags:  # Fargate, SageMaker: no setting sizes /dev/shm there
+        move = FIXED_SHM.get(facts.runtime, "this platform cannot size /dev/shm: move to one that can, with")
+        return (Fix(f"{move} {format_size(size)} ({why})"),)
     if source == "system":  # not in a container: the machine's own tmpfs
         return (
             Fix(

@@ -32,10 +32,13 @@ ShmSource = Literal[
     "unknown",
 ]
 IpcMode = Literal["host", "private", "shareable", "container", "none", "unknown"]
-Runtime = Literal["docker", "podman", "kubernetes", "container", "compose", "none"]
+# ecs: an ECS task or Batch job definition; azureml: an Azure ML job; sagemaker: inside a SageMaker job
+Runtime = Literal["docker", "podman", "kubernetes", "container", "compose", "ecs", "azureml", "sagemaker", "none"]
 # Remarks of one source the rules and fixes read: the container was OOM-killed (inspect's State.OOMKilled); a
 # compose service sets its memory limit under deploy.resources (fixes go there).
-Flag = Literal["oom-killed", "compose-deploy-memory"]
+# shm-fixed: the platform gives a /dev/shm nobody can size (Fargate, SageMaker): no fix may ask for another size;
+# shm-size-ignored: the definition asks for a size that platform ignores (Fargate's sharedMemorySize).
+Flag = Literal["oom-killed", "compose-deploy-memory", "shm-fixed", "shm-size-ignored"]
 Verdict = Literal["ok", "warn", "fail"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 

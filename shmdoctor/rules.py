@@ -174,6 +174,16 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
     return None
 
 
+@rule("platform-ignores-shm-size", "warning", "the platform ignores the /dev/shm size the definition asks for")
+def platform_ignores_shm_size(facts, need):
+    if "shm-size-ignored" in facts.flags:
+        msg = (
+            f"{facts.shm.detail}: the size the definition asks for is not what the container gets, "
+            f"{format_size(facts.shm.size_bytes)}"
+        )
+        return msg, (Fix(fixes.FIXED_SHM.get(facts.runtime, "move to a platform that sizes /dev/shm") + " that size"),)
+
+
 @rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")
 def shm_over_memory(facts: Facts, need: Requirement | None) -> Hit:
     room, size = capacity.memory_room(facts), facts.shm.size_bytes

@@ -15,10 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from . import compose, documents, kubernetes
+from . import azureml, compose, documents, ecs, kubernetes
 from .documents import Definition, Document
 
-FORMATS = "a compose file (services:) or a Kubernetes manifest (apiVersion, kind)"
+FORMATS = (
+    "a compose file (services:), a Kubernetes manifest (apiVersion, kind), an ECS task or Batch job definition "
+    "(containerDefinitions, containerProperties), an Azure ML job ($schema, command) or a Quadlet .container unit"
+)
 # A Go template action: {{ .Values.x }}, {{- include "x" . }}, {{ if ... }}, {{ $x := ... }}
 RENDER = "helm template CHART | shmdoctor lint -"
 _TEMPLATE = re.compile(r"\{\{-?\s*(?:[.$]|[a-z]+\b)")
@@ -72,6 +75,14 @@ def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into
     """The document's targets into `into`; False when it is no format lint knows."""
     if compose.is_compose(doc.body):
         into.definitions.extend(compose.probe(doc, swarm, environ(doc.source)))
+    elif ecs.is_task_definition(doc.body):
+        into.definitions.extend(ecs.probe(doc))
+    elif azureml.is_job(doc.body):
+        into.definitions.extend(azureml.probe(doc))
+    elif ecs.is_task_definition(doc.body):
+        into.definitions.extend(ecs.probe(doc))
+    elif azureml.is_job(doc.body):
+        into.definitions.extend(azureml.probe(doc))
     elif kubernetes.is_manifest(doc.body):
         found, skipped = kubernetes.probe(doc)
         into.definitions.extend(found)

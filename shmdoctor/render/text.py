@@ -8,6 +8,7 @@ import os
 
 import click
 
+from ..fixes import in_platform
 from ..model import ENGINE_DEFAULT_SHM, Fix, IpcMode, Report, ShmSource
 from ..sizes import format_size
 
@@ -48,6 +49,10 @@ def _language(report: Report) -> str:
         return "shell"
     if target.kind == "service":
         return "compose"
+    if runtime in ("ecs", "azureml"):
+        return runtime
+    if runtime == "podman" and target.kind == "service":
+        return "quadlet"
     if target.kind == "workload" or runtime == "kubernetes":
         return "kubernetes"
     return "podman" if runtime == "podman" else "docker"
@@ -59,6 +64,8 @@ def fix_body(fix: Fix, language: str) -> str:
         return fix.compose
     if language == "kubernetes" and fix.kubernetes:
         return fix.kubernetes.rstrip()
+    if language in ("ecs", "azureml", "quadlet") and fix.docker_args:  # flags these do not take: the summary alone
+        return in_platform(fix, language) or ""
     if fix.shell:
         return fix.shell
     if fix.docker_args:
@@ -194,6 +201,9 @@ def fixes_by_target(reports: list[Report]) -> str:
 
 
 def _short_fix(fix: Fix, language: str) -> str:
+    platform = in_platform(fix, language) if language in ("ecs", "azureml", "quadlet") else None
+    if platform and "\n" not in platform:
+        return platform
     if language == "compose" and fix.compose and "\n" not in fix.compose:
         return fix.compose
     if language in ("compose", "kubernetes") and (fix.compose or fix.kubernetes):  # a snippet: its summary

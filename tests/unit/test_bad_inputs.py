@@ -337,7 +337,7 @@ CASES = [
         ["lint", "{d}/empty.json"],
         {},
         USAGE,
-        "not a compose file (services:) or a Kubernetes manifest",
+        "not a compose file (services:), a Kubernetes manifest",
     ),
     ("lint a directory without manifests", ["lint", "{d}/empty-dir"], {}, USAGE, "no *.yml, *.yaml or *.json file"),
     (

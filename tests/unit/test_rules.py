@@ -64,6 +64,16 @@ CASES = {
         (dict(shm=shm(64 * MiB, source="runtime-shm"), runtime="kubernetes"), None, True),
         (dict(shm=shm(64 * MiB, source="tmpfs")), None, False),
         (dict(bad_label="batch_size must be an integer"), None, False),  # bad-label says why there is no loader
+        (dict(shm=shm(64000 * 1024, source="podman-shm"), runtime="podman"), None, True),
+        # lint and audit: only where it looks like ML
+        (dict(shm=shm(64 * MiB), target=Target("service", "web")), None, False),
+        (dict(shm=shm(64 * MiB), target=Target("service", "t"), ml_signs=("command torchrun",)), None, True),
+        (dict(shm=shm(64 * MiB), target=Target("container", "t"), gpus="all"), None, True),
+    ],
+    "platform-ignores-shm-size": [  # lint: a Fargate task definition with sharedMemorySize
+        (dict(flags=frozenset({"shm-fixed", "shm-size-ignored"}), runtime="ecs"), None, True),
+        (dict(flags=frozenset({"shm-fixed"}), runtime="ecs"), None, False),
+        (dict(), None, False),
     ],
     "shm-over-memory": [
         (dict(shm=shm(2 * GiB), memory=Memory(700 * MiB, 10 * MiB)), None, True),

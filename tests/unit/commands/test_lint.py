@@ -167,7 +167,7 @@ def test_a_shm_the_file_cannot_size_is_said_not_passed(capsys, tmp_path):
     [
         ("helm-unrendered.yaml", "helm-unrendered.yaml:5: an unrendered Helm template ({{ ... }}): render it first"),
         ("tabs.yml", "tabs.yml:3: not YAML: found character that cannot start any token"),
-        ("values.yaml", "values.yaml:2: not a compose file (services:) or a Kubernetes manifest"),
+        ("values.yaml", "values.yaml:2: not a compose file (services:), a Kubernetes manifest"),
         ("compose-bad-size.yml", "compose-bad-size.yml:3: service 'trainer': shm_size: cannot read 'plenty'"),
         ("job-bad-quantity.yaml", "job-bad-quantity.yaml:10: Job/trainer: resources.limits.memory"),
         ("missing.yaml", "missing.yaml: no such file or directory"),

@@ -50,7 +50,7 @@ def test_a_repository_is_judged_and_the_rest_passed_over_with_why(repository):
     assert inputs.sources == [str(repository / "docker-compose.yml")]
     assert len(inputs.definitions) == 10  # every service of the compose file
     why = dict(line.split(": ", 1) for line in inputs.files)
-    other = "not a compose file (services:) or a Kubernetes manifest (apiVersion, kind)"
+    other = f"not {files.FORMATS}"
     render = "helm template CHART | shmdoctor lint -"
     template = f"an unrendered Helm template ({{{{ ... }}}}): render it first: {render}"
     assert why == {

@@ -1,0 +1,65 @@
+"""Azure ML job YAML (CLI v2: `az ml job create --file job.yml`) -> one Facts per command job, a pipeline's steps
+included. /dev/shm is `resources.shm_size` (Docker's size syntax: 2g, 512m); without it Azure ML's own default
+applies, which the file does not tell: said as unknown, with the line to add."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import UsageError
+from ..model import SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
+from ..sizes import parse_size
+from .documents import Definition, Document, where
+from .workload import ml_signs
+
+JOB_TYPES = ("command", "sweep")
+
+
+def is_job(body: Any) -> bool:
+    """An Azure ML job: its $schema names azureml, or a command job's shape (type: command, command, environment)."""
+    if not isinstance(body, dict):
+        return False
+    if "azureml" in str(body.get("$schema", "")).lower():
+        return True
+    return body.get("type") in (*JOB_TYPES, "pipeline") and "command" in body and "environment" in body
+
+
+def _jobs(body: dict, name: str) -> list[tuple[str, dict]]:
+    """(name, job) for the job itself, or each step of a pipeline."""
+    if body.get("type") == "pipeline" and isinstance(body.get("jobs"), dict):
+        return [(f"{name}/{step}", job) for step, job in body["jobs"].items() if isinstance(job, dict)]
+    return [(name, body)]
+
+
+def _facts(doc: Document, name: str, job: dict) -> Facts:
+    resources = job.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise UsageError(f"{where(doc.source, job)}: {name}: resources must be a mapping")
+    written = resources.get("shm_size")
+    unreadable = []
+    if written in (None, ""):
+        unreadable.append(
+            f"{SHM_SIZE_UNKNOWN} (no resources.shm_size: Azure ML's default applies; set it for your loader)"
+        )
+        shm = Shm.unmeasured(None, "docker-shm", "no resources.shm_size")
+    else:
+        try:
+            size = parse_size(str(written), what="resources.shm_size")
+        except UsageError as e:
+            raise UsageError(f"{where(doc.source, resources)}: {name}: {e}") from None
+        shm = Shm.unmeasured(size, "docker-shm", f"resources.shm_size: {written}")
+    trial = job.get("trial") if isinstance(job.get("trial"), dict) else job  # a sweep's command is its trial's
+    return Facts(
+        target=Target("workload", f"{doc.source}:{name}"),
+        shm=shm,
+        ipc=Ipc("private"),
+        memory=Memory(None, None),
+        runtime="azureml",
+        unreadable=tuple(unreadable),
+        ml_signs=ml_signs(str(trial.get("environment", "")), trial.get("command")),
+    )
+
+
+def probe(doc: Document) -> list[Definition]:
+    name = str(doc.body.get("display_name") or doc.body.get("name") or "job")
+    return [Definition(_facts(doc, label, job)) for label, job in _jobs(doc.body, name)]

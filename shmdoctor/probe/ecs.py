@@ -1,0 +1,137 @@
+"""AWS ECS task definitions and Batch job definitions (JSON, as `aws ecs describe-task-definition` / `aws batch
+describe-job-definitions` print them and `register-*` take them) -> one Facts per container.
+
+/dev/shm of a container: a `linuxParameters.tmpfs` entry at /dev/shm (size in MiB), else the task's `ipcMode`
+(host: the instance's; none: none), else `linuxParameters.sharedMemorySize` (MiB), else the engine's 64 MiB.
+Fargate supports neither sharedMemorySize nor ipcMode host (AWS: "not supported for tasks using the Fargate launch
+type"): a Fargate container gets the runtime's 64 MiB whatever the definition asks, and no fix may ask for more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import UsageError
+from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, Target
+from ..sizes import MiB
+from .documents import Definition, Document
+from .workload import ml_signs
+
+FARGATE_IGNORES = "Fargate does not support linuxParameters.sharedMemorySize"
+
+
+def is_task_definition(body: Any) -> bool:
+    """An ECS task definition (bare, or under describe-task-definition's `taskDefinition`), or Batch job
+    definitions (bare, or describe-job-definitions' `jobDefinitions` list)."""
+    return bool(_definitions(body))
+
+
+def _definitions(body: Any) -> list[tuple[str, dict]]:
+    """(kind, definition) pairs: 'task' for ECS, 'job' for Batch."""
+    if not isinstance(body, dict):
+        return []
+    if isinstance(body.get("taskDefinition"), dict):
+        body = body["taskDefinition"]
+    if isinstance(body.get("containerDefinitions"), list):
+        return [("task", body)]
+    jobs = body.get("jobDefinitions") if isinstance(body.get("jobDefinitions"), list) else [body]
+    return [("job", j) for j in jobs if isinstance(j, dict) and ("containerProperties" in j or "nodeProperties" in j)]
+
+
+def _mib(value: Any, what: str, where: str) -> int | None:
+    """A size in MiB as ECS writes it (an integer, or a string of one for the task's memory) -> bytes."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, bool) or not str(value).strip().isdigit():
+        raise UsageError(f"{where}: {what} must be a whole number of MiB, not {value!r}")
+    return int(str(value).strip()) * MiB
+
+
+def _requirement(container: dict, kind: str) -> str | None:
+    for req in container.get("resourceRequirements") or []:
+        if isinstance(req, dict) and req.get("type") == kind:
+            return str(req.get("value"))
+    return None
+
+
+class _Container:
+    def __init__(self, source: str, definition: str, body: dict, fargate: bool, ipc_mode: str | None):
+        self.source, self.definition, self.body = source, definition, body
+        self.fargate, self.ipc_mode = fargate, ipc_mode
+        self.where = f"{source}: {definition}"
+        params = body.get("linuxParameters")
+        if params is not None and not isinstance(params, dict):
+            raise UsageError(f"{self.where}: linuxParameters must be an object, not {type(params).__name__}")
+        self.params = params or {}
+
+    def shm(self, unreadable: list[str]) -> tuple[Shm, Ipc]:
+        for mount in self.params.get("tmpfs") or []:
+            if isinstance(mount, dict) and str(mount.get("containerPath", "")).rstrip("/") == SHM:
+                size = _mib(mount.get("size"), "linuxParameters.tmpfs size", self.where)
+                options = [str(o) for o in mount.get("mountOptions") or []]
+                return Shm.unmeasured(size, "tmpfs", f"linuxParameters.tmpfs at {SHM}", "ro" in options), Ipc("private")
+        if self.ipc_mode == "none":
+            return Shm(False, None, None, None, "none", "ipcMode: none"), Ipc("none")
+        if self.ipc_mode == "host" and not self.fargate:
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (ipcMode: host uses the instance's {SHM}, not in the definition)")
+            return Shm.unmeasured(None, "host-ipc", "ipcMode: host (the instance's /dev/shm)"), Ipc("host")
+        asked = _mib(self.params.get("sharedMemorySize"), "linuxParameters.sharedMemorySize", self.where)
+        if self.fargate:
+            detail = "Fargate's /dev/shm, the runtime's 64 MiB" + (f" ({FARGATE_IGNORES})" if asked else "")
+            return Shm.unmeasured(ENGINE_DEFAULT_SHM, "runtime-shm", detail), Ipc("private")
+        if asked:
+            return Shm.unmeasured(asked, "docker-shm", f"linuxParameters.sharedMemorySize: {asked // MiB}"), Ipc(
+                "private"
+            )
+        return Shm.unmeasured(ENGINE_DEFAULT_SHM, "docker-shm", "no sharedMemorySize: the engine's default"), Ipc(
+            "private"
+        )
+
+    def facts(self, name: str, task_memory: int | None) -> Facts:
+        unreadable: list[str] = []
+        shm, ipc = self.shm(unreadable)
+        memory = _mib(self.body.get("memory"), "memory", self.where) or _mib(
+            _requirement(self.body, "MEMORY"), "resourceRequirements MEMORY", self.where
+        )
+        flags: set[Flag] = {"shm-fixed"} if self.fargate else set()
+        if self.fargate and self.params.get("sharedMemorySize") not in (None, ""):
+            flags.add("shm-size-ignored")
+        return Facts(
+            target=Target("workload", f"{self.source}:{name}"),
+            shm=shm,
+            ipc=ipc,
+            memory=Memory(limit_bytes=memory or task_memory, used_bytes=None),
+            runtime="ecs",
+            gpus=_requirement(self.body, "GPU"),
+            unreadable=tuple(unreadable),
+            flags=frozenset(flags),
+            ml_signs=ml_signs(self.body.get("image"), self.body.get("entryPoint"), self.body.get("command")),
+        )
+
+
+def probe(doc: Document) -> list[Definition]:
+    """One Definition per container of each task or job definition, named family/container or job[/node range]."""
+    out = []
+    for kind, body in _definitions(doc.body):
+        if kind == "task":
+            name = str(body.get("family") or "task")
+            fargate = "FARGATE" in (body.get("requiresCompatibilities") or []) and "EC2" not in (
+                body.get("requiresCompatibilities") or []
+            )
+            task_memory = _mib(body.get("memory"), "memory", f"{doc.source}: {name}")
+            for container in body["containerDefinitions"]:
+                if isinstance(container, dict):
+                    unit = _Container(doc.source, name, container, fargate, body.get("ipcMode"))
+                    out.append(Definition(unit.facts(f"{name}/{container.get('name', '?')}", task_memory)))
+        else:
+            name = str(body.get("jobDefinitionName") or "job")
+            fargate = "FARGATE" in (body.get("platformCapabilities") or [])
+            containers = [(name, body.get("containerProperties"))] + [
+                (f"{name}/{r.get('targetNodes', i)}", r.get("container"))
+                for i, r in enumerate((body.get("nodeProperties") or {}).get("nodeRangeProperties") or [])
+                if isinstance(r, dict)
+            ]
+            for label, container in containers:
+                if isinstance(container, dict):
+                    out.append(Definition(_Container(doc.source, name, container, fargate, None).facts(label, None)))
+    return out
