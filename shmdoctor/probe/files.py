@@ -118,6 +118,8 @@ def read(paths: list[str], swarm: bool | None = None, env_file: str | None = Non
                 out.files.append(helm_hint(text, source) or (unknown[0] if unknown else f"{source}: empty"))
     if not out.sources:
         raise UsageError(_nothing(out.files))
+    if not out.definitions and not out.objects:  # `kubectl get pods -o json` of no pod: never "0 services ... ok"
+        raise UsageError(f"{', '.join(out.sources)}: no service, workload or object in it: nothing to judge")
     return out
 
 

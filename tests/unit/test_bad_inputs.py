@@ -26,7 +26,58 @@ import pytest
 
 from tests.helpers import assert_one_line_error
 
+
+def _alias_bomb(head: str, tail: str) -> str:
+    """~600 bytes that name 9^10 values through nine levels of aliases (the billion laughs)."""
+    lines = [head, "x0: &a0 [" + ", ".join(["lol"] * 9) + "]"]
+    lines += [f"x{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    return "\n".join(lines) + "\n" + tail
+
+
+def _merge_bomb() -> str:
+    """Merge keys doubling a mapping forty times: 2^40 keys from 1 KiB."""
+    lines = ["x-m0: &m0 {k0: 1}"] + [f"x-m{i}: &m{i} {{<<: [*m{i - 1}, *m{i - 1}], k{i}: 1}}" for i in range(1, 40)]
+    return "\n".join(lines) + "\nservices:\n  a:\n    image: x\n    labels: *m39\n"
+
+
+POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x}]\n"
+JSON_POD = '{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "p"}},\n"spec": {{"containers": [{}]}}}}'
+# Hostile files: bombs, depth, chains, numbers and types that are not what they claim.
+HOSTILE = {
+    "k8s-alias-bomb.yaml": _alias_bomb("apiVersion: v1\nkind: Pod\nmetadata: {name: p}", POD[38:] + "  x: *a9\n"),
+    "compose-alias-bomb.yml": _alias_bomb("", "services:\n  a:\n    image: x\n    environment: *a9\n"),
+    "merge-bomb.yml": _merge_bomb(),
+    "recursive-alias.yml": "services:\n  a: &a\n    image: x\n    self: *a\n",
+    "deep-flow.yml": "services:\n  a:\n    x: " + "[" * 350 + "]" * 350 + "\n",
+    "deep-block.yml": "services:\n  a:\n    x:\n" + "".join("  " * (i + 3) + f"k{i}:\n" for i in range(350)) + "",
+    "deeper-flow.yml": "services:\n  a:\n    x: " + "[" * 100_000 + "]" * 100_000 + "\n",  # once a segfault
+    "deep.json": '{"apiVersion": "v1", "kind": "Pod", "x": ' + "[" * 1000 + "]" * 1000 + "}",
+    "nested-defaults.yml": "services:\n  a:\n    shm_size: " + "${A:-" * 3000 + "1g" + "}" * 3000 + "\n",
+    "ipc-chain.yml": "services:\n"
+    + "".join(f"  s{i}:\n    ipc: service:s{i + 1}\n" for i in range(1200))
+    + "  s1200:\n    shm_size: 1g\n",
+    "400-digits.yml": "services:\n  a:\n    shm_size: " + "9" * 400 + "\n",
+    "400-digits-quoted.yml": "services:\n  a:\n    shm_size: '" + "9" * 400 + "m'\n",
+    "400-digits.json": JSON_POD.format('{"name": "c", "resources": {"limits": {"memory": ' + "9" * 400 + "}}}"),
+    "nan.json": JSON_POD.format('{"name": "c", "resources": {"limits": {"memory": NaN}}}'),
+    "infinity.json": JSON_POD.format('{"name": "c", "resources": {"limits": {"memory": -Infinity}}}'),
+    "1e400.json": JSON_POD.format('{"name": "c", "resources": {"limits": {"memory": 1e400}}}'),
+    "surrogate.json": JSON_POD.format('{"name": "c\\ud800"}'),
+    "shm-size-true.yml": "services:\n  a:\n    shm_size: true\n",
+    "size-limit-negative.yaml": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+        "  volumes: [{name: d, emptyDir: {medium: Memory, sizeLimit: -1}}]\n"
+        "  containers: [{name: c, volumeMounts: [{name: d, mountPath: /dev/shm}]}]\n"
+    ),
+    "host-ipc-false-string.yaml": POD.replace("spec:\n", 'spec:\n  hostIPC: "false"\n'),
+    "empty.yml": "",
+    "only-comments.yml": "# nothing here\n---\n",
+    "no-containers.yaml": POD.replace("[{name: c, image: x}]", "[]"),
+    "no-services.yml": "services: {}\n",
+    "empty-list.json": '{"apiVersion": "v1", "kind": "List", "items": []}',
+}
 FILES = {
+    **HOSTILE,
     "badsyntax.py": "def broken(:\n",
     "notds.py": "x = 1\n",
     "raises.py": "raise RuntimeError('no GPU here')\n",
@@ -297,6 +348,55 @@ CASES = [
         USAGE,
         "--device 'tpu': expected auto, cpu, cuda or cuda:N",
     ),
+    # parsers: bounded in size, depth, alias expansion and chains, and never blocked
+    *[
+        (f"lint {what}", ["lint", f"{{d}}/{name}"], {}, USAGE, message)
+        for what, name, message in [
+            ("a YAML alias bomb, Kubernetes form", "k8s-alias-bomb.yaml", "values once its aliases are expanded"),
+            ("a YAML alias bomb, compose form", "compose-alias-bomb.yml", "values once its aliases are expanded"),
+            ("a merge-key bomb", "merge-bomb.yml", "values once its aliases are expanded (an alias bomb?)"),
+            ("a recursive alias", "recursive-alias.yml", "recursive-alias.yml:4: the alias *a is inside what it"),
+            ("350 levels of flow YAML", "deep-flow.yml", "deep-flow.yml:3: nested deeper than 64 levels"),
+            ("350 levels of block YAML", "deep-block.yml", "nested deeper than 64 levels"),
+            ("100,000 levels of flow YAML", "deeper-flow.yml", "deeper-flow.yml:3: "),
+            ("1000 levels of JSON", "deep.json", "deep.json: nested deeper than 64 levels of objects and arrays"),
+            ("3000 nested ${A:-...}", "nested-defaults.yml", "more than 32 levels of ${...} nested"),
+            ("a 1200-long ipc: service: chain", "ipc-chain.yml", "more than 64 services in a chain of ipc"),
+            ("a FIFO", "fifo.yml", "fifo.yml: cannot read: a FIFO is not a regular file"),
+            (
+                "a 50 MB compose file",
+                "50mb.yml",
+                "MiB of YAML is more than the 8 MiB shmdoctor reads (JSON is read up to 64 MiB",
+            ),
+            ("a 70 MB JSON dump", "70mb.json", "70mb.json: more than the 64 MiB shmdoctor reads from one input"),
+        ]
+    ],
+    ("lint /dev/zero", ["lint", "/dev/zero"], {}, USAGE, "/dev/zero: cannot read: a device is not a regular file"),
+    # numbers and types that are not what they claim: one line with the file and line
+    *[
+        (f"lint {what}", ["lint", f"{{d}}/{name}"], {}, USAGE, message)
+        for what, name, message in [
+            ("a 400-digit size", "400-digits.yml", "400-digits.yml:3: a number of 400 digits (at most 64)"),
+            ("a 400-digit size, quoted", "400-digits-quoted.yml", "is more than 1 PiB"),
+            ("a 400-digit JSON quantity", "400-digits.json", "400-digits.json: a number of 400 digits"),
+            ("NaN in JSON", "nan.json", "nan.json:2: NaN is not a number"),
+            ("-Infinity in JSON", "infinity.json", "infinity.json:2: -Infinity is not a number"),
+            ("1e400 in JSON", "1e400.json", "inf is not a Kubernetes quantity"),
+            ("a lone surrogate in a name", "surrogate.json", "surrogate.json:2: 'c\\ud800' holds a lone surrogate"),
+            ("shm_size: true", "shm-size-true.yml", "shm-size-true.yml:3: service 'a': shm_size: True is not a size"),
+            (
+                "sizeLimit: -1",
+                "size-limit-negative.yaml",
+                "emptyDir.sizeLimit: a quantity of memory cannot be negative",
+            ),
+            ("hostIPC: 'false'", "host-ipc-false-string.yaml", "spec.hostIPC must be true or false, not str 'false'"),
+            ("an empty file", "empty.yml", "empty.yml: empty"),
+            ("a file of comments", "only-comments.yml", "only-comments.yml: empty"),
+            ("containers: []", "no-containers.yaml", "no-containers.yaml:5: Pod/p: spec.containers is empty"),
+            ("services: {}", "no-services.yml", "no-services.yml:1: services: is empty: nothing to judge"),
+            ("an empty List", "empty-list.json", "empty-list.json: no service, workload or object in it"),
+        ]
+    ],
     # audit: the engine and container names
     (
         "engine refuses",
@@ -477,6 +577,10 @@ def bad_files(tmp_path_factory):
     for name, text in FILES.items():
         (d / name).write_text(text)
     (d / "empty-dir").mkdir()
+    os.mkfifo(d / "fifo.yml")  # no writer: opening it to read would wait forever
+    service = "  s{}:\n    image: trainer\n    shm_size: 2g\n    labels: {{team: vision}}\n"
+    (d / "50mb.yml").write_text("services:\n" + "".join(service.format(i) for i in range(50 * 2**20 // 64)))
+    (d / "70mb.json").write_text('{"kind": "List", "items": [' + ", ".join(["{}"] * (70 * 2**20 // 4)) + "]}")
     return d
 
 
@@ -631,3 +735,9 @@ def test_engine_answers_of_the_wrong_shape_are_their_containers_probe_incomplete
         assert "not a container" in reports[name]["findings"][0]["message"]
     bad = reports["e" * 12]  # its Name is not a string: named by its id
     assert bad["shm"]["size_bytes"] is None and bad["ipc"]["mode"] == "private" and bad["memory"]["limit_bytes"] is None
+
+
+def test_stdin_without_end_is_refused_at_the_limit(bad_files):
+    with open("/dev/zero", "rb") as zero:
+        proc = bounded_run(["lint", "-"], cwd=bad_files, env={}, stdin=zero)
+    assert_one_line_error(proc, USAGE, "<stdin>: more than the 64 MiB shmdoctor reads from one input")
