@@ -33,7 +33,10 @@ def cli() -> None:
 
 
 def _error(message: str) -> None:
-    click.echo(f"shmdoctor: error: {message}", err=True)
+    """One line on stderr; the message quotes names and values from input: escaped, as all text output is."""
+    from .render.escape import escape
+
+    click.echo(f"shmdoctor: error: {escape(message)}", err=True)
 
 
 def main(argv: list[str] | None = None) -> int:

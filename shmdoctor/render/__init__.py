@@ -18,6 +18,8 @@ import importlib
 from pathlib import Path
 from typing import Any, Callable
 
+from .escape import escaped
+
 FORMATS = ("text", "json")
 
 SCHEMAS: dict[str, str] = {
@@ -72,5 +74,8 @@ def renderer(kind: str, fmt: str) -> Callable[[Any], str]:
 
 
 def render(document: Any, fmt: str) -> str:
-    """The document as `fmt` ("text" or "json"): a string to print, "" when there is nothing to print."""
+    """The document as `fmt` ("text" or "json"): a string to print, "" when there is nothing to print. Text is
+    rendered from the document with its control characters escaped (escape.py): a name cannot drive the terminal."""
+    if fmt == "text":
+        document = escaped(document)
     return renderer(document.kind, fmt)(document)

@@ -371,6 +371,13 @@ CASES = [
             ("a 70 MB JSON dump", "70mb.json", "70mb.json: more than the 64 MiB shmdoctor reads from one input"),
         ]
     ],
+    (
+        "a path that drives the terminal",
+        ["lint", "{d}/no\x1b]0;pwned\x07such\x1b[2J.yml"],
+        {},
+        USAGE,
+        "no\\x1b]0;pwned\\x07such\\x1b[2J.yml: no such file or directory",
+    ),
     ("lint /dev/zero", ["lint", "/dev/zero"], {}, USAGE, "/dev/zero: cannot read: a device is not a regular file"),
     # numbers and types that are not what they claim: one line with the file and line
     *[
@@ -628,6 +635,10 @@ ENGINES = {
     "list-of-empty": dict(listing=[{}]),
     "list-is-a-mapping": dict(listing={}),
     "list-is-null": dict(listing=None),
+    "hostile-names": dict(
+        listing=[{"Id": "f" * 64, "Names": ["/evil\x1b]0;pwned\x07\x1b[2J"]}],
+        inspects={"f" * 64: {**INSPECT, "Id": "f" * 64, "Name": "/evil\x1b]0;pwned\x07\x1b[2J"}},
+    ),
     "inspects-of-every-shape": dict(
         listing=[{"Id": c * 64, "Names": [f"/{name}"]} for c, name in zip("abcde", ("good", "{}", "[{}]", "1", "bad"))],
         inspects={
@@ -741,3 +752,11 @@ def test_stdin_without_end_is_refused_at_the_limit(bad_files):
     with open("/dev/zero", "rb") as zero:
         proc = bounded_run(["lint", "-"], cwd=bad_files, env={}, stdin=zero)
     assert_one_line_error(proc, USAGE, "<stdin>: more than the 64 MiB shmdoctor reads from one input")
+
+
+def test_audit_text_escapes_a_container_named_with_terminal_escapes(fake_engines, bad_files):
+    env = {"DOCKER_HOST": fake_engines["hostile-names"], "NO_COLOR": "1"}
+    proc = bounded_run(["audit", *LOADER], cwd=bad_files, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    assert "evil\\x1b]0;pwned\\x07\\x1b[2J" in proc.stdout

@@ -1,0 +1,73 @@
+"""What a name can do to a terminal, undone once for all text output: names come from files, engines, process
+tables and logs, and a service named `\\x1b]0;...\\x07\\x1b[2J` would retitle the window and clear the screen.
+
+escaped() gives back a document whose every string has its control characters written out as Python escapes
+(`\\x1b`, `\\x07`, `\\u202e`): C0 controls but the newline of a multi-line snippet, DEL, C1 controls, the
+bidirectional overrides that reorder what is shown, and lone surrogates (which no terminal can print). A name is one
+line: its newlines are escaped too. Strings without any (nearly all) are kept as they are, and so is every object
+that holds none, so the cost is a walk. The text renderers style what they get; the JSON renderers need none of
+this (json.dumps escapes every control character and surrogate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+_CONTROL = "\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_UNSAFE = re.compile(f"[{_CONTROL}]")  # all but the newline
+_UNSAFE_IN_A_NAME = re.compile(f"[{_CONTROL}\n\u2028\u2029]")
+# Fields that name something: one line each, whatever the file or the engine says.
+NAMES = {"name", "owner", "id", "source", "target", "path", "cmdline", "command", "label"}
+
+
+def escape(text: str, *, one_line: bool = True) -> str:
+    """text with its unsafe characters written as escapes; the newline is kept where one_line is False."""
+    pattern = _UNSAFE_IN_A_NAME if one_line else _UNSAFE
+    if not pattern.search(text):
+        return text
+    return pattern.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
+def escaped(document: Any) -> Any:
+    """The document (a dataclass, and what it holds: tuples, lists, dicts, frozensets) with every string escaped;
+    the same object where nothing needed it."""
+    return _walk(document, one_line=False)
+
+
+def _walk(value: Any, one_line: bool) -> Any:
+    if isinstance(value, str):
+        return escape(value, one_line=one_line)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in _init_fields(type(value)):
+            old = getattr(value, f)
+            new = _walk(old, one_line=f in NAMES)
+            if new is not old:
+                changes[f] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    if isinstance(value, (tuple, list, frozenset)):
+        items = [_walk(v, one_line) for v in value]
+        if all(new is old for new, old in zip(items, value)):
+            return value
+        return type(value)(items) if not _is_namedtuple(value) else type(value)(*items)
+    if isinstance(value, dict):
+        pairs = [(_walk(k, True), _walk(v, one_line)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items())):
+            return value
+        return type(value)(pairs) if type(value) is dict else dict(pairs)
+    return value
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _init_fields(cls: type) -> tuple[str, ...]:
+    if cls not in _FIELDS:
+        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    return _FIELDS[cls]
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
