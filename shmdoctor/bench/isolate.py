@@ -106,7 +106,7 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
             json.dump({**job, "pids_file": pids_path}, f)
         started = time.perf_counter()
         pid = zygote.start(job_path, result_path, log_path)
-        sampler = ShmSampler(shm_path, pid)
+        sampler = ShmSampler(shm_path)
         sampler.start()
         returncode = None
         try:
@@ -114,7 +114,7 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
         finally:
             wall, timed_out = time.perf_counter() - started, returncode is None
             measured = _read(result_path)
-            pids = sampler.pids | _worker_pids(pids_path)
+            pids = {pid} | _worker_pids(pids_path)
             _end_group(pid, pids)  # its workers; and the child itself when it ran past the timeout
             if returncode is None:
                 returncode = zygote.wait(pid, None)

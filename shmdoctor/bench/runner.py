@@ -107,6 +107,10 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
             time.sleep(step)  # the training step, as the seed emulates it
         if cuda:
             end_ev.synchronize()
+        # The step is done with the batch: let it go before asking for the next. Held through next(), it overlaps
+        # the batch a worker starts on the index next() hands out, whenever this process is descheduled in between
+        # (a loaded machine): one batch over (P·W+1)·b that a loop done with its batch does not hold.
+        batch = None
         end = time.perf_counter()
         if first is None:
             first = b - t0

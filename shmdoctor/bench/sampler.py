@@ -1,18 +1,16 @@
 """A thread that samples /dev/shm about every millisecond (statvfs: the default sharing strategy unlinks its
-segments at once, so only the filesystem's counters see them) and notes the pids of a process tree."""
+segments at once, so only the filesystem's counters see them). It does nothing else: a walk of /proc beside it took
+a core from the run it measures on a small machine (the run's pids come from its workers, isolate._worker_pids)."""
 
 from __future__ import annotations
 
 import os
 import threading
 
-import psutil
-
 from ..probe import cgroup
 from ..probe.local import shm_usage
 
 INTERVAL = 0.001
-TREE_EVERY = 100  # samples between two looks at the process tree (psutil walks all of /proc: ~10 a second)
 
 
 def oom_kills(sys_fs_cgroup: str = "/sys/fs/cgroup") -> int | None:
@@ -48,13 +46,11 @@ def shm_used(path: str) -> int | None:
 
 
 class ShmSampler(threading.Thread):
-    """Peak /dev/shm use while it runs, and every pid seen under `root_pid` (to attribute segments left behind)."""
+    """Peak /dev/shm use while it runs."""
 
-    def __init__(self, path: str, root_pid: int, interval: float = INTERVAL):
+    def __init__(self, path: str, interval: float = INTERVAL):
         super().__init__(name="shm-sampler", daemon=True)
         self.path, self.interval = path, interval
-        self.root_pid = root_pid
-        self.pids: set[int] = {root_pid}
         self.peak: int | None = None
         self.samples = 0
         self._stop_event = threading.Event()
@@ -63,8 +59,6 @@ class ShmSampler(threading.Thread):
         used = shm_used(self.path)
         if used is not None:
             self.peak = used if self.peak is None else max(self.peak, used)
-        if self.samples % TREE_EVERY == 0:
-            self.pids |= tree(self.root_pid)
         self.samples += 1
 
     def run(self) -> None:
@@ -76,10 +70,3 @@ class ShmSampler(threading.Thread):
         self._stop_event.set()
         self.join()
         self._sample()  # the last word, after the child is gone
-
-
-def tree(pid: int) -> set[int]:
-    try:
-        return {pid} | {p.pid for p in psutil.Process(pid).children(recursive=True)}
-    except psutil.Error:
-        return set()

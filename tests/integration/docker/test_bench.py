@@ -23,28 +23,24 @@ def bench_in(*docker_args, args):
     return rc, json.loads(proc.stdout), used, names
 
 
-def test_peak_agrees_with_the_prediction_when_the_step_is_the_bottleneck():
-    # 16 MiB batches loaded in ~35 ms by each worker, a 0.1 s step: the workers fill every prefetch slot.
+def test_the_peak_is_the_formula_when_the_step_is_the_bottleneck():
+    # FACTS.md: a plain loop in a 2 GiB container, batch 100 x 1 MiB, P=2, a 0.1 s step peaks at exactly (P*W+1)*b.
+    # bench once read one batch more (600 and 1000 MiB): its loop held the last batch through next(), over the batch
+    # a worker starts on the index next() hands out, whenever the loop was descheduled in between.
     rc, doc, used, names = bench_in(
         "--shm-size=2g",
-        args=[
-            "--sample-bytes",
-            "1MiB",
-            "--batch-size",
-            "16",
-            "--item-latency",
-            "0.002",
-            "--step-time",
-            "0.1",
-            "--num-workers",
-            "1,2",
-        ],
+        args=["--sample-bytes", "1MiB", "--batch-size", "100", "--step-time", "0.1", "--num-workers", "2,4"],
     )
     assert rc == 0 and doc["verdict"] == "ok"
+    step_bound = 0
     for r in doc["results"]:
         assert r["status"] == "ok" and r["stable"]
-        assert r["predicted_shm_bytes"] == (2 * r["num_workers"] + 1) * 16 * 2**20
-        assert 0.8 <= r["peak_to_predicted"] <= 1.0, r
+        assert r["predicted_shm_bytes"] == (2 * r["num_workers"] + 1) * 100 * 2**20
+        assert r["peak_to_predicted"] <= 1.0, r
+        if r["data_wait_seconds"] < 0.025:  # the loop hardly waits: every prefetch slot is full during the step
+            step_bound += 1
+            assert r["peak_to_predicted"] >= 0.9, r
+    assert step_bound, doc["results"]  # at least one config was step-bound, even on a loaded machine
     assert used == 0 and names == []
 
 
