@@ -1,3 +1,25 @@
-from .cli import entry
+"""`python -m shmdoctor` and the `shmdoctor` script. A signal that comes before the command is ready to handle it
+(while Python imports Click and the command) ends the process quietly, 130 or 143 as a shell says, no traceback:
+there is nothing to clean up yet. From then on Ctrl-C is a KeyboardInterrupt that cli.main answers, and a command
+with something to clean up (bench, watch) installs its own handlers."""
 
-entry()
+import os
+import signal
+
+
+def _early(signum: int, frame: object) -> None:
+    os.write(2, b"shmdoctor: interrupted\n" if signum == signal.SIGINT else b"shmdoctor: terminated\n")
+    os._exit(128 + signum)
+
+
+def run() -> None:
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, _early)
+    from .cli import entry
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    entry()
+
+
+if __name__ == "__main__":
+    run()

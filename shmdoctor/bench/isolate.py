@@ -23,6 +23,7 @@ from .zygote import Zygote
 
 GRACE = 120  # seconds over the budget before a config is killed: the dataset's import, CUDA, the first batch
 LOG_TAIL = 20_000
+END_WAIT = 10  # seconds for the zygote to report a child whose process group was just killed
 
 
 @dataclass(frozen=True)
@@ -94,18 +95,21 @@ def remove_segments(path: str, before: set[str], pids: set[int]) -> tuple[str, .
     return tuple(removed)
 
 
-def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Outcome:
-    """One config in a child forked by `zygote`, /dev/shm sampled meanwhile; then its process group ended and the
-    segments its processes left removed, whatever the end was (Ctrl-C included)."""
+def run(job: dict, *, timeout: float, zygote: Zygote, shm_charged: bool = True, shm_path: str = SHM) -> Outcome:
+    """One config in a child forked by `zygote`, /dev/shm sampled meanwhile; then its process group ended, the
+    segments its processes left removed and its files (in a folder of the zygote's) deleted, whatever the end was
+    (Ctrl-C and SIGTERM included). shm_charged: the run's /dev/shm pages count toward a memory limit (an OOM kill
+    then says /dev/shm; without a limit, or with no workers, it says memory)."""
     baseline, kills, before = shm_used(shm_path), oom_kills(), _names(shm_path)
-    with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp:
-        job_path, result_path, log_path, pids_path = (
-            os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt", "pids")
+    with tempfile.TemporaryDirectory(prefix="config-", dir=zygote.tmp) as tmp:
+        job_path, result_path, log_path, pids_path, scratch = (
+            os.path.join(tmp, n) for n in ("job.json", "result.json", "log.txt", "pids", "tmp")
         )
+        os.mkdir(scratch)
         with open(job_path, "w") as f:
             json.dump({**job, "pids_file": pids_path}, f)
         started = time.perf_counter()
-        pid = zygote.start(job_path, result_path, log_path)
+        pid = zygote.start(job_path, result_path, log_path, scratch)
         sampler = ShmSampler(shm_path)
         sampler.start()
         returncode = None
@@ -116,8 +120,8 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
             measured = _read(result_path)
             pids = {pid} | _worker_pids(pids_path)
             _end_group(pid, pids)  # its workers; and the child itself when it ran past the timeout
-            if returncode is None:
-                returncode = zygote.wait(pid, None)
+            if returncode is None:  # bounded: a stop may have cut the zygote's line; close() then ends it all
+                returncode = zygote.wait(pid, END_WAIT)
             sampler.stop()
             removed = remove_segments(shm_path, before, pids)
         log_text = Path(log_path).read_text(errors="replace")[-LOG_TAIL:] if os.path.exists(log_path) else ""
@@ -128,6 +132,7 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_path: str = SHM) -> Ou
         shm_present=os.path.isdir(shm_path),
         timed_out=timed_out,
         oom_killed=kills is not None and (oom_kills() or 0) > kills,
+        shm_charged=shm_charged,
     )
     after = shm_used(shm_path)
     return Outcome(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-Status = Literal["ok", "shm-exhausted", "error"]
+Status = Literal["ok", "shm-exhausted", "out-of-memory", "error"]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .. import capacity
+from .. import capacity, fixes
 from ..model import SCHEMA, Facts, Finding, Fix
 from ..render.json import finding_dict as _finding
 from ..render.text import fix_lines
@@ -34,9 +34,13 @@ def recommendation_dict(rec: Recommendation | None, workload: Workload, facts: F
     if rec is None:
         return None
     best = {**_config(rec.best), "fits": rec.best_fits}
-    if not rec.best_fits:
-        size = capacity.shm_size_for(need(workload, rec.best.config).bytes, facts)
-        best.update(shm_size_bytes=size, docker_args=[f"--shm-size={docker_size(size)}"])
+    if not rec.best_fits:  # what it takes: more memory where the limit binds, else a larger /dev/shm, never less
+        demand = need(workload, rec.best.config)
+        size = capacity.shm_size_for(demand.bytes, facts)
+        if capacity.memory_binds(facts) or size <= (facts.shm.size_bytes or 0):
+            best.update(docker_args=list(fixes.grow_memory(demand, facts).docker_args))
+        else:
+            best.update(shm_size_bytes=size, docker_args=[f"--shm-size={docker_size(size)}"])
     return {
         **_config(rec.choice),
         "tolerance": rec.tolerance,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .. import capacity, fixes
 from ..loader import loader_config, requirement
-from ..model import SHM, Facts, Finding, Requirement
+from ..model import SHM, Facts, Finding, Fix, Requirement
 from ..rules import judge
 from ..sizes import format_size
 from . import isolate
@@ -50,6 +51,37 @@ def need(workload: Workload, config: Config) -> Requirement:
     )
 
 
+def memory_need(workload: Workload, config: Config) -> int:
+    """The least memory a config takes, /dev/shm included (tmpfs pages are memory, charged to a memory cgroup): its
+    batches in /dev/shm, the batch the process builds itself (no workers) or copies into page-locked memory
+    (pin_memory on CUDA), and each process's sample."""
+    own = workload.batch_bytes if not config.num_workers or (config.pin_memory and workload.cuda) else 0
+    return need(workload, config).bytes + own + (workload.sample_bytes or 0) * (config.num_workers + 1)
+
+
+def refusal(workload: Workload, configs: Sequence[Config], host_available: int, room: int | None) -> str | None:
+    """Why the sweep must not start, or None. A batch larger than the memory here (the machine's available memory,
+    or the memory limit's room when lower) can never run; a config that needs more than the machine has available
+    would set off the machine's OOM killer, which may pick any process. Under a memory limit the kill stays inside
+    the limit: such a config runs, and its end is the measured proof that the limit cannot hold it."""
+    least = min(c for c in (host_available, room) if c is not None)
+    if workload.batch_bytes > least:
+        sample = f"{workload.batch_size} × {format_size(workload.sample_bytes)}, " if workload.sample_bytes else ""
+        return (
+            f"one batch is {format_size(workload.batch_bytes)} ({sample}--batch-size {workload.batch_size}): more "
+            f"than the {format_size(least)} of memory available here; nothing was run"
+        )
+    for config in configs:
+        needed = memory_need(workload, config)
+        if needed > host_available:
+            return (
+                f"{config.label(workload.cuda)} needs at least {format_size(needed)} of memory (its /dev/shm batches "
+                f"included); this machine has {format_size(host_available)} available, and running it would set off "
+                "the machine's OOM killer: nothing was run. Drop that config, or lower --batch-size"
+            )
+    return None
+
+
 def job(workload: Workload, config: Config) -> dict:
     return {
         "device": workload.device,
@@ -82,8 +114,14 @@ MEASURED = (
 )
 
 
-def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = SHM) -> Result:
-    out = isolate.run(job(workload, config), timeout=workload.budget + isolate.GRACE, zygote=zygote, shm_path=shm_path)
+def run_one(workload: Workload, config: Config, zygote: Zygote, memory_limited: bool, shm_path: str = SHM) -> Result:
+    out = isolate.run(
+        job(workload, config),
+        timeout=workload.budget + isolate.GRACE,
+        zygote=zygote,
+        shm_charged=memory_limited and config.num_workers > 0,
+        shm_path=shm_path,
+    )
     ok = out.status == "ok"
     return Result(
         config=config,
@@ -98,11 +136,12 @@ def run_one(workload: Workload, config: Config, zygote: Zygote, shm_path: str = 
     )
 
 
-def sweep(workload: Workload, configs: Sequence[Config]) -> Iterator[Result]:
-    """Each config's result as it ends; stopping early (Ctrl-C) ends the zygote and whatever it still runs."""
-    with Zygote() as zygote:
+def sweep(workload: Workload, configs: Sequence[Config], memory_limited: bool) -> Iterator[Result]:
+    """Each config's result as it ends; stopping early (a signal, or closing the generator) ends the zygote and
+    whatever it still runs, and removes the run's one temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, Zygote(tmp) as zygote:
         for config in configs:
-            yield run_one(workload, config, zygote)
+            yield run_one(workload, config, zygote, memory_limited)
 
 
 def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tuple[Finding, ...]:
@@ -114,6 +153,8 @@ def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tup
         demand = need(workload, worst.config)
         report = judge(facts, demand)
         fixes_ = tuple(fx for f in report.findings if f.severity == "error" for fx in f.fixes)
+        if not fixes_ and capacity.shm_size_for(demand.bytes, facts) > (facts.shm.size_bytes or 0):
+            fixes_ = fixes.grow_shm(demand, facts)  # only ever a larger /dev/shm than this one
         which = "; ".join(f"{r.config.label(workload.cuda)} ({r.message})" for r in failed)
         out.append(
             Finding(
@@ -121,7 +162,21 @@ def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tup
                 "error",
                 f"{len(failed)} of {len(results)} configs ran out of shared memory: {which}. The most demanding needs "
                 f"{format_size(demand.bytes)} of /dev/shm; {format_size(capacity.available(facts))} is available",
-                fixes_ or fixes.grow_shm(demand, facts),
+                fixes_,
+            )
+        )
+    killed = [r for r in results if r.status == "out-of-memory"]
+    if killed:
+        which = "; ".join(
+            f"{r.config.label(workload.cuda)} (needs {format_size(memory_need(workload, r.config))})" for r in killed
+        )
+        out.append(
+            Finding(
+                "bench-out-of-memory",
+                "error",
+                f"{len(killed)} of {len(results)} configs were killed for memory, not for /dev/shm: {which}. Memory ran "
+                "out, not /dev/shm (no memory limit counts the workers' /dev/shm pages, or there were no workers)",
+                (Fix("fewer workers or a smaller --batch-size: /dev/shm is not what ran out"),),
             )
         )
     errors = [r for r in results if r.status == "error"]

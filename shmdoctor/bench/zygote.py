@@ -4,17 +4,24 @@ Each config still runs in a process of its own (its own session and process grou
 a result), but without paying for an interpreter and `import torch` each time: seconds a config on a GPU machine,
 more than the measurement itself. The zygote never touches CUDA, so each child initialises its own.
 
-Protocol, one line each way: the parent writes `{"job": PATH, "result": PATH, "log": PATH}`; the zygote answers
-`started PID`, then `ended PID CODE` (CODE as subprocess reports it: negative for a signal).
+Protocol, one line each way: the parent writes `{"job": PATH, "result": PATH, "log": PATH, "tmp": DIR}`; the
+zygote answers `started PID`, then `ended PID CODE` (CODE as subprocess reports it: negative for a signal).
+Each child's temporary files (multiprocessing's `pymp-*` folder of each worker, which a killed worker cannot remove)
+go under DIR, which the parent removes after the config. SIGTERM to the zygote, or its parent's death, ends the
+child it runs, with its workers, and the zygote.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import IO
 
@@ -22,6 +29,8 @@ from ..errors import ProbeError
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 START_TIMEOUT = 300  # seconds for the zygote's `import torch` on a cold disk
+END_TIMEOUT = 5  # seconds for the zygote to end its child and itself once told to
+PR_SET_PDEATHSIG = 1
 
 
 class ZygoteDied(ProbeError):
@@ -31,19 +40,21 @@ class ZygoteDied(ProbeError):
 class Zygote:
     """The parent's handle: start() a config's child, wait() for its end. A dead zygote is replaced on next start."""
 
-    def __init__(self) -> None:
+    def __init__(self, tmp: str) -> None:
         self.proc: subprocess.Popen | None = None
+        self.tmp = tmp  # the zygote's TMPDIR: nothing of the run is written to the machine's /tmp
         self._buffer = b""
 
     def _spawn(self) -> subprocess.Popen:
         env = {
             **os.environ,
+            "TMPDIR": self.tmp,
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")])),
         }
         self._buffer = b""
         return subprocess.Popen(
-            [sys.executable, "-m", "shmdoctor.bench.zygote"],
+            [sys.executable, "-m", "shmdoctor.bench.zygote", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -70,11 +81,11 @@ class Zygote:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode()
 
-    def start(self, job: str, result: str, log: str) -> int:
+    def start(self, job: str, result: str, log: str, tmp: str) -> int:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._spawn()
         stdin = self._pipes()[0]
-        stdin.write((json.dumps({"job": job, "result": result, "log": log}) + "\n").encode())
+        stdin.write((json.dumps({"job": job, "result": result, "log": log, "tmp": tmp}) + "\n").encode())
         stdin.flush()
         line = self._line(START_TIMEOUT)
         if not line or not line.startswith("started "):
@@ -91,11 +102,13 @@ class Zygote:
         return int(code)
 
     def close(self) -> None:
+        """End the zygote and whatever child it still runs (a sweep stopped between start() and wait())."""
         if self.proc is not None:
             stdin, stdout = self._pipes()
-            stdin.close()  # the zygote ends at the end of its input
+            stdin.close()
+            self.proc.terminate()
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=END_TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -114,6 +127,7 @@ def _child(request: dict) -> None:
     """In the forked child: a session of its own, first in line for the OOM killer (its workers inherit that, so a
     memory limit kills the run, not the bench), the log as stdout and stderr, then the config."""
     os.setsid()
+    _on_parent_death(signal.SIGKILL)  # the zygote killed outright: the config goes too (its workers follow it)
     try:
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
@@ -124,12 +138,37 @@ def _child(request: dict) -> None:
     os.dup2(null, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    os.environ["TMPDIR"] = tempfile.tempdir = request["tmp"]
+    import multiprocessing
+
+    multiprocessing.current_process()._config.pop("tempdir", None)  # pymp-* folders: under the config's own
     from .runner import main
 
     main([request["job"], request["result"]])  # ends the process
 
 
-def serve() -> None:
+def _on_parent_death(signum: int) -> None:
+    """Linux's PR_SET_PDEATHSIG: this process gets `signum` when its parent ends, however it ends."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum)
+
+
+def serve(parent: int) -> None:
+    running = [0]
+
+    def end(signum: int, frame: object) -> None:
+        """SIGTERM (the parent's close, or its death): the child's session and the child, then the zygote."""
+        if running[0]:
+            for kill in (os.killpg, os.kill):  # the child's group once it made one; the child before that
+                with contextlib.suppress(OSError):
+                    kill(running[0], signal.SIGKILL)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, end)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's Ctrl-C is the parent's to handle
+    _on_parent_death(signal.SIGTERM)
+    if os.getppid() != parent:  # it died before that
+        end(signal.SIGTERM, None)
     import torch  # noqa: F401  (the point of the zygote: imported once, inherited by every child)
     import torch.utils.data  # noqa: F401
 
@@ -137,16 +176,23 @@ def serve() -> None:
 
     for raw in sys.stdin:
         request = json.loads(raw)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # no end() between the fork and running[0]
         pid = os.fork()
         if pid == 0:
             try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
                 _child(request)
             finally:
                 os._exit(70)
+        running[0] = pid
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         print(f"started {pid}", flush=True)
         _, status = os.waitpid(pid, 0)
+        running[0] = 0
         print(f"ended {pid} {os.waitstatus_to_exitcode(status)}", flush=True)
 
 
 if __name__ == "__main__":
-    serve()
+    serve(int(sys.argv[1]))

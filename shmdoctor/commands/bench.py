@@ -2,56 +2,55 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from ..errors import UsageError
-from ..exits import ExitCode
-from ..options import FORMATS, loader_spec
+from ..options import FORMATS
 from ..sizes import parse_size
 
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+MAX_WORKERS = 1024  # more worker processes than any machine runs for one loader
+MAX_PREFETCH = 1024
+MAX_BATCHES = 100_000
 
 
-def int_list(text: str, what: str, least: int) -> list[int]:
+def int_list(text: str, what: str, least: int, most: int) -> tuple[int, ...]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise UsageError(f"{what}: expected a comma list of integers, e.g. 0,1,2,4; got {text!r}") from None
-    if not values or min(values) < least:
-        raise UsageError(f"{what}: expected integers of at least {least}, got {text!r}")
-    return list(dict.fromkeys(values))
+    if not values or min(values) < least or max(values) > most:
+        raise UsageError(f"{what}: expected integers from {least} to {most}, got {text!r}")
+    return tuple(dict.fromkeys(values))
 
 
-def bool_list(text: str, what: str) -> list[bool]:
+def bool_list(text: str, what: str) -> tuple[bool, ...]:
     values = [v.strip().lower() for v in text.split(",") if v.strip()]
     if not values or any(v not in TRUE + FALSE for v in values):
         raise UsageError(f"{what}: expected a comma list of true/false, got {text!r}")
-    return list(dict.fromkeys(v in TRUE for v in values))
+    return tuple(dict.fromkeys(v in TRUE for v in values))
 
 
-def resolve_device(name: str) -> tuple[str, dict]:
-    """auto | cpu | cuda | cuda:N -> (torch device string, what the JSON says about it). Imports torch."""
-    name = name.strip().lower()
-    name = "cuda:0" if name == "cuda" else name
-    index = name.partition(":")[2]
-    if name not in ("auto", "cpu") and not (name.startswith("cuda:") and index.isdigit()):
-        raise UsageError(f"--device {name!r}: expected auto, cpu, cuda or cuda:N")
-    try:
-        import torch
-        import torch.multiprocessing as mp
-    except ImportError:
-        raise UsageError("shmdoctor bench needs torch: pip install 'shmdoctor[bench]'") from None
+class Seconds(click.ParamType):
+    """A finite number of seconds in [least, most]: nan, inf and 1e300 are usage errors, not an endless run."""
 
-    available = torch.cuda.is_available()
-    if name == "auto":
-        name, index = ("cuda:0", "0") if available else ("cpu", "")
-    info = {"name": name, "torch": torch.__version__, "sharing_strategy": mp.get_sharing_strategy()}
-    if name == "cpu":
-        return name, info
-    if not available or int(index) >= torch.cuda.device_count():
-        raise UsageError(f"--device {name}: CUDA device not available (torch sees {torch.cuda.device_count()})")
-    info["model"] = torch.cuda.get_device_name(int(index))
-    return name, info
+    name = "seconds"
+
+    def __init__(self, most: float, least: float = 0.0, open_least: bool = False):
+        self.most, self.least, self.open_least = most, least, open_least
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        low = number <= self.least if self.open_least else number < self.least
+        if not math.isfinite(number) or low or number > self.most:
+            above = "above" if self.open_least else "from"
+            self.fail(f"{value!r}: expected seconds {above} {self.least:g} up to {self.most:g}", param, ctx)
+        return number
 
 
 @click.command()
@@ -61,7 +60,7 @@ def resolve_device(name: str) -> tuple[str, dict]:
 @click.option("--sample-bytes", metavar="SIZE", help="The synthetic dataset: bytes of one sample (1MiB, 512k).")
 @click.option(
     "--item-latency",
-    type=click.FloatRange(min=0),
+    type=Seconds(most=60),
     default=0.0,
     show_default=True,
     metavar="SECONDS",
@@ -74,7 +73,7 @@ def resolve_device(name: str) -> tuple[str, dict]:
 @click.option("--non-blocking", metavar="LIST", help="non_blocking copies to sweep [CUDA: true,false; CPU: false].")
 @click.option(
     "--step-time",
-    type=click.FloatRange(min=0),
+    type=Seconds(most=3600),
     default=0.0,
     show_default=True,
     metavar="SECONDS",
@@ -82,13 +81,13 @@ def resolve_device(name: str) -> tuple[str, dict]:
 )
 @click.option(
     "--batches",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_BATCHES),
     metavar="N",
     help="Time exactly N batches a config (default: until the per-batch time settles).",
 )
 @click.option(
     "--budget",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(most=86400, open_least=True),
     default=60.0,
     show_default=True,
     metavar="SECONDS",
@@ -128,63 +127,39 @@ def command(
         raise UsageError("give --sample-bytes SIZE (the synthetic dataset) or --dataset MODULE:ATTR")
     if dataset and item_latency:
         raise UsageError("--item-latency applies to the synthetic dataset, not to --dataset")
-    workers = int_list(num_workers, "--num-workers", 0)
-    prefetch = int_list(prefetch_factor, "--prefetch-factor", 1)
-    pins = bool_list(pin_memory, "--pin-memory") if pin_memory else None
-    blocking = bool_list(non_blocking, "--non-blocking") if non_blocking else None
-    sample = parse_size(sample_bytes, what="--sample-bytes") if sample_bytes else None
-    if plot:
-        from ..bench import plot as plotting
+    from ..bench.session import Request
 
-        plotting.require()
-
-    from .. import capacity
-    from ..bench import render, run, sweep
-    from ..bench.progress import progress
-    from ..probe import local
-
-    name, info = resolve_device(device)
-    cuda = name.startswith("cuda")
-    measured = loader_spec(  # the synthetic batch, or a --dataset's, measured
+    request = Request(
         batch_size=batch_size,
-        num_workers=None,
-        prefetch_factor=None,
-        sample_bytes=sample,
-        dataset=dataset,
-        pin_memory=False,
-        ranks=1,
-    ).config()
-    workload = run.Workload(
-        batch_size=batch_size,
-        sample_bytes=measured.sample_bytes,
-        batch_bytes=measured.batch_bytes,
-        tensors_per_batch=measured.tensors_per_batch,
+        workers=int_list(num_workers, "--num-workers", 0, MAX_WORKERS),
+        prefetch=int_list(prefetch_factor, "--prefetch-factor", 1, MAX_PREFETCH),
+        pin_memory=bool_list(pin_memory, "--pin-memory") if pin_memory else None,
+        non_blocking=bool_list(non_blocking, "--non-blocking") if non_blocking else None,
+        sample_bytes=parse_size(sample_bytes, what="--sample-bytes") if sample_bytes else None,
         dataset=dataset,
         item_latency=item_latency,
         step_time=step_time,
         batches=batches,
         budget=budget,
-        device=name,
+        device=device,
     )
-    default = [True, False] if cuda else [False]
-    configs = sweep.configs(workers, prefetch, pins or default, blocking or default)
-    facts = local.probe()
-    results: list = []
-    try:
-        with progress(len(configs), cuda) as done:
-            for result in run.sweep(workload, configs):
-                results.append(result)
-                done(result)
-    except KeyboardInterrupt:  # Ctrl-C: what finished is still worth showing; the rest is stopped and cleaned up
-        if not results:
-            raise
-        click.echo(f"shmdoctor: interrupted after {len(results)} of {len(configs)} configs", err=True)
-    rec = sweep.recommend(results, capacity.available(facts))
-    findings = run.findings(workload, results, facts)
-    doc = render.document(workload, results, rec, findings, facts, info)
-    click.echo(render.render_json(doc) if fmt == "json" else render.render_text(doc))
     if plot:
-        plotting.write(doc, plot)
-    if len(results) < len(configs):
-        return ExitCode.INTERRUPTED
-    return ExitCode.FINDING if any(f.severity == "error" for f in findings) else ExitCode.OK
+        from ..bench import plot as plotting
+
+        plotting.require()
+    from ..bench import render, session
+    from ..bench.progress import progress
+    from ..bench.stop import Stopped, stop_on_signals
+
+    try:
+        with stop_on_signals():  # SIGTERM is a stop like Ctrl-C: what ended is shown, nothing of the run is left
+            outcome = session.bench(request, progress)
+    except Stopped as stop:  # before any config ended: nothing to show
+        click.echo(f"shmdoctor: {stop.word}", err=True)
+        return stop.exit_code
+    if outcome.note:
+        click.echo(outcome.note, err=True)
+    click.echo(render.render_json(outcome.document) if fmt == "json" else render.render_text(outcome.document))
+    if plot:
+        plotting.write(outcome.document, plot)
+    return outcome.exit_code

@@ -332,7 +332,37 @@ CASES = [
         ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--prefetch-factor", "0,2"],
         {},
         USAGE,
-        "--prefetch-factor: expected integers of at least 1",
+        "--prefetch-factor: expected integers from 1 to 1024",
+    ),
+    (
+        "bench with a billion workers",
+        ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--num-workers", "0,1000000000"],
+        {},
+        USAGE,
+        "--num-workers: expected integers from 0 to 1024",
+    ),
+    *(
+        (f"bench --budget {v}", ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--budget", v], {}, USAGE, say)
+        for v, say in (
+            ("nan", "'nan': expected seconds above 0 up to 86400"),
+            ("inf", "'inf': expected seconds above 0 up to 86400"),
+            ("1e300", "'1e300': expected seconds above 0 up to 86400"),
+            ("0", "'0': expected seconds above 0 up to 86400"),
+        )
+    ),
+    (
+        "bench a step of forever",
+        ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--step-time", "inf"],
+        {},
+        USAGE,
+        "'inf': expected seconds from 0 up to 3600",
+    ),
+    (
+        "bench a sample that never loads",
+        ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--item-latency", "nan"],
+        {},
+        USAGE,
+        "'nan': expected seconds from 0 up to 60",
     ),
     (
         "bench pin_memory neither true nor false",

@@ -7,10 +7,10 @@ import pytest
 from tests.helpers import docker_run
 
 pytestmark = pytest.mark.usefixtures("images")
-# After the bench, from the same container: /dev/shm's use (statvfs) and its listing, on stderr.
+# After the bench, from the same container: /dev/shm's use (statvfs) and its listing, and /tmp's, on stderr.
 AFTER = (
     "python -c \"import os, json; st = os.statvfs('/dev/shm'); print('after', json.dumps("
-    "[(st.f_blocks - st.f_bfree) * st.f_frsize, os.listdir('/dev/shm')]))\" >&2"
+    "[(st.f_blocks - st.f_bfree) * st.f_frsize, os.listdir('/dev/shm'), os.listdir('/tmp')]))\" >&2"
 )
 
 
@@ -19,7 +19,8 @@ def bench_in(*docker_args, args):
     proc = docker_run(*docker_args, cmd=["sh", "-c", cmd])
     assert proc.stdout.strip(), proc.stderr
     rc = int(next(line for line in proc.stderr.splitlines() if line.startswith("rc="))[3:])
-    used, names = json.loads(next(line for line in proc.stderr.splitlines() if line.startswith("after "))[6:])
+    used, names, tmp = json.loads(next(line for line in proc.stderr.splitlines() if line.startswith("after "))[6:])
+    assert tmp == [], tmp  # nothing of the run in /tmp: no folder of bench's, no pymp-* of a worker
     return rc, json.loads(proc.stdout), used, names
 
 
@@ -83,4 +84,23 @@ def test_a_memory_limit_that_cannot_hold_the_batches_is_an_oom_kill_and_a_result
     assert rc == 1 and doc["recommendation"]["num_workers"] == 0
     finding = next(f for f in doc["findings"] if f["id"] == "bench-shm-exhausted")
     assert any(arg.startswith("--memory=") for fix in finding["fixes"] for arg in fix["docker_args"])
+    assert used == 0 and names == []
+
+
+def test_an_oom_kill_of_a_run_without_workers_is_memory_and_offers_no_shm_fix():
+    # No worker, so no /dev/shm in play: a kill for memory is said as memory, and nothing about /dev/shm is offered
+    # (issue 11: a 23 GB batch was called shm-exhausted and the fix offered was a 64 MiB /dev/shm). --memory-swap
+    # equal to --memory, so the limit kills instead of swapping.
+    rc, doc, used, names = bench_in(
+        "--shm-size=2g",
+        "--memory=1g",
+        "--memory-swap=1g",
+        args=["--dataset", "tests.loaders.bench_faults:fresh_samples", "--batch-size", "100", "--num-workers", "0"],
+    )
+    (zero,) = doc["results"]
+    assert zero["status"] == "out-of-memory" and "not /dev/shm" in zero["message"], zero
+    assert rc == 1 and doc["recommendation"] is None
+    (finding,) = doc["findings"]
+    assert finding["id"] == "bench-out-of-memory" and "/dev/shm is not what ran out" in finding["fixes"][0]["summary"]
+    assert not any(arg.startswith(("--shm-size", "--ipc")) for fix in finding["fixes"] for arg in fix["docker_args"])
     assert used == 0 and names == []

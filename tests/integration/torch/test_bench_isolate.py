@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -23,7 +24,7 @@ FAULTS = "tests.loaders.bench_faults"
 
 def run(dataset, workers):
     work = Workload(batch_size=4, batch_bytes=16384, sample_bytes=4096, dataset=dataset, budget=20)
-    with Zygote() as zygote:
+    with tempfile.TemporaryDirectory() as tmp, Zygote(tmp) as zygote:
         return isolate.run(job(work, Config(workers, 2 if workers else None, False, False)), timeout=120, zygote=zygote)
 
 

@@ -63,3 +63,19 @@ def test_a_worker_the_oom_killer_ended_is_told_by_the_cgroup_counter():
 def test_a_timeout_is_an_error_unless_shm_ran_out_first():
     assert classify("", "", -signal.SIGKILL, timed_out=True)[0] == "error"
     assert classify(ENOSPC, "", -signal.SIGKILL, timed_out=True)[0] == "shm-exhausted"
+
+
+@pytest.mark.parametrize(
+    "error, rc, oom_killed",
+    [
+        ("", -signal.SIGKILL, False),  # the host's OOM killer took the run
+        (WORKER_OOM, 1, False),  # ... or one of its workers
+        ("RuntimeError: DataLoader worker (pid(s) 17) exited unexpectedly", 1, True),  # a limit's kill, no shm used
+    ],
+)
+def test_a_kill_for_memory_is_memory_where_no_limit_counts_the_runs_shm(error, rc, oom_killed):
+    # issue 11: 23 GB of batches with num_workers=0 and no memory limit set off the host's OOM killer; that is not
+    # /dev/shm running out, and nothing about /dev/shm may be said or fixed
+    status, message = classify(error, "", rc, oom_killed=oom_killed, shm_charged=False)
+    assert status == "out-of-memory" and "not /dev/shm" in message
+    assert classify(error, "", rc, oom_killed=oom_killed, shm_charged=True)[0] == "shm-exhausted"

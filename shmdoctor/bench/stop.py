@@ -1,0 +1,41 @@
+"""Ctrl-C and SIGTERM during a bench: one stop, raised once where the sweep is, whatever else arrives while the
+run cleans up (a second and third Ctrl-C, `timeout` following up with SIGTERM) is noted and ignored, so the cleanup
+finishes and no traceback is printed."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stopped(KeyboardInterrupt):
+    """The sweep was stopped by a signal. Exit 128 + the signal: 130 for Ctrl-C, 143 for SIGTERM (as a shell says)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+        self.exit_code = 128 + signum
+        self.word = "interrupted" if signum == signal.SIGINT else "terminated"
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise Stopped the first time, nothing after; the previous handlers come back at the end."""
+    stopped: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if not stopped:
+            stopped.append(signum)
+            raise Stopped(signum)
+
+    previous = {}
+    try:
+        for s in SIGNALS:  # a signal between the two installs is a Stopped too: the first handler is in place
+            previous[s] = signal.signal(s, handler)
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
