@@ -14,9 +14,9 @@ import time
 
 import psutil
 import pytest
-from conftest import REPO
 
-pytestmark = pytest.mark.usefixtures("torch_module")
+from tests.helpers import REPO
+
 # Two configs: the first ends in about a second, the second would run for ~20 s (400 batches of a 0.05 s step).
 SWEEP = [
     "--sample-bytes",
