@@ -114,7 +114,7 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_charged: bool = True, 
         sampler.start()
         returncode = None
         try:
-            returncode = zygote.wait(pid, timeout)
+            returncode = zygote.wait(pid, timeout, stoppable=True)
         finally:
             wall, timed_out = time.perf_counter() - started, returncode is None
             measured = _read(result_path)

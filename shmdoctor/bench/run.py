@@ -156,12 +156,20 @@ def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tup
         if not fixes_ and capacity.shm_size_for(demand.bytes, facts) > (facts.shm.size_bytes or 0):
             fixes_ = fixes.grow_shm(demand, facts)  # only ever a larger /dev/shm than this one
         which = "; ".join(f"{r.config.label(workload.cuda)} ({r.message})" for r in failed)
+        available = capacity.available(facts)
+        room = available is None or demand.bytes <= available * capacity.HEADROOM
+        doubt = (
+            ": by the formula it fits with room to spare, so look beyond /dev/shm too (a bus error from a "
+            "memory-mapped file on a network volume reads the same)"
+            if room and not fixes_
+            else ""
+        )
         out.append(
             Finding(
                 "bench-shm-exhausted",
                 "error",
                 f"{len(failed)} of {len(results)} configs ran out of shared memory: {which}. The most demanding needs "
-                f"{format_size(demand.bytes)} of /dev/shm; {format_size(capacity.available(facts))} is available",
+                f"{format_size(demand.bytes)} of /dev/shm; {format_size(available)} is available{doubt}",
                 fixes_,
             )
         )
@@ -174,8 +182,8 @@ def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tup
             Finding(
                 "bench-out-of-memory",
                 "error",
-                f"{len(killed)} of {len(results)} configs were killed for memory, not for /dev/shm: {which}. Memory ran "
-                "out, not /dev/shm (no memory limit counts the workers' /dev/shm pages, or there were no workers)",
+                f"{len(killed)} of {len(results)} configs were killed for memory, not for /dev/shm: {which}. No "
+                "memory limit counts the workers' /dev/shm pages here, or there were no workers",
                 (Fix("fewer workers or a smaller --batch-size: /dev/shm is not what ran out"),),
             )
         )

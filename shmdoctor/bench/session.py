@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import UsageError
 from ..exits import ExitCode
 from .model import Result
-from .stop import Stopped
+from .stop import Stopped, pending
 
 Progress = Callable[[int, bool], AbstractContextManager[Callable[[Result], None]]]
 
@@ -113,9 +113,11 @@ def bench(request: Request, progress: Progress) -> Outcome:
             progress(len(configs), cuda) as done,
             closing(run.sweep(workload, configs, memory_limited=facts.memory.limit_bytes is not None)) as each,
         ):
+            pending()
             for result in each:
                 results.append(result)
                 done(result)
+                pending()
     except Stopped as stop:  # what finished is still worth showing; the rest was stopped and cleaned up
         if not results:
             raise

@@ -21,14 +21,25 @@ class Stopped(KeyboardInterrupt):
         self.word = "interrupted" if signum == signal.SIGINT else "terminated"
 
 
+_stopped: list[int] = []  # the signal that stopped the sweep, once one did
+
+
+def pending() -> None:
+    """Raise Stopped again when a signal came but its Stopped never reached the sweep: raised inside code that
+    swallows what it catches (an import that catches BaseException, say). Called where the sweep waits, not where it
+    cleans up: a Stopped that propagated is in cleanup or handled by then."""
+    if _stopped:
+        raise Stopped(_stopped[0])
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
     """SIGINT and SIGTERM raise Stopped the first time, nothing after; the previous handlers come back at the end."""
-    stopped: list[int] = []
+    _stopped.clear()
 
     def handler(signum: int, frame: object) -> None:
-        if not stopped:
-            stopped.append(signum)
+        if not _stopped:
+            _stopped.append(signum)
             raise Stopped(signum)
 
     previous = {}

@@ -22,13 +22,16 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import IO
 
 from ..errors import ProbeError
+from .stop import pending
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 START_TIMEOUT = 300  # seconds for the zygote's `import torch` on a cold disk
+POLL = 0.2  # seconds between two looks for a swallowed stop while waiting
 END_TIMEOUT = 5  # seconds for the zygote to end its child and itself once told to
 PR_SET_PDEATHSIG = 1
 
@@ -67,13 +70,20 @@ class Zygote:
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         return self.proc.stdin, self.proc.stdout
 
-    def _line(self, timeout: float | None) -> str | None:
-        """The zygote's next line; None on timeout; ZygoteDied when it is gone."""
+    def _line(self, timeout: float | None, stoppable: bool = False) -> str | None:
+        """The zygote's next line; None on timeout; ZygoteDied when it is gone. stoppable: a stop that was signalled
+        but swallowed on its way (bench.stop.pending) is raised while waiting."""
         fd = self._pipes()[1].fileno()
+        end = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self._buffer:
-            ready, _, _ = select.select([fd], [], [], timeout)
+            if stoppable:
+                pending()
+            left = POLL if end is None else min(POLL, end - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
             if not ready:
-                return None
+                if end is not None and time.monotonic() >= end:
+                    return None
+                continue
             chunk = os.read(fd, 4096)
             if not chunk:
                 raise ZygoteDied("the bench's zygote process ended")
@@ -87,14 +97,14 @@ class Zygote:
         stdin = self._pipes()[0]
         stdin.write((json.dumps({"job": job, "result": result, "log": log, "tmp": tmp}) + "\n").encode())
         stdin.flush()
-        line = self._line(START_TIMEOUT)
+        line = self._line(START_TIMEOUT, stoppable=True)
         if not line or not line.startswith("started "):
             raise ZygoteDied(f"the bench's zygote did not start a run: {line!r}")
         return int(line.split()[1])
 
-    def wait(self, pid: int, timeout: float | None) -> int | None:
+    def wait(self, pid: int, timeout: float | None, stoppable: bool = False) -> int | None:
         """The child's exit code (negative: the signal that ended it), or None when `timeout` passed first."""
-        line = self._line(timeout)
+        line = self._line(timeout, stoppable)
         if line is None:
             return None
         _, ended, code = line.split()

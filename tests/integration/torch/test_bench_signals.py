@@ -126,7 +126,7 @@ def test_three_quick_ctrl_c_are_one_stop(tmp_path):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("delay", [0.0, 0.01, 0.02, 0.05, 0.1, 0.3])
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.02, 0.05, 0.1, 0.3, 0.6, 1.0])
 def test_a_signal_at_start_up_prints_no_traceback(tmp_path, signum, delay):
     # From shmdoctor's first line on (__main__.py installs its handlers before it imports anything), a signal ends
     # the process quietly. Before that line Python itself is starting (runpy finding the package): a Ctrl-C there is
