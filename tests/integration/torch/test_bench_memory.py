@@ -16,7 +16,7 @@ from tests.helpers import REPO
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["--batch-size", "1099511627776", "--sample-bytes", "1g", "--num-workers", "0"], "one batch is "),
+        (["--batch-size", "100000", "--sample-bytes", "1g", "--num-workers", "0"], "one batch is "),
         (["--batch-size", "4", "--sample-bytes", "1g", "--num-workers", "0,64"], "num_workers=64, prefetch_factor=2"),
     ],
 )
