@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..limits import MAX_DEPTH, MAX_DIGITS, MAX_JSON_BYTES, MAX_NODES, MAX_YAML_BYTES
 from ..model import Facts
 
-SUFFIXES = (".yml", ".yaml", ".json")
+SUFFIXES = (".yml", ".yaml", ".json", ".container")  # .container: a Podman Quadlet unit
 STDIN = "<stdin>"
 
 
@@ -222,7 +222,7 @@ def files(path: str) -> Iterator[str]:
                     found = True
                     yield os.path.join(root, name)
         if not found:
-            raise UsageError(f"{path}: no *.yml, *.yaml or *.json file in this directory")
+            raise UsageError(f"{path}: no *.yml, *.yaml, *.json or *.container file in this directory")
     elif os.path.exists(path):
         yield path
     else:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from . import azureml, compose, documents, ecs, kubernetes
+from . import azureml, compose, documents, ecs, kubernetes, quadlet
 from .documents import Definition, Document
 
 FORMATS = (
@@ -101,6 +101,10 @@ def read(paths: list[str], swarm: bool | None = None, env_file: str | None = Non
             source = documents.STDIN if name == "-" else name
             text = documents.text(name)
             before = len(out.definitions), len(out.objects)
+            if source.endswith(quadlet.SUFFIX):  # an INI-style unit, not YAML
+                out.definitions.extend(quadlet.probe(text, source))
+                out.sources.append(source)
+                continue
             try:
                 parsed = documents.parse(text, source)
                 unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out)]

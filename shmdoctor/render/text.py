@@ -47,12 +47,12 @@ def _language(report: Report) -> str:
     target, runtime = report.facts.target, report.facts.runtime
     if target.kind == "local" and runtime == "none":
         return "shell"
-    if target.kind == "service":
-        return "compose"
     if runtime in ("ecs", "azureml"):
         return runtime
     if runtime == "podman" and target.kind == "service":
         return "quadlet"
+    if target.kind == "service":
+        return "compose"
     if target.kind == "workload" or runtime == "kubernetes":
         return "kubernetes"
     return "podman" if runtime == "podman" else "docker"

@@ -476,7 +476,13 @@ CASES = [
         USAGE,
         "not a compose file (services:), a Kubernetes manifest",
     ),
-    ("lint a directory without manifests", ["lint", "{d}/empty-dir"], {}, USAGE, "no *.yml, *.yaml or *.json file"),
+    (
+        "lint a directory without manifests",
+        ["lint", "{d}/empty-dir"],
+        {},
+        USAGE,
+        "no *.yml, *.yaml, *.json or *.container file",
+    ),
     (
         "lint a compose size nobody can read",
         ["lint", "{d}/badsize.yml"],

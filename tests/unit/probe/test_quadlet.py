@@ -1,0 +1,81 @@
+"""Podman Quadlet .container units -> Facts: ShmSize, PodmanArgs, Tmpfs / Volume / Mount at /dev/shm."""
+
+from __future__ import annotations
+
+import pytest
+
+from shmdoctor.cli import main
+from shmdoctor.errors import UsageError
+from shmdoctor.probe import files, quadlet
+from shmdoctor.rules import judge
+from shmdoctor.sizes import GiB, MiB
+from tests.helpers import DATA
+
+
+def unit(lines: str):
+    [found] = quadlet.probe("[Unit]\nDescription=x\n\n[Container]\nImage=my/app:1\n" + lines, "train.container")
+    return found.facts
+
+
+@pytest.mark.parametrize(
+    "lines, size, source, ipc, read_only",
+    [
+        ("", 64000 * 1024, "podman-shm", "private", False),
+        ("ShmSize=2g\n", 2 * GiB, "podman-shm", "private", False),
+        ("PodmanArgs=--shm-size=1g --memory=8g\n", GiB, "podman-shm", "private", False),
+        ("PodmanArgs=--shm-size 1g\n", GiB, "podman-shm", "private", False),
+        ("PodmanArgs=--ipc=host\n", None, "host-ipc", "host", False),
+        ("PodmanArgs=--ipc=none\n", None, "none", "none", False),
+        ("Tmpfs=/dev/shm:size=512m\n", 512 * MiB, "tmpfs", "private", False),
+        ("Tmpfs=/dev/shm:ro,size=512m\nShmSize=2g\n", 512 * MiB, "tmpfs", "private", True),  # the mount wins
+        ("Volume=/dev/shm:/dev/shm\n", None, "host", "private", False),
+        ("Mount=type=tmpfs,destination=/dev/shm,tmpfs-size=1g\n", GiB, "tmpfs", "private", False),
+        ("PodmanArgs=--ipc=host \\\n  --memory=8g\n", None, "host-ipc", "host", False),  # a continued line
+    ],
+)
+def test_unit_shm(lines, size, source, ipc, read_only):
+    facts = unit(lines)
+    assert (facts.shm.size_bytes, facts.shm.source, facts.ipc.mode, facts.shm.read_only) == (
+        size,
+        source,
+        ipc,
+        read_only,
+    )
+    assert facts.runtime == "podman" and facts.target.name == "train.container:train"
+
+
+def test_gpus_memory_and_ml_signs():
+    facts = unit("AddDevice=nvidia.com/gpu=all\nPodmanArgs=--memory=16g\nExec=torchrun --nproc-per-node=8 train.py\n")
+    assert (facts.gpus, facts.memory.limit_bytes, facts.ml_signs) == ("all", 16 * GiB, ("command torchrun",))
+
+
+def test_fixes_are_said_as_quadlet_keys(tmp_path, capsys):
+    path = tmp_path / "train.container"
+    path.write_text("[Container]\nImage=nvcr.io/nvidia/pytorch:24.01-py3\nExec=python train.py\n")
+    assert main(["lint", str(tmp_path), "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]) == 1
+    out = capsys.readouterr().out
+    assert "ShmSize=1536m" in out and "docker run" not in out and "shm_size" not in out
+    assert main(["lint", str(path)]) == 0  # no loader: Podman's default, for an ML image, is a warning
+    assert "Podman's default 62.5 MiB for what looks like a training or inference job" in capsys.readouterr().out
+
+
+def test_the_real_unit():
+    [found] = files.read([str(DATA / "real" / "ollama.container")]).definitions
+    facts = found.facts
+    assert (facts.shm.size_bytes, facts.memory.limit_bytes) == (64000 * 1024, 3 * GiB)
+    assert facts.ml_signs == ("image docker.io/ollama/ollama:latest",)
+    assert [f.id for f in judge(facts, None).findings] == ["default-shm"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[Container]\nImage=x\nnot a key\n", "u.container:3: not a KEY=VALUE line"),
+        ("[Unit]\nDescription=x\n", r"u.container: no \[Container\] section"),
+        ("[Container]\nShmSize=lots\n", "u.container:2: ShmSize: cannot read 'lots'"),
+        ("[Container]\nPodmanArgs=--shm-size='2g\n", "u.container:2: PodmanArgs: No closing quotation"),
+    ],
+)
+def test_bad_units_are_file_and_line(text, message):
+    with pytest.raises(UsageError, match=message):
+        quadlet.probe(text, "u.container")
