@@ -21,6 +21,8 @@ command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 command -v podman >/dev/null || need_pkgs+=(podman)  # check inside Podman, audit through its Docker API
 command -v newuidmap >/dev/null || need_pkgs+=(uidmap)
 command -v docker-compose >/dev/null || need_pkgs+=(docker-compose)  # lint's compose fixes, run for real
+# the exporter's tests start their own prometheus on loopback; promtool checks examples/prometheus/ (same package)
+{ command -v prometheus && command -v promtool; } >/dev/null || need_pkgs+=(prometheus)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "== installing ${need_pkgs[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null

@@ -13,7 +13,7 @@ from .exits import ExitCode
 
 # Each is the module shmdoctor.commands.<name>, defining `command`, imported only when that command runs:
 # `check` never pays for the Docker SDK, torch or YAML. In the order --help lists them.
-COMMANDS = ("check", "audit", "lint", "bench", "watch", "clean", "explain", "run")
+COMMANDS = ("check", "audit", "lint", "bench", "watch", "clean", "explain", "run", "exporter")
 
 
 class LazyGroup(click.Group):

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BUSYBOX, PYTHON, kill_started, missing
+from tests.helpers import BUSYBOX, PYTHON, REPO, kill_started, missing, unique_name
 
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 UNIT = Path(__file__).resolve().parent / "unit"
-NEEDS_TOOLS = {"engine", "images", "torch_module"}
+NEEDS_TOOLS = {"engine", "images", "torch_module", "image"}
+SHMDOCTOR_IMAGE = f"shmdoctor-test/shmdoctor:{unique_name('dev')}"  # this run's build of the Dockerfile, removed after
 
 
 @functools.cache
@@ -87,3 +88,32 @@ def torch_module():
     except ImportError:
         missing("torch is not installed")
     return torch
+
+
+@pytest.fixture(scope="session")
+def image(images):
+    """The Dockerfile built (test_image.py, the exporter's compose service) on the Debian test image (no registry
+    here for python:3.12-slim), tagged for this run alone and removed after it: test runs leave no trail of images,
+    and two runs never test each other's build."""
+    proc = subprocess.run(
+        [
+            "docker",
+            "build",
+            "-q",
+            "--network",
+            "host",
+            "--build-arg",
+            "BASE_IMAGE=shmdoctor-test/debian:bookworm",
+            "-t",
+            SHMDOCTOR_IMAGE,
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    try:
+        assert proc.returncode == 0, proc.stderr
+        yield SHMDOCTOR_IMAGE
+    finally:
+        subprocess.run(["docker", "rmi", SHMDOCTOR_IMAGE], capture_output=True, timeout=120)

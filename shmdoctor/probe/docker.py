@@ -38,6 +38,8 @@ class Probed:
     facts: Facts
     loader_label: str | None = None
     notes: tuple[str, ...] = ()
+    image: str | None = None  # Config.Image: the image as the container was started from it
+    pid: int | None = None  # State.Pid of a running container, as the engine host's PID namespace sees it
 
 
 def name_of(info: Inspect) -> str:
@@ -208,12 +210,20 @@ def facts_from_inspect(
         flags=frozenset(flags),
         unreadable=(f"{SHM_SIZE_UNKNOWN} ({shm.detail})",) if shm.present and shm.size_bytes is None else (),
     )
-    label = _dict(_dict(info.get("Config")).get("Labels")).get(LOADER_LABEL)
-    return Probed(facts, label if label is None else str(label), tuple(notes))
+    label = _dict(config.get("Labels")).get(LOADER_LABEL)
+    image, pid = config.get("Image"), state.get("Pid") if state.get("Running") is True else None
+    return Probed(
+        facts,
+        label if label is None else str(label),
+        tuple(notes),
+        image if isinstance(image, str) else None,
+        pid if isinstance(pid, int) and pid > 0 else None,
+    )
 
 
-def with_usage(probed: Probed, usage: tuple[int, int, int] | str) -> Probed:
-    """Facts completed by `df` inside the container (--exec): (size, used, free), or why it could not be read."""
+def with_usage(probed: Probed, usage: tuple[int, int, int] | str, how: str = "with df inside (--exec)") -> Probed:
+    """Facts completed by a reading of /dev/shm (`df` inside the container with --exec, statvfs from the host for the
+    exporter): (size, used, free), or why it could not be read."""
     facts = probed.facts
     if isinstance(usage, str):
         return replace(probed, facts=replace(facts, unreadable=facts.unreadable + (f"/dev/shm use ({usage})",)))
@@ -224,7 +234,7 @@ def with_usage(probed: Probed, usage: tuple[int, int, int] | str) -> Probed:
         size_bytes=size,
         used_bytes=used,
         free_bytes=free,
-        detail=facts.shm.detail + "; use read with df inside (--exec)",
+        detail=f"{facts.shm.detail}; use read {how}",
     )
     return replace(probed, facts=replace(facts, shm=shm, unreadable=unreadable))
 
@@ -415,6 +425,11 @@ class Engine:
             if close:
                 close()
         return bytes(out)
+
+    def events(self, since: float) -> Any:
+        """The engine's container events from `since` on, as a stream of dicts (close() ends it); it never times out
+        on its own: a quiet engine sends nothing for hours. Raises ProbeError when the engine cannot be asked."""
+        return self._call(self.api.events, since=since, decode=True, filters={"type": "container"})
 
     def map(self, fn: Callable[[Any], T], items: builtins.list[Any]) -> builtins.list[T]:
         return concurrently(fn, items, CONCURRENCY)

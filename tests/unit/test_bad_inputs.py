@@ -307,6 +307,12 @@ CASES = [
     ),
     ("clean --yes given a value", ["clean", "--yes=no"], {}, USAGE, "'--yes' does not take a value"),
     ("clean in an unknown format", ["clean", "--format", "yaml"], {}, USAGE, "'yaml' is not one of 'text', 'json'"),
+    ("exporter with nowhere to put metrics", ["exporter"], {}, USAGE, "give --listen ADDR:PORT to serve /metrics"),
+    ("exporter --listen without a port", ["exporter", "--listen", "127.0.0.1"], {}, USAGE, "expected ADDR:PORT"),
+    ("exporter --listen port out of range", ["exporter", "--listen", ":99999"], {}, USAGE, "expected ADDR:PORT"),
+    ("exporter --listen a host name", ["exporter", "--listen", "gpu-3:9787"], {}, USAGE, "is not an IP address"),
+    ("exporter --textfile not a directory", ["exporter", "--textfile", "{d}/notes.txt"], {}, USAGE, "is not a dir"),
+    ("exporter both outputs", ["exporter", "--listen", ":9787", "--textfile", "{d}"], {}, USAGE, "or --textfile DIR"),
     # watch
     ("watch every 0 s", ["watch", "--interval", "0"], {}, USAGE, "--interval must be a number of seconds greater than"),
     ("watch every -1 s", ["watch", "--interval", "-1"], {}, USAGE, "--interval must be a number of seconds"),

@@ -4,45 +4,14 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.helpers import BUSYBOX, docker_run, unique_name, validate
 
-from tests.helpers import BUSYBOX, REPO, docker_run, unique_name, validate
-
-IMAGE = f"shmdoctor-test/shmdoctor:{unique_name('dev')}"  # this run's build, removed after
 SEED = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
 # The image has no shmdoctor script of its own: examples/entrypoint.sh finds one on PATH.
 SHIM = (
     'mkdir -p /tmp/bin && printf "#!/bin/sh\\nexec python -m shmdoctor \\"\\$@\\"\\n" >/tmp/bin/shmdoctor'
     " && chmod +x /tmp/bin/shmdoctor && PATH=/tmp/bin:$PATH "
 )
-
-
-@pytest.fixture(scope="module")
-def image(images):
-    """The Dockerfile built on the Debian test image (no registry here for python:3.12-slim), tagged for this run
-    alone and removed after it: test runs leave no trail of images, and two runs never test each other's build."""
-    proc = subprocess.run(
-        [
-            "docker",
-            "build",
-            "-q",
-            "--network",
-            "host",
-            "--build-arg",
-            "BASE_IMAGE=shmdoctor-test/debian:bookworm",
-            "-t",
-            IMAGE,
-            str(REPO),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    try:
-        assert proc.returncode == 0, proc.stderr
-        yield IMAGE
-    finally:
-        subprocess.run(["docker", "rmi", IMAGE], capture_output=True, timeout=120)
 
 
 def test_image_check_in_a_64_mib_container_fails_with_the_fix(image):

@@ -1,0 +1,141 @@
+"""shmdoctor exporter: every container's /dev/shm as Prometheus metrics, served or written for node_exporter."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import click
+
+from ..errors import ProbeError, UsageError
+from ..exits import ExitCode
+from ..exporter import serve as serving
+from ..exporter.collect import Collector
+from ..exporter.inventory import EngineInventory, ProcInventory, engine_socket_missing
+from ..options import loader_options, loader_spec
+
+TEXTFILE = "shmdoctor.prom"
+
+
+@click.command()
+@click.option("--listen", metavar="ADDR:PORT", help="Serve /metrics there: 127.0.0.1:9787, :9787 (every address).")
+@click.option(
+    "--textfile",
+    metavar="DIR",
+    help=f"Write the metrics once to DIR/{TEXTFILE}, atomically, for node_exporter's textfile collector (cron).",
+)
+@click.option(
+    "--source",
+    type=click.Choice(["auto", "engine", "proc"]),
+    default="auto",
+    show_default=True,
+    help="Containers from the Docker engine (DOCKER_HOST; Podman's socket too), or from /proc alone (containerd, "
+    "CRI-O); auto: the engine when DOCKER_HOST is set or /var/run/docker.sock exists.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 300),
+    default=5.0,
+    show_default=True,
+    help="Seconds a scrape may wait for the engine.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.5, 3600),
+    default=5.0,
+    show_default=True,
+    help="Seconds between readings of every target; a scrape gets the latest.",
+)
+@click.option(
+    "--refresh",
+    type=click.FloatRange(1, 3600),
+    default=15.0,
+    show_default=True,
+    help="--source proc: seconds between scans of /proc.",
+)
+@click.option(
+    "--max-targets",
+    type=click.IntRange(1, 100000),
+    default=1000,
+    show_default=True,
+    help="Targets exported at most (bounds the series).",
+)
+@loader_options
+def command(listen, textfile, source, timeout, interval, refresh, max_targets, **loader) -> int:
+    """/dev/shm size and use, memory limit, loader need, findings and leaked segments of the host and every
+    running container, as Prometheus metrics. Read-only: nothing runs inside a container; use is read from the host
+    through /proc/<pid>/root/dev/shm (root, in the host's PID namespace). A container's shmdoctor.loader label
+    overrides the loader options for it.
+
+    \b
+    shmdoctor exporter --listen :9787
+    shmdoctor exporter --listen 127.0.0.1:9787 --batch-size 100 --num-workers 4 --sample-bytes 1MiB
+    shmdoctor exporter --source proc --listen :9787          # containerd / CRI-O nodes: no engine
+    shmdoctor exporter --textfile /var/lib/node_exporter/textfile_collector
+    """
+    if bool(listen) == bool(textfile):
+        raise UsageError("give --listen ADDR:PORT to serve /metrics, or --textfile DIR to write them once")
+    address = serving.parse(listen) if listen else None
+    if textfile and not os.path.isdir(textfile):
+        raise UsageError(f"--textfile {textfile!r} is not a directory")
+    spec = loader_spec(**loader)
+    spec.requirement()  # a bad command line is refused before anything starts
+    engine = source == "engine" or source == "auto" and not engine_socket_missing()
+    inventory = (EngineInventory(timeout) if engine else ProcInventory(refresh)).start()
+    collector = Collector(
+        inventory,
+        loader=spec,
+        fail_on="error",
+        timeout=timeout,
+        max_targets=max_targets,
+        engine=engine,
+    )
+    from ..render import metrics  # prometheus_client: only this command imports it
+
+    where = f"the Docker engine at {inventory.host}" if engine else "/proc"
+    if textfile:
+        scrape = collector.scrape()
+        path = os.path.join(textfile, TEXTFILE)
+        try:
+            metrics.write_textfile(path, scrape)
+        except OSError as e:
+            raise UsageError(f"cannot write {path}: {e.strerror}") from None
+        click.echo(f"wrote {path}: {len(scrape.targets)} target(s) from {where}", err=True)
+        if scrape.errors:
+            raise ProbeError("; ".join(scrape.errors) + f" (written to {path} as shmdoctor_scrape_errors_total)")
+        return 0
+
+    latest = serving.Latest()
+    reader = serving.Reader(lambda: metrics.render(collector.scrape()), latest, interval)
+    server = serving.serve(*address, latest, wait=timeout + 1)
+    reader.start()
+    click.echo(
+        f"serving http://{listen}/metrics: the host and the containers of {where}, read every {interval:g} s; "
+        "Ctrl-C to stop",
+        err=True,
+    )
+    return _until_stopped(server, reader, inventory)
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _terminate(signum, frame) -> None:
+    raise _Terminated
+
+
+def _until_stopped(server, reader, inventory) -> int:
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        while True:
+            time.sleep(3600)
+    except _Terminated:
+        click.echo("shmdoctor: terminated", err=True)
+        return ExitCode.TERMINATED
+    finally:  # Ctrl-C passes on to the CLI's handler (exit 130) after this
+        signal.signal(signal.SIGTERM, previous)
+        server.shutdown()
+        reader.stop()
+        inventory.stop()

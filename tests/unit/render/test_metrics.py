@@ -1,0 +1,118 @@
+"""The metrics renderer on captured inspect JSON: every series, its labels, and what never gets into a label."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from shmdoctor.exporter.model import LABEL_MAX, Labels, Scrape, Target
+from shmdoctor.loader import loader_config, requirement
+from shmdoctor.probe import docker
+from shmdoctor.render import metrics
+from shmdoctor.rules import judge
+from tests.helpers import DATA
+
+INSPECT = DATA / "inspect"
+MiB = 2**20
+
+
+def _inspect(name: str) -> dict:
+    return json.loads((INSPECT / f"{name}.json").read_text())
+
+
+def _target(name: str, usage=None, need=None, leaked=None) -> Target:
+    info = _inspect(name)
+    probed = docker.facts_from_inspect(info)
+    if usage:
+        probed = docker.with_usage(probed, usage, "from the host")
+    facts = probed.facts
+    labels = Labels(facts.target.name, facts.target.id, probed.image or "", facts.ipc.mode, facts.shm.source)
+    return Target(judge(facts, need), labels, leaked)
+
+
+def _samples(text: bytes) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for family in text_string_to_metric_families(text.decode()):
+        for s in family.samples:
+            found.setdefault(s.name, []).append((s.labels, s.value))
+    return found
+
+
+def _scrape(*targets: Target, errors=(), engine_up=True) -> Scrape:
+    return Scrape(tuple(targets), 0.0123, tuple(errors), len(errors), engine_up)
+
+
+def test_a_full_default_container_gives_every_series_with_its_five_labels():
+    # The captured default container (64 MiB), 61 MiB of it in use as read from the host
+    target = _target("default", usage=(64 * MiB, 61 * MiB, 3 * MiB), leaked=8192)
+    got = _samples(metrics.render(_scrape(target)))
+    info = _inspect("default")
+    labels = {
+        "container": info["Name"].lstrip("/"),
+        "container_id": info["Id"],
+        "image": info["Config"]["Image"],
+        "ipc_mode": "private",
+        "source": "docker-shm",
+    }
+    assert got["shmdoctor_shm_size_bytes"] == [(labels, 64 * MiB)]
+    assert got["shmdoctor_shm_used_bytes"] == [(labels, 61 * MiB)]
+    assert got["shmdoctor_leaked_bytes"] == [(labels, 8192)]
+    assert got["shmdoctor_oom_killed"] == [(labels, 0)]
+    assert "shmdoctor_memory_limit_bytes" not in got  # no limit: no sample, never a 0 that reads as one
+    assert "shmdoctor_need_bytes" not in got  # no loader given
+    findings = {(lab["id"], lab["severity"]) for lab, v in got["shmdoctor_finding"] if v == 1}
+    assert findings == {("shm-full", "warning")}  # not default-shm: the captured container is no training job
+    assert got["shmdoctor_scrape_duration_seconds"] == [({}, 0.0123)]
+    assert got["shmdoctor_scrape_errors_total"] == [({}, 0)]
+    assert got["shmdoctor_engine_up"] == [({}, 1)]
+
+
+def test_need_memory_limit_and_oom_from_their_containers():
+    need = requirement(loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB"))
+    memory, oom = _target("memory", need=need), _target("oom")
+    got = _samples(metrics.render(_scrape(memory, oom)))
+    limits = {lab["container"]: v for lab, v in got["shmdoctor_memory_limit_bytes"]}
+    assert limits[memory.labels.container] == _inspect("memory")["HostConfig"]["Memory"]
+    needs = {lab["container"]: v for lab, v in got["shmdoctor_need_bytes"]}
+    assert needs == {memory.labels.container: 900 * MiB}  # (2·4 + 1) × 100 MiB
+    ooms = {lab["container"]: v for lab, v in got["shmdoctor_oom_killed"]}
+    assert ooms == {memory.labels.container: 0, oom.labels.container: 1}
+    ids = {(lab["container"], lab["id"]) for lab, _ in got["shmdoctor_finding"]}
+    assert (oom.labels.container, "oom-killed") in ids
+
+
+def test_the_engine_away_is_errors_and_engine_up_0_not_a_missing_page():
+    got = _samples(metrics.render(_scrape(errors=("the Docker engine at unix:///x went away",), engine_up=False)))
+    assert got["shmdoctor_engine_up"] == [({}, 0)]
+    assert got["shmdoctor_scrape_errors_total"] == [({}, 1)]
+    assert got["shmdoctor_targets"] == [({}, 0)]
+
+
+def test_no_engine_no_engine_up_series():
+    assert "shmdoctor_engine_up" not in _samples(metrics.render(_scrape(engine_up=None)))
+
+
+def test_no_environment_value_reaches_the_metrics():
+    info = _inspect("default")
+    secrets = [e.split("=", 1)[1] for e in info["Config"]["Env"]]
+    text = metrics.render(_scrape(_target("default"), _target("gpu"), _target("memory"))).decode()
+    assert secrets and not any(s in text for s in secrets)
+    assert "SECRET_TOKEN" not in text
+
+
+def test_label_values_are_bounded():
+    long = "x" * 10_000
+    target = _target("default")
+    big = Target(target.report, Labels(long, long, long, "private", "docker-shm"))
+    got = _samples(metrics.render(_scrape(big)))
+    (labels, _), *_ = got["shmdoctor_shm_size_bytes"]
+    assert all(len(v) <= LABEL_MAX for v in labels.values())
+    assert labels["container"].startswith("x" * 100)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in INSPECT.glob("*.json")))
+def test_every_captured_container_renders_and_parses(name):
+    text = metrics.render(_scrape(_target(name)))
+    assert _samples(text)["shmdoctor_targets"] == [({}, 1)]
