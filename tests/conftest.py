@@ -19,7 +19,7 @@ from tests.helpers import BUSYBOX, PYTHON, REPO, kill_started, missing, unique_n
 
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 UNIT = Path(__file__).resolve().parent / "unit"
-NEEDS_TOOLS = {"engine", "images", "torch_module", "image"}
+NEEDS_TOOLS = {"engine", "images", "torch_module"}
 SHMDOCTOR_IMAGE = f"shmdoctor-test/shmdoctor:{unique_name('dev')}"  # this run's build of the Dockerfile, removed after
 
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..model import SHM, Facts, Ipc, Memory, Shm, Target
+from ..model import SHM, Facts, Flag, Ipc, Memory, Runtime, Shm, Target
 from . import cgroup, mountinfo
 from .local import HOST_IPC_INODE
 
@@ -143,24 +143,25 @@ def _facts(pid: int, origin: Origin | None, shared: bool, proc: str, sys_fs_cgro
     except OSError as e:
         ipc_host = False
         unreadable.append(f"IPC namespace ({e.strerror})")
-    runtime = (
-        "kubernetes"
-        if origin and origin.pod_uid
-        else "docker"
-        if origin and origin.runtime == "docker"
-        else "container"
-    )
+    runtime: Runtime = "none"
+    if origin:
+        runtime = (
+            "kubernetes"
+            if origin.pod_uid
+            else origin.runtime
+            if origin.runtime in ("docker", "podman")
+            else "container"
+        )
     try:
         mount = mountinfo.find(mountinfo.parse(_read(f"{base}/mountinfo") or ""), SHM)
     except UsageError as e:  # a line this parser does not know: a fact missing
         mount = None
         unreadable.append(f"mounts (/proc/{pid}/mountinfo: {e})")
-    source, detail = mountinfo.classify(mount, in_container=origin is not None, ipc_host=ipc_host, runtime=runtime)
+    source, detail = mountinfo.shm_source(mount, in_container=origin is not None, ipc_host=ipc_host, runtime=runtime)
     text = _read(f"{base}/cgroup") or ""
     limit, working_set = cgroup.memory(sys_fs_cgroup, text) if origin else (None, None)
-    flags = {"shm-read-only"} if mount is not None and "ro" in mount.options else set()
-    if origin and oom_kills(text, sys_fs_cgroup):
-        flags.add("oom-killed")
+    flags: frozenset[Flag] = frozenset({"oom-killed"}) if origin and oom_kills(text, sys_fs_cgroup) else frozenset()
+    read_only = mount is not None and "ro" in mount.options
     if origin is None:
         target, ipc = Target("local", "host"), Ipc("host")
     else:
@@ -168,12 +169,12 @@ def _facts(pid: int, origin: Origin | None, shared: bool, proc: str, sys_fs_cgro
         ipc = Ipc("host" if ipc_host else "shareable" if shared else "private")
     return Facts(
         target=target,
-        shm=Shm(True, size, used, free, source, f"{detail}; read through /proc/{pid}/root{SHM}"),
+        shm=Shm(True, size, used, free, source, detail, read_only=read_only),
         ipc=ipc,
         memory=Memory(limit, working_set),
-        runtime=runtime if origin else "none",
+        runtime=runtime,
         unreadable=tuple(unreadable),
-        flags=frozenset(flags),
+        flags=flags,
     )
 
 

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.helpers import BUSYBOX, REPO, missing, unique_name
 
 RUN = unique_name("exp")  # container names unique per run
-DOCKER_SOCKET = "/var/run/docker.sock"
+DOCKER_SOCKET = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
 
 
 def free_port() -> int:
