@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ..fleet import judge_container
+from ..fleet import judge_labelled
 from ..loader import LoaderSpec
 from ..model import SHM, Report, Severity
 from ..probe import docker, procfs
@@ -60,7 +60,9 @@ class Collector:
     def _target(self, entry: Entry, judged: dict[tuple, Report]) -> Target:
         probed = self._read(entry)
         key = (probed.facts, probed.loader_label, probed.notes)
-        report = self._judged.get(key) or judge_container(probed, self.loader, self.fail_on)
+        report = self._judged.get(key) or judge_labelled(
+            probed.facts, self.loader, probed.loader_label, self.fail_on, probed.notes
+        )
         judged[key] = report
         return Target(report, entry.labels)
 
