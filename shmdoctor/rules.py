@@ -175,13 +175,14 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
 
 
 @rule("platform-ignores-shm-size", "warning", "the platform ignores the /dev/shm size the definition asks for")
-def platform_ignores_shm_size(facts, need):
+def platform_ignores_shm_size(facts: Facts, need: Requirement | None) -> Hit:
     if "shm-size-ignored" in facts.flags:
         msg = (
             f"{facts.shm.detail}: the size the definition asks for is not what the container gets, "
             f"{format_size(facts.shm.size_bytes)}"
         )
         return msg, (Fix(fixes.FIXED_SHM.get(facts.runtime, "move to a platform that sizes /dev/shm") + " that size"),)
+    return None
 
 
 @rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")

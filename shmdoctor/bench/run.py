@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from .. import capacity, fixes
@@ -136,7 +136,7 @@ def run_one(workload: Workload, config: Config, zygote: Zygote, memory_limited: 
     )
 
 
-def sweep(workload: Workload, configs: Sequence[Config], memory_limited: bool) -> Iterator[Result]:
+def sweep(workload: Workload, configs: Sequence[Config], memory_limited: bool) -> Generator[Result, None, None]:
     """Each config's result as it ends; stopping early (a signal, or closing the generator) ends the zygote and
     whatever it still runs, and removes the run's one temporary folder."""
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, Zygote(tmp) as zygote:

@@ -151,7 +151,7 @@ def _child(request: dict) -> None:
     os.environ["TMPDIR"] = tempfile.tempdir = request["tmp"]
     import multiprocessing
 
-    multiprocessing.current_process()._config.pop("tempdir", None)  # pymp-* folders: under the config's own
+    multiprocessing.current_process()._config.pop("tempdir", None)  # type: ignore[attr-defined]  # pymp-* folders: under the config's own
     from .runner import main
 
     main([request["job"], request["result"]])  # ends the process

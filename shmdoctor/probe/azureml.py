@@ -48,7 +48,9 @@ def _facts(doc: Document, name: str, job: dict) -> Facts:
         except UsageError as e:
             raise UsageError(f"{where(doc.source, resources)}: {name}: {e}") from None
         shm = Shm.unmeasured(size, "docker-shm", f"resources.shm_size: {written}")
-    trial = job.get("trial") if isinstance(job.get("trial"), dict) else job  # a sweep's command is its trial's
+    trial = job.get("trial")
+    if not isinstance(trial, dict):  # a sweep's command is its trial's
+        trial = job
     return Facts(
         target=Target("workload", f"{doc.source}:{name}"),
         shm=shm,

@@ -14,7 +14,10 @@ import socket
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10: only in annotations, which are strings here
 
 from ..errors import ProbeError, UsageError
 from ..limits import ENGINE_TIMEOUT, MAX_BYTES
@@ -67,7 +70,7 @@ def _count(value: Any) -> int | None:
     return value if ok else None
 
 
-def is_container(info: Any) -> bool:
+def is_container(info: Any) -> TypeGuard[Inspect]:
     """An inspect (or a list entry) that names a container: a mapping with a string Id."""
     return isinstance(info, dict) and bool(_str(info.get("Id")))
 
@@ -344,7 +347,9 @@ class Engine:
         try:  # the SDK's own version round trip: it also proves the engine answers
             # ssh:// through the system's ssh client, as the docker CLI does (~/.ssh/config applies; no paramiko)
             ssh = self.host.startswith("ssh://")
-            self.api = docker.from_env(max_pool_size=CONCURRENCY, timeout=timeout, use_ssh_client=ssh).api
+            # timeout: the stubs say int; the SDK hands it to requests, which takes seconds as a float
+            api = docker.from_env(max_pool_size=CONCURRENCY, timeout=timeout, use_ssh_client=ssh)  # type: ignore[arg-type]
+            self.api = api.api
         except docker.errors.DockerException as e:
             if "Invalid bind address" in str(e) or "protocol" in str(e).lower() and "not" in str(e).lower():
                 raise UsageError(f"DOCKER_HOST={self.host!r} is not an engine address: {_reason(e)}") from None

@@ -156,7 +156,7 @@ def _check_yaml(yaml: Any, loader: type, text: str, source: str) -> None:
             sizes.clear()  # anchors are per document
 
 
-def _is_number(yaml: Any, loader: type, value: str) -> bool:
+def _is_number(yaml: Any, loader: Any, value: str) -> bool:
     tag = loader.resolve(loader, yaml.ScalarNode, value, (True, False))
     return tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
