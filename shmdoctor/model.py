@@ -116,6 +116,8 @@ class Facts:
     # Why it looks like a training or inference job (an ML image, a torch / ray / vllm command), in words: without
     # a loader, lint and audit warn about a default /dev/shm only where it does or GPUs are asked for.
     ml_signs: tuple[str, ...] = ()
+    # On a bare host: where systemd-logind's RemoveIPC=yes comes from, when it applies to this user.
+    remove_ipc: str | None = None
     # The target's own shmdoctor.loader label or annotation, when it is not a loader: why (a 'bad-label' finding).
     bad_label: str | None = None
 

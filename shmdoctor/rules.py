@@ -185,6 +185,27 @@ def platform_ignores_shm_size(facts: Facts, need: Requirement | None) -> Hit:
     return None
 
 
+@rule("remove-ipc", "warning", "systemd-logind removes this user's /dev/shm files at logout (RemoveIPC=yes)")
+def remove_ipc(facts, need):
+    if facts.remove_ipc:
+        msg = (
+            f"systemd-logind removes this user's /dev/shm files and System V segments at the user's last logout "
+            f"(RemoveIPC=yes: {facts.remove_ipc}): a job still running then fails with 'could not unlink the "
+            "shared memory file' (SLURM steps, nohup'd training)"
+        )
+        return msg, (
+            Fix(
+                "keep this user's IPC past logout (root: a logind drop-in, then restart systemd-logind)",
+                shell="mkdir -p /etc/systemd/logind.conf.d && printf '[Login]\\nRemoveIPC=no\\n' > "
+                "/etc/systemd/logind.conf.d/90-keep-ipc.conf && systemctl restart systemd-logind",
+            ),
+            Fix(
+                "keep this user's manager running between logins (lingering: logind never sees a last logout)",
+                shell='loginctl enable-linger "$USER"',
+            ),
+        )
+
+
 @rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")
 def shm_over_memory(facts: Facts, need: Requirement | None) -> Hit:
     room, size = capacity.memory_room(facts), facts.shm.size_bytes

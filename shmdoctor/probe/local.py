@@ -8,10 +8,21 @@ import socket
 
 from ..errors import UsageError
 from ..model import SHM, Facts, Ipc, Memory, Runtime, Shm, ShmSource, Target
-from . import cgroup, mountinfo
+from . import cgroup, logind, mountinfo
 
 # PROC_IPC_INIT_INO: the inode of the host's (initial) IPC namespace.
 HOST_IPC_INODE = 4026531839
+
+
+SAGEMAKER_MARKS = ("SM_TRAINING_ENV", "SM_CURRENT_HOST", "SAGEMAKER_PROGRAM", "SAGEMAKER_BIND_TO_PORT")
+
+
+def is_sagemaker(root: str = "/") -> bool:
+    """A SageMaker training job or endpoint: the names of the variables it sets (never their values), or its
+    resource config."""
+    return any(name in os.environ for name in SAGEMAKER_MARKS) or os.path.exists(
+        os.path.join(root, "opt/ml/input/config/resourceconfig.json")
+    )
 
 
 def runtime(root: str = "/") -> Runtime:
@@ -19,6 +30,8 @@ def runtime(root: str = "/") -> Runtime:
     /run/.containerenv and sets container=podman in the environment)."""
     if os.environ.get("KUBERNETES_SERVICE_HOST") or os.path.isdir(os.path.join(root, "var/run/secrets/kubernetes.io")):
         return "kubernetes"
+    if is_sagemaker(root):  # its containers run under Docker: told first
+        return "sagemaker"
     if os.path.exists(os.path.join(root, ".dockerenv")):
         return "docker"
     marked = os.environ.get("container")  # noqa: SIM112 (podman and systemd-nspawn set it lowercase)
@@ -104,4 +117,7 @@ def probe(shm_path: str = SHM) -> Facts:
         nofile=None if nofile == resource.RLIM_INFINITY else nofile,
         cpus=cgroup.cpus(),
         unreadable=tuple(unreadable),
+        # SageMaker exposes no /dev/shm setting (aws/sagemaker-python-sdk#937): no fix may ask for a size
+        flags=frozenset({"shm-fixed"}) if kind == "sagemaker" else frozenset(),
+        remove_ipc=logind.remove_ipc(os.getuid()) if kind == "none" else None,
     )

@@ -70,6 +70,11 @@ CASES = {
         (dict(shm=shm(64 * MiB), target=Target("service", "t"), ml_signs=("command torchrun",)), None, True),
         (dict(shm=shm(64 * MiB), target=Target("container", "t"), gpus="all"), None, True),
     ],
+    "remove-ipc": [  # check on a bare host, for a non-system user
+        (dict(remove_ipc="systemd's default"), None, True),
+        (dict(remove_ipc="/etc/systemd/logind.conf:30"), seed(), True),
+        (dict(), None, False),
+    ],
     "platform-ignores-shm-size": [  # lint: a Fargate task definition with sharedMemorySize
         (dict(flags=frozenset({"shm-fixed", "shm-size-ignored"}), runtime="ecs"), None, True),
         (dict(flags=frozenset({"shm-fixed"}), runtime="ecs"), None, False),

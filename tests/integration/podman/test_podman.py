@@ -122,3 +122,20 @@ def test_audit_through_podmans_docker_api(podman_service):
     assert default["verdict"] == "fail" and big["verdict"] == "ok" and big["shm"]["size_bytes"] == 2 * 1024**3
     assert ro["shm"]["read_only"] and ro["findings"][0]["id"] == "shm-read-only"  # never a false OK
     assert proc.returncode == 1 and f"3 container(s) on {podman_service}" in text and "--shm-size=1536m" in text
+
+
+def test_check_in_a_sagemaker_job_gives_the_loader_that_fits_and_it_trains(podman_images):
+    """SageMaker sets SM_CURRENT_HOST and friends (their names are read, never their values) and has no /dev/shm
+    setting: check says so, and the loader settings it offers train in the /dev/shm there is."""
+    env = ["-e", "SM_CURRENT_HOST=algo-1"]
+    proc = podman_run(*env, cmd=["python3", "-m", "shmdoctor", "check", *SEED, "--format", "json"])
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["runtime"] == "sagemaker"
+    [move, *fits] = next(f for f in report["findings"] if f["id"] == "shm-too-small")["fixes"]
+    assert move["summary"].startswith("SageMaker jobs cannot size /dev/shm") and not move["docker_args"]
+    assert [list(f["loader"]) for f in fits] == [["batch_size"]]  # one knob at a time: what fits 62.5 MiB
+    flags = {"batch_size": "--batch-size", "num_workers": "--workers", "prefetch_factor": "--prefetch-factor"}
+    for fix in fits:
+        args = [a for k, v in fix["loader"].items() for a in (flags[k], str(v))]
+        trained = podman_run(*env, cmd=[*TRAIN, *args])
+        assert trained.returncode == 0 and "trained on 12 batches" in trained.stdout, (fix, trained.stderr[-500:])

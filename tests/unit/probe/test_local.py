@@ -29,3 +29,14 @@ def test_runtime_marks(tmp_path, monkeypatch, files, container_env, expected):
     (tmp_path / "proc" / "1").mkdir(parents=True)
     (tmp_path / "proc" / "1" / "cgroup").write_text("0::/\n")
     assert local.runtime(str(tmp_path)) == expected
+
+
+@pytest.mark.parametrize("name", ["SM_TRAINING_ENV", "SM_CURRENT_HOST", "SAGEMAKER_PROGRAM"])
+def test_sagemaker_is_told_by_the_names_it_sets(tmp_path, monkeypatch, name):
+    for mark in local.SAGEMAKER_MARKS:
+        monkeypatch.delenv(mark, raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    (tmp_path / ".dockerenv").touch()  # its containers run under Docker: SageMaker is said first
+    assert local.runtime(str(tmp_path)) == "docker"
+    monkeypatch.setenv(name, "x")
+    assert local.runtime(str(tmp_path)) == "sagemaker"
