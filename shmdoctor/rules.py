@@ -175,14 +175,11 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
 
 
 @rule("platform-ignores-shm-size", "warning", "the platform ignores the /dev/shm size the definition asks for")
-def platform_ignores_shm_size(facts: Facts, need: Requirement | None) -> Hit:
+def platform_ignores_shm_size(facts, need):
     if "shm-size-ignored" in facts.flags:
-        msg = (
-            f"{facts.shm.detail}: the size the definition asks for is not what the container gets, "
-            f"{format_size(facts.shm.size_bytes)}"
-        )
-        return msg, (Fix(fixes.FIXED_SHM.get(facts.runtime, "move to a platform that sizes /dev/shm") + " that size"),)
-    return None
+        msg = f"the container gets {format_size(facts.shm.size_bytes)}, not the size it asks for: {facts.shm.detail}"
+        move = fixes.FIXED_SHM.get(facts.runtime, "move to a platform that sizes /dev/shm, with")
+        return msg, (Fix(f"{move} the size it asks for"),)
 
 
 @rule("remove-ipc", "warning", "systemd-logind removes this user's /dev/shm files at logout (RemoveIPC=yes)")

@@ -77,7 +77,7 @@ class _Container:
             return Shm.unmeasured(None, "host-ipc", "ipcMode: host (the instance's /dev/shm)"), Ipc("host")
         asked = _mib(self.params.get("sharedMemorySize"), "linuxParameters.sharedMemorySize", self.where)
         if self.fargate:
-            detail = "Fargate's /dev/shm, the runtime's 64 MiB" + (f" ({FARGATE_IGNORES})" if asked else "")
+            detail = f"{FARGATE_IGNORES} ({asked // MiB})" if asked else "Fargate's /dev/shm, the runtime's 64 MiB"
             return Shm.unmeasured(ENGINE_DEFAULT_SHM, "runtime-shm", detail), Ipc("private")
         if asked:
             return Shm.unmeasured(asked, "docker-shm", f"linuxParameters.sharedMemorySize: {asked // MiB}"), Ipc(
