@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-Status = Literal["ok", "shm-exhausted", "out-of-memory", "error"]
+Status = Literal["ok", "shm-exhausted", "out-of-memory", "error", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -14,16 +14,19 @@ class Config:
     prefetch_factor: int | None  # None with num_workers=0 (PyTorch refuses a prefetch_factor there)
     pin_memory: bool
     non_blocking: bool
+    persistent_workers: bool = False  # workers kept between epochs (False with num_workers=0, as PyTorch requires)
 
     @classmethod
     def of(cls, d: dict[str, Any]) -> Config:
         """The config in a result's or a recommendation's dict form (its other keys ignored)."""
-        return cls(**{f.name: d[f.name] for f in fields(cls)})
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
     def label(self, device_is_cuda: bool = True) -> str:
         text = f"num_workers={self.num_workers}"
         if self.prefetch_factor is not None:
             text += f", prefetch_factor={self.prefetch_factor}"
+        if self.persistent_workers:
+            text += ", persistent_workers=true"
         if device_is_cuda:
             text += f", pin_memory={str(self.pin_memory).lower()}, non_blocking={str(self.non_blocking).lower()}"
         return text
@@ -47,6 +50,9 @@ class Result:
     first_batch_seconds: float | None = None  # iter(loader) to the first batch in hand
     loop_seconds: float | None = None  # the whole measured loop, first batch included
     loader_overhead_bytes: int | None = None  # /dev/shm of the iterator itself (semaphores), not of batches
+    next_epoch_start_seconds: float | None = None  # iter() again to its first batch: workers forked again, or not
+    between_epochs_shm_bytes: int | None = None  # /dev/shm the loader holds between two epochs (persistent workers)
+    h2d_pinned_bytes_per_second: float | None = None  # the transfer floor: pinned host-to-device copy, measured once
     wall_seconds: float | None = None  # the child process, interpreter and torch import included
     leftover_shm_bytes: int | None = None  # /dev/shm over the baseline once the child and its workers are gone
     removed_segments: tuple[str, ...] = ()  # torch_<pid>_* files of the dead child's processes, removed

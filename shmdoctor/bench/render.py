@@ -25,6 +25,7 @@ def _config(r: Result) -> dict[str, Any]:
         "prefetch_factor": c.prefetch_factor,
         "pin_memory": c.pin_memory,
         "non_blocking": c.non_blocking,
+        "persistent_workers": c.persistent_workers,
         "batch_seconds": r.batch_seconds,
         "predicted_shm_bytes": r.predicted_shm_bytes,
     }
@@ -62,7 +63,12 @@ def document(
     return {
         "schema": SCHEMA,
         "verdict": verdict,
-        "device": device,
+        "device": {
+            **device,
+            "h2d_pinned_bytes_per_second": next(
+                (r.h2d_pinned_bytes_per_second for r in results if r.h2d_pinned_bytes_per_second), None
+            ),
+        },
         "workload": {
             "dataset": workload.dataset or "synthetic",
             "batch_size": workload.batch_size,
@@ -98,8 +104,10 @@ def _size(value: int | None) -> str:
 
 def table(doc: dict[str, Any]) -> list[str]:
     cuda = doc["device"]["name"].startswith("cuda")
+    persist = any(r.get("persistent_workers") for r in doc["results"])
     head = (
         ["WORKERS", "PREFETCH"]
+        + (["PERSIST"] if persist else [])
         + (["PIN", "NB"] if cuda else [])
         + [
             "STATUS",
@@ -118,6 +126,7 @@ def table(doc: dict[str, Any]) -> list[str]:
     for r in doc["results"]:
         rows.append(
             [str(r["num_workers"]), "-" if r["prefetch_factor"] is None else str(r["prefetch_factor"])]
+            + ([str(r["persistent_workers"]).lower()] if persist else [])
             + ([str(r["pin_memory"]).lower(), str(r["non_blocking"]).lower()] if cuda else [])
             + [
                 r["status"] + ("" if r["stable"] or r["status"] != "ok" else " (unsettled)"),
@@ -139,6 +148,62 @@ def table(doc: dict[str, Any]) -> list[str]:
     ]
 
 
+def _transfer_lines(doc: dict[str, Any], rec: dict[str, Any]) -> list[str]:
+    """On CUDA: the transfer floor (pinned bandwidth) and how much of the recommended config's copy the step hides."""
+    rate = doc["device"].get("h2d_pinned_bytes_per_second")
+    mine = next((r for r in doc["results"] if Config.of(r) == Config.of(rec) and r["status"] == "ok"), None)
+    if not rate or mine is None or not mine.get("h2d_seconds") or not mine.get("batch_bytes"):
+        return []
+    floor, copy = mine["batch_bytes"] / rate, mine["h2d_seconds"]
+    overhead = max(0.0, mine["batch_seconds"] - doc["workload"]["step_time_seconds"] - mine["data_wait_seconds"])
+    hidden = max(0.0, copy - overhead)
+    return [
+        f"           transfer floor: pinned host→device {rate / 1e9:.1f} GB/s, {floor * 1000:.2f} ms for a "
+        f"{_size(mine['batch_bytes'])} batch; this config's copy takes {copy * 1000:.2f} ms, of which "
+        f"{hidden * 1000:.2f} ms ({hidden / copy:.0%}) hides under the step ({overhead * 1000:.2f} ms of loop "
+        "overhead a batch beyond the step and the wait)"
+    ]
+
+
+def _persistence_lines(doc: dict[str, Any]) -> list[str]:
+    """Where persistent_workers was swept: what it saves at each next epoch's start, and what it keeps meanwhile."""
+    out = []
+    timed = [r for r in doc["results"] if r["status"] == "ok" and r.get("next_epoch_start_seconds") is not None]
+    for kept in (r for r in timed if r["persistent_workers"]):
+        twin = next(
+            (
+                r
+                for r in timed
+                if not r["persistent_workers"] and Config.of(r) == Config.of({**kept, "persistent_workers": False})
+            ),
+            None,
+        )
+        if twin is None:
+            continue
+        saved = twin["next_epoch_start_seconds"] - kept["next_epoch_start_seconds"]
+        epoch = saved / (0.05 * kept["batch_seconds"]) if saved > 0 and kept["batch_seconds"] else None
+        pays = (
+            f"it pays when epochs are short: under ~{epoch:.0f} batches ({epoch * kept['batch_seconds']:.0f} s) "
+            "the start it saves is 5% of an epoch or more"
+            if epoch
+            else "it does not pay here"
+        )
+        out.append(
+            f"           persistent_workers=true at num_workers={kept['num_workers']}: each next epoch starts in "
+            f"{kept['next_epoch_start_seconds']:.2f} s instead of {twin['next_epoch_start_seconds']:.2f} s and keeps "
+            f"{_size(kept['between_epochs_shm_bytes'])} of /dev/shm between epochs; {pays}"
+        )
+    return out
+
+
+def _skipped_lines(doc: dict[str, Any], cuda: bool) -> list[str]:
+    by_reason: dict[str, list[str]] = {}
+    for r in doc["results"]:
+        if r["status"] == "skipped":
+            by_reason.setdefault(r["message"], []).append(str(r["num_workers"]))
+    return [f"           skipped num_workers={','.join(w)}: {why}" for why, w in by_reason.items()]
+
+
 def render_text(doc: dict[str, Any]) -> str:
     cuda = doc["device"]["name"].startswith("cuda")
     rec, out = doc["recommendation"], []
@@ -156,7 +221,8 @@ def render_text(doc: dict[str, Any]) -> str:
         why = (
             "the fastest config that fits"
             if fast == {k: rec[k] for k in fast}
-            else f"the fewest workers within {rec['tolerance']:.0%} of the fastest that fits "
+            else f"the fewest workers at the knee (within {rec['tolerance']:.0%} of the fastest that fits, or not "
+            "waiting for data) "
             f"({Config.of(fast).label(cuda)}: {fast['batch_seconds']:.3f} s a batch)"
         )
         out.append(f"           {why}; {_size(rec['available_shm_bytes'])} of /dev/shm available")
@@ -166,6 +232,9 @@ def render_text(doc: dict[str, Any]) -> str:
                 f"           the fastest ({Config.of(best).label(cuda)}: {best['batch_seconds']:.3f} s) needs "
                 f"{_size(best['predicted_shm_bytes'])}: docker run {' '.join(best['docker_args'])} ..."
             )
+        out.extend(_transfer_lines(doc, rec))
+    out.extend(_persistence_lines(doc))
+    out.extend(_skipped_lines(doc, cuda))
     fixes_ = [Fix(**{**fx, "docker_args": tuple(fx["docker_args"])}) for f in doc["findings"] for fx in f["fixes"]]
     if fixes_:
         out.append("")

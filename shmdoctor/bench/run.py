@@ -13,6 +13,7 @@ from ..rules import judge
 from ..sizes import format_size
 from . import isolate
 from .model import Config, Result
+from .plan import Plan
 from .zygote import Zygote
 
 DEFAULT_BUDGET = 60.0
@@ -30,6 +31,7 @@ class Workload:
     batches: int | None = None  # a fixed count of timed batches instead of the settle rule
     budget: float = DEFAULT_BUDGET  # seconds of loop per config, at most
     device: str = "cpu"
+    next_epoch: bool = False  # time a second epoch's start too (persistent_workers is in the grid)
 
     @property
     def cuda(self) -> bool:
@@ -89,6 +91,7 @@ def job(workload: Workload, config: Config) -> dict:
         "sample_bytes": workload.sample_bytes,
         "item_latency": workload.item_latency,
         "batch_size": workload.batch_size,
+        "batch_bytes": workload.batch_bytes,
         "step_time": workload.step_time,
         "batches": workload.batches,
         "budget": workload.budget,
@@ -96,6 +99,8 @@ def job(workload: Workload, config: Config) -> dict:
         "prefetch_factor": config.prefetch_factor,
         "pin_memory": config.pin_memory,
         "non_blocking": config.non_blocking,
+        "persistent_workers": config.persistent_workers,
+        "next_epoch": workload.next_epoch and config.num_workers > 0,
     }
 
 
@@ -111,12 +116,17 @@ MEASURED = (
     "first_batch_seconds",
     "loop_seconds",
     "loader_overhead_bytes",
+    "next_epoch_start_seconds",
+    "between_epochs_shm_bytes",
+    "h2d_pinned_bytes_per_second",
 )
 
 
-def run_one(workload: Workload, config: Config, zygote: Zygote, memory_limited: bool, shm_path: str = SHM) -> Result:
+def run_one(
+    workload: Workload, config: Config, zygote: Zygote, memory_limited: bool, floor: bool = False, shm_path: str = SHM
+) -> Result:
     out = isolate.run(
-        job(workload, config),
+        {**job(workload, config), "h2d_floor": floor},
         timeout=workload.budget + isolate.GRACE,
         zygote=zygote,
         shm_charged=memory_limited and config.num_workers > 0,
@@ -136,12 +146,18 @@ def run_one(workload: Workload, config: Config, zygote: Zygote, memory_limited: 
     )
 
 
-def sweep(workload: Workload, configs: Sequence[Config], memory_limited: bool) -> Generator[Result, None, None]:
-    """Each config's result as it ends; stopping early (a signal, or closing the generator) ends the zygote and
-    whatever it still runs, and removes the run's one temporary folder."""
+def sweep(workload: Workload, plan: Plan, memory_limited: bool) -> Generator[Result, None, None]:
+    """Each config's result as it ends, in the plan's order, then a "skipped" result for each config the plan did not
+    run. Stopping early (a signal, or closing the generator) ends the zygote and whatever it still runs, and removes
+    the run's one temporary folder. On CUDA the first config also measures the pinned host-to-device bandwidth."""
+    floor = workload.cuda
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, Zygote(tmp) as zygote:
-        for config in configs:
-            yield run_one(workload, config, zygote, memory_limited)
+        while (config := plan.next()) is not None:
+            result = run_one(workload, config, zygote, memory_limited, floor=floor)
+            floor = floor and result.h2d_pinned_bytes_per_second is None
+            plan.record(result)
+            yield result
+    yield from plan.skipped(lambda c: need(workload, c).bytes)
 
 
 def findings(workload: Workload, results: Sequence[Result], facts: Facts) -> tuple[Finding, ...]:

@@ -45,6 +45,45 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+class EpochEnd:
+    """A sequential sampler that can end its epoch early: stop() hands out no more indices, so the loader drains what
+    it already asked for and ends the epoch as a real one ends. A new epoch starts from the top."""
+
+    def __init__(self, length: int):
+        self.length, self.stopped = length, False
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self):
+        self.stopped = False
+        for i in range(self.length):
+            if self.stopped:
+                return
+            yield i
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def _h2d_floor(nbytes: int, device: str, torch: Any) -> float:
+    """Pinned host-to-device bandwidth, bytes a second: the fastest a batch of this size can reach the GPU."""
+    size = max(nbytes, 64 * 2**20)
+    host = torch.empty(size, dtype=torch.uint8).pin_memory()
+    dev = torch.empty(size, dtype=torch.uint8, device=device)
+    dev.copy_(host, non_blocking=True)  # warm-up
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        dev.copy_(host, non_blocking=True)
+    end.record()
+    end.synchronize()
+    seconds = start.elapsed_time(end) / 1000
+    del host, dev
+    torch.cuda.empty_cache()
+    return 5 * size / seconds
+
+
 def _gate(event: Any, pids: str, worker_id: int) -> None:
     """worker_init_fn: note the worker's pid for the parent (whose segments to remove if it dies), then hold the
     workers until the iterator's own /dev/shm has been read."""
@@ -71,9 +110,16 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         if not workers
         else {"prefetch_factor": job["prefetch_factor"], "worker_init_fn": partial(_gate, gate, job["pids_file"])}
     )
+    if workers:
+        extra["persistent_workers"] = job.get("persistent_workers", False)
+    dataset = _dataset(job)
+    indices = None
+    if job.get("next_epoch") and hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"):
+        indices = extra["sampler"] = EpochEnd(len(dataset))  # the measured loop can end its epoch where it stops
     loader = DataLoader(
-        _dataset(job), batch_size=job["batch_size"], num_workers=workers, pin_memory=job["pin_memory"], **extra
+        dataset, batch_size=job["batch_size"], num_workers=workers, pin_memory=job["pin_memory"], **extra
     )
+    floor = _h2d_floor(job.get("batch_bytes") or 0, device, torch) if cuda and job.get("h2d_floor") else None
     step, fixed, budget = job.get("step_time") or 0.0, job.get("batches"), job["budget"]
 
     times: list[float] = []
@@ -129,6 +175,19 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         if end - t0 > budget or len(times) >= MAX_BATCHES:
             break
     loop = time.perf_counter() - t0
+    between = next_start = None
+    if indices is not None:  # the epoch ends here, then the next one starts: workers forked again, or kept
+        indices.stop()
+        batch = None
+        for _ in it:  # the batches already asked for, as the last steps of an epoch take them
+            pass
+        it = None  # without persistent workers this shuts them down, as the end of an epoch does
+        now = shm_used(SHM)
+        between = None if now is None or before is None else max(0, now - before)
+        a = time.perf_counter()
+        it = iter(loader)
+        next(it)
+        next_start = time.perf_counter() - a
     # Figures over the settled window (the last two), or over every timed batch when a count was asked for.
     span = len(times) if fixed or not stable else 2 * window(workers)
     emit(
@@ -144,6 +203,9 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
             "first_batch_seconds": first,
             "loop_seconds": loop,
             "loader_overhead_bytes": overhead,
+            "next_epoch_start_seconds": next_start,
+            "between_epochs_shm_bytes": between,
+            "h2d_pinned_bytes_per_second": floor,
         }
     )
 

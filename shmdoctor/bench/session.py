@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import UsageError
 from ..exits import ExitCode
 from .model import Result
+from .plan import Plan, with_persistence
 from .stop import Stopped, pending
 
 Progress = Callable[[int, bool], AbstractContextManager[Callable[[Result], None]]]
@@ -31,6 +32,10 @@ class Request:
     batches: int | None = None
     budget: float = 60.0
     device: str = "auto"
+    persistent_workers: tuple[bool, ...] | None = None  # None: false, and the next epoch is not timed
+    search: bool = False  # the workers were given as a range: searched around the knee, not walked
+    exhaustive: bool = False
+    run_failing: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,21 +102,34 @@ def bench(request: Request, progress: Progress) -> Outcome:
         batches=request.batches,
         budget=request.budget,
         device=name,
+        next_epoch=request.persistent_workers is not None,
     )
     default = (True, False) if cuda else (False,)
-    configs = sweep.configs(
-        request.workers, request.prefetch, request.pin_memory or default, request.non_blocking or default
+    configs = with_persistence(
+        sweep.configs(
+            request.workers, request.prefetch, request.pin_memory or default, request.non_blocking or default
+        ),
+        request.persistent_workers or (False,),
     )
     facts = local.probe()
     why_not = run.refusal(workload, configs, psutil.virtual_memory().available, capacity.memory_room(facts))
     if why_not:
         raise UsageError(why_not)
+    available = capacity.available(facts)
+    plan = Plan(
+        configs,
+        search=request.search,
+        exhaustive=request.exhaustive,
+        need=lambda c: run.need(workload, c).bytes,
+        capacity=available,
+        run_failing=request.run_failing,
+    )
     results: list[Result] = []
     note, code = None, None
     try:
         with (
             progress(len(configs), cuda) as done,
-            closing(run.sweep(workload, configs, memory_limited=facts.memory.limit_bytes is not None)) as each,
+            closing(run.sweep(workload, plan, memory_limited=facts.memory.limit_bytes is not None)) as each,
         ):
             pending()
             for result in each:
@@ -121,8 +139,10 @@ def bench(request: Request, progress: Progress) -> Outcome:
     except Stopped as stop:  # what finished is still worth showing; the rest was stopped and cleaned up
         if not results:
             raise
-        note, code = f"shmdoctor: {stop.word} after {len(results)} of {len(configs)} configs", stop.exit_code
-    rec = sweep.recommend(results, capacity.available(facts))
+        ran = sum(r.status != "skipped" for r in results)
+        note, code = f"shmdoctor: {stop.word} after {ran} of {len(configs)} configs", stop.exit_code
+        results += plan.skipped(lambda c: run.need(workload, c).bytes)
+    rec = sweep.recommend(results, available)
     found = run.findings(workload, results, facts)
     doc = render.document(workload, results, rec, found, facts, info)
     if code is None:

@@ -66,14 +66,33 @@ def _seconds(result: Result) -> float:
     return result.batch_seconds if result.batch_seconds is not None else math.inf
 
 
+WAIT_FLOOR = 0.002  # seconds a batch: a loop waiting less than this (or WAIT_SHARE of its batch) does not wait
+WAIT_SHARE = 0.05
+
+
+def waits(result: Result) -> bool:
+    """Whether the loop waited for data: if not, more workers cannot make it faster."""
+    wait, batch = result.data_wait_seconds or 0.0, result.batch_seconds or 0.0
+    return wait > max(WAIT_FLOOR, WAIT_SHARE * batch)
+
+
+def at_knee(result: Result, best: float, tolerance: float = TOLERANCE) -> bool:
+    """Within `tolerance` of the fastest; or a loop that no longer waits for data within twice that (on a busy
+    machine the noise between two step-bound configs reaches 7%: neither is faster for its workers)."""
+    if result.status != "ok" or not result.batch_seconds:
+        return False
+    t = _seconds(result)
+    return t <= best * (1 + tolerance) or (not waits(result) and t <= best * (1 + 2 * tolerance))
+
+
 def recommend(results: Sequence[Result], capacity: int | None, tolerance: float = TOLERANCE) -> Recommendation | None:
-    """The fewest workers within `tolerance` of the fastest config that ran and fits; None when none did."""
+    """The fewest workers at the knee (at_knee) of the fastest config that ran and fits; None when none did."""
     timed = [r for r in results if r.status == "ok" and r.batch_seconds]
     fitting = [r for r in timed if fits(r, capacity)]
     if not fitting:
         return None
     best_fit = min(fitting, key=_seconds)
-    near = [r for r in fitting if _seconds(r) <= _seconds(best_fit) * (1 + tolerance)]
+    near = [r for r in fitting if at_knee(r, _seconds(best_fit), tolerance)]
     choice = min(near, key=lambda r: (r.config.num_workers, _seconds(r)))
     best = min(timed, key=_seconds)
     return Recommendation(choice=choice, best_fit=best_fit, best=best, capacity=capacity, tolerance=tolerance)

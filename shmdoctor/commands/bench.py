@@ -26,6 +26,20 @@ def int_list(text: str, what: str, least: int, most: int) -> tuple[int, ...]:
     return tuple(dict.fromkeys(values))
 
 
+def workers_spec(text: str) -> tuple[tuple[int, ...], bool]:
+    """--num-workers: a comma list (walked) or a range A..B / A:B (searched); (the worker counts, searched)."""
+    for sep in ("..", ":"):
+        if sep in text:
+            low, _, high = text.partition(sep)
+            bounds = int_list(f"{low},{high}", "--num-workers", 0, MAX_WORKERS)
+            if len(bounds) != 2 or bounds[0] >= bounds[1]:
+                raise UsageError(
+                    f"--num-workers: a range goes from a lower to a higher count, e.g. 0..32; got {text!r}"
+                )
+            return tuple(range(bounds[0], bounds[1] + 1)), True
+    return int_list(text, "--num-workers", 0, MAX_WORKERS), False
+
+
 def bool_list(text: str, what: str) -> tuple[bool, ...]:
     values = [v.strip().lower() for v in text.split(",") if v.strip()]
     if not values or any(v not in TRUE + FALSE for v in values):
@@ -67,10 +81,23 @@ class Seconds(click.ParamType):
     help="The synthetic dataset: loading work per sample.",
 )
 @click.option("--batch-size", type=click.IntRange(min=1), required=True, help="Samples per batch.")
-@click.option("--num-workers", default="0,1,2,4", show_default=True, metavar="LIST", help="num_workers to sweep.")
+@click.option(
+    "--num-workers",
+    default="0,1,2,4",
+    show_default=True,
+    metavar="LIST|A..B",
+    help="num_workers to sweep: a list is walked up until more workers stop paying; a range A..B is searched.",
+)
 @click.option("--prefetch-factor", default="2", show_default=True, metavar="LIST", help="prefetch_factor to sweep.")
 @click.option("--pin-memory", metavar="LIST", help="pin_memory to sweep [CUDA: true,false; CPU: false].")
 @click.option("--non-blocking", metavar="LIST", help="non_blocking copies to sweep [CUDA: true,false; CPU: false].")
+@click.option(
+    "--persistent-workers",
+    metavar="LIST",
+    help="persistent_workers to sweep (true,false); times each config's next epoch start and its /dev/shm.",
+)
+@click.option("--exhaustive", is_flag=True, help="Run every config of the grid: no early stop, no search.")
+@click.option("--run-failing", is_flag=True, help="Run the configs predicted not to fit /dev/shm too (default: one).")
 @click.option(
     "--step-time",
     type=Seconds(most=3600),
@@ -110,6 +137,9 @@ def command(
     prefetch_factor,
     pin_memory,
     non_blocking,
+    persistent_workers,
+    exhaustive,
+    run_failing,
     step_time,
     batches,
     budget,
@@ -120,7 +150,7 @@ def command(
     """Run the DataLoader with each setting in its own process; time it, watch /dev/shm, recommend a config.
 
     \b
-    shmdoctor bench --sample-bytes 1MiB --item-latency 0.005 --batch-size 100 --step-time 0.2 --num-workers 0,1,2,3,4
+    shmdoctor bench --sample-bytes 1MiB --item-latency 0.005 --batch-size 100 --step-time 0.2 --num-workers 0..8
     shmdoctor bench --dataset mypkg.data:train_set --batch-size 64 --num-workers 0,2,4,8 --format json
     """
     if not dataset and not sample_bytes:
@@ -129,9 +159,14 @@ def command(
         raise UsageError("--item-latency applies to the synthetic dataset, not to --dataset")
     from ..bench.session import Request
 
+    workers, search = workers_spec(num_workers)
     request = Request(
         batch_size=batch_size,
-        workers=int_list(num_workers, "--num-workers", 0, MAX_WORKERS),
+        workers=workers,
+        search=search,
+        exhaustive=exhaustive,
+        run_failing=run_failing,
+        persistent_workers=bool_list(persistent_workers, "--persistent-workers") if persistent_workers else None,
         prefetch=int_list(prefetch_factor, "--prefetch-factor", 1, MAX_PREFETCH),
         pin_memory=bool_list(pin_memory, "--pin-memory") if pin_memory else None,
         non_blocking=bool_list(non_blocking, "--non-blocking") if non_blocking else None,
