@@ -19,6 +19,7 @@ def test_the_seed_experiment_recommends_3_or_4_workers(torch_module):
         "0.2",
         "--num-workers",
         "0,1,2,3,4",
+        "--exhaustive",
         "--format",
         "json",
         timeout=300,
@@ -28,3 +29,26 @@ def test_the_seed_experiment_recommends_3_or_4_workers(torch_module):
     assert doc["recommendation"]["num_workers"] in (3, 4)
     by_workers = {r["num_workers"]: r["batch_seconds"] for r in doc["results"]}
     assert by_workers[0] > by_workers[2] > by_workers[3]  # the loop waits for data until 3 workers hide loading
+
+
+def test_the_seed_experiment_searched_over_0_to_8_finds_the_knee_running_fewer_configs():
+    proc = run_cli(
+        *("bench", "--sample-bytes", "1MiB", "--item-latency", "0.005", "--batch-size", "100", "--step-time", "0.2"),
+        *("--num-workers", "0..8", "--format", "json"),
+        timeout=300,
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(r["num_workers"] for r in doc["results"]) == list(range(9))  # every config, run or skipped
+    ran = [r for r in doc["results"] if r["status"] == "ok"]
+    skipped = [r for r in doc["results"] if r["status"] == "skipped"]
+    assert len(ran) + len(skipped) == 9 and len(ran) <= 5, [(r["num_workers"], r["status"]) for r in doc["results"]]
+    assert all(r["message"].startswith("searched: num_workers=") for r in skipped)
+    assert doc["recommendation"]["num_workers"] in (3, 4)
+    assert f"skipped num_workers={','.join(str(r['num_workers']) for r in skipped)}" in bench_text(doc)
+
+
+def bench_text(doc):
+    from shmdoctor.bench.render import render_text
+
+    return render_text(doc)

@@ -79,7 +79,9 @@ def test_a_signal_after_a_config_prints_it_and_ends_the_run(tmp_path, signum, co
     assert proc.returncode == code, err
     assert f"shmdoctor: {word} after 1 of 2 configs" in err and "Traceback" not in "".join(early) + err
     doc = json.loads(out)
-    assert [r["num_workers"] for r in doc["results"]] == [0] and doc["results"][0]["status"] == "ok"
+    ran, skipped = doc["results"]
+    assert ran["num_workers"] == 0 and ran["status"] == "ok"
+    assert skipped["num_workers"] == 2 and skipped["status"] == "skipped" and "stopped" in skipped["message"]
     assert gone_within(run, 5) == []
     assert os.listdir(tmp_path) == []
 
