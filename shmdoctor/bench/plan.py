@@ -90,8 +90,9 @@ class Plan:
             r = self.results.get(c)
             if r is None:
                 return c
-            if previous is not None and r.status == "ok" and not waits(r):
-                paid = timed(previous) is None or r.batch_seconds < timed(previous) * (1 - self.tolerance)
+            before, now = timed(previous), timed(r)
+            if previous is not None and now is not None and not waits(r):
+                paid = before is None or now < before * (1 - self.tolerance)
                 if not paid:
                     for rest in group[i + 1 :]:
                         self.reasons.setdefault(

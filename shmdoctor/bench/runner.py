@@ -181,7 +181,7 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         batch = None
         for _ in it:  # the batches already asked for, as the last steps of an epoch take them
             pass
-        it = None  # without persistent workers this shuts them down, as the end of an epoch does
+        del it  # without persistent workers this shuts them down, as the end of an epoch does
         now = shm_used(SHM)
         between = None if now is None or before is None else max(0, now - before)
         a = time.perf_counter()
