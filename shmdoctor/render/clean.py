@@ -57,7 +57,10 @@ def to_text(doc: Cleaned) -> str:
             f"Freed {format_size(doc.freed_bytes)}: removed {len(doc.removed)} of "
             f"{_count(len(plan.leaked), 'leaked segment')}" + (" before the interrupt" if doc.interrupted else "")
         )
-        out += [f"  removed {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" for e in doc.removed]
+        out += [
+            f"  removed {e.name:<40} {format_size(e.bytes):>10}  {e.kind}" + (f" ({e.why})" if e.why else "")
+            for e in doc.removed
+        ]
         out += [f"  kept    {e.name:<40} {format_size(e.bytes):>10}  could not remove: {why}" for e, why in doc.failed]
     for e in plan.kept[:KEPT_SHOWN]:
         out.append(f"Kept    {e.name}  {format_size(e.bytes)}: {e.why}")

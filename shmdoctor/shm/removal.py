@@ -124,10 +124,10 @@ def _lease(fd: int, owner: int) -> None:
 
 
 @contextlib.contextmanager
-def leased(path: str, inode: int) -> Iterator[None]:
+def leased(path: str, inode: int) -> Iterator[int]:
     """The segment at path, under a write lease: the kernel grants it only if no other process has the file open or
     mapped (whatever its PID namespace) and makes anyone opening it meanwhile wait until the block ends. Raises
-    Kept with the reason otherwise. The file itself is not changed."""
+    Kept with the reason otherwise. The file itself is not changed. Yields the descriptor the lease is on."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as e:
@@ -142,7 +142,7 @@ def leased(path: str, inode: int) -> Iterator[None]:
             if e.errno == errno.EAGAIN:
                 raise Kept("a process /proc did not show has it open or mapped", held=True) from None
             raise Kept(f"cannot make sure nobody holds it ({e.strerror})") from None
-        yield
+        yield fd
     finally:
         os.close(fd)
 
@@ -157,19 +157,24 @@ def lease_breaks_ignored() -> Iterator[None]:
         signal.signal(signal.SIGIO, previous)
 
 
-def remove(directory: str, entry: Entry) -> str | None:
-    """Unlink one segment under its lease. None, or why it stays."""
+def remove(directory: str, entry: Entry) -> Entry | str:
+    """Unlink one segment under its lease: the entry as removed, its bytes those the removal freed, or why it stays.
+    A name whose file has another link (a hard link elsewhere in the tmpfs) frees nothing: its pages stay with the
+    other name, and the entry says so. Freed means the file's last link went while only the lease held it open."""
     path = os.path.join(directory, entry.name)
     try:
-        with leased(path, entry.inode):
+        with leased(path, entry.inode) as fd:
             if os.lstat(path).st_ino != entry.inode:
                 return "replaced by another file since it was listed"
             os.unlink(path)
+            links = os.fstat(fd).st_nlink
     except Kept as e:
         return str(e)
     except OSError as e:
-        return e.strerror
-    return None
+        return e.strerror or str(e)
+    if links:
+        return dataclasses.replace(entry, bytes=0, why=f"nothing freed: {links} other link(s) to the same file remain")
+    return entry
 
 
 def confirm(directory: str, plan: Plan) -> Plan:
@@ -238,11 +243,11 @@ def clean(directory: str, names: tuple[str, ...] = (), *, yes: bool = False, exc
             for entry in plan.leaked if yes else ():
                 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
                 try:
-                    why = remove(directory, entry)
-                    if why is None:
-                        removed.append(entry)
+                    outcome = remove(directory, entry)
+                    if isinstance(outcome, Entry):
+                        removed.append(outcome)
                     else:
-                        failed.append((entry, why))
+                        failed.append((entry, outcome))
                 finally:
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     except KeyboardInterrupt:

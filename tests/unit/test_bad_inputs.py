@@ -399,12 +399,13 @@ CASES = [
             ("3000 nested ${A:-...}", "nested-defaults.yml", "more than 32 levels of ${...} nested"),
             ("a 1200-long ipc: service: chain", "ipc-chain.yml", "more than 64 services in a chain of ipc"),
             ("a FIFO", "fifo.yml", "fifo.yml: cannot read: a FIFO is not a regular file"),
+            ("a 50 MB compose file", "50mb.yml", "50mb.yml: more than the 32 MiB shmdoctor reads from one input"),
             (
-                "a 50 MB compose file",
-                "50mb.yml",
-                "MiB of YAML is more than the 8 MiB shmdoctor reads (JSON is read up to 64 MiB",
+                "a 10 MB compose file",
+                "10mb.yml",
+                "MiB of YAML is more than the 8 MiB shmdoctor reads (JSON is read up to 32 MiB: kubectl get",
             ),
-            ("a 70 MB JSON dump", "70mb.json", "70mb.json: more than the 64 MiB shmdoctor reads from one input"),
+            ("a 70 MB JSON dump", "70mb.json", "70mb.json: more than the 32 MiB shmdoctor reads from one input"),
         ]
     ],
     (
@@ -628,7 +629,8 @@ def bad_files(tmp_path_factory):
     (d / "empty-dir").mkdir()
     os.mkfifo(d / "fifo.yml")  # no writer: opening it to read would wait forever
     service = "  s{}:\n    image: trainer\n    shm_size: 2g\n    labels: {{team: vision}}\n"
-    (d / "50mb.yml").write_text("services:\n" + "".join(service.format(i) for i in range(50 * 2**20 // 64)))
+    for mb in (10, 50):  # ~64 bytes a service
+        (d / f"{mb}mb.yml").write_text("services:\n" + "".join(service.format(i) for i in range(mb * 2**20 // 64)))
     (d / "70mb.json").write_text('{"kind": "List", "items": [' + ", ".join(["{}"] * (70 * 2**20 // 4)) + "]}")
     return d
 
@@ -793,7 +795,7 @@ def test_engine_answers_of_the_wrong_shape_are_their_containers_probe_incomplete
 def test_stdin_without_end_is_refused_at_the_limit(bad_files):
     with open("/dev/zero", "rb") as zero:
         proc = bounded_run(["lint", "-"], cwd=bad_files, env={}, stdin=zero)
-    assert_one_line_error(proc, USAGE, "<stdin>: more than the 64 MiB shmdoctor reads from one input")
+    assert_one_line_error(proc, USAGE, "<stdin>: more than the 32 MiB shmdoctor reads from one input")
 
 
 def test_audit_text_escapes_a_container_named_with_terminal_escapes(fake_engines, bad_files):

@@ -135,6 +135,29 @@ def test_yes_removes_the_leak_only(made, hold):
     assert os.path.exists(made[1])
 
 
+def test_freed_is_the_space_freed_a_hard_linked_name_frees_nothing(made):
+    leak, other = _dead_creator_segment(), f"sdt-link-{TAG}"
+    made += [os.path.join(SHM, leak), os.path.join(SHM, other)]
+    os.link(made[0], made[1])  # the same pages under a name clean does not know
+
+    code, doc = _clean("--yes", leak)
+    assert code == 0 and [e["name"] for e in doc["removed"]] == [leak]
+    assert doc["removed"][0]["bytes"] == 0 and "other link" in doc["removed"][0]["why"]
+    assert doc["freed_bytes"] == 0  # the pages stay with the other name
+    assert os.path.getsize(made[1]) == SIZE
+
+
+def test_two_leaked_names_of_one_file_free_it_once(made):
+    first = _dead_creator_segment()
+    second = first.rsplit("_", 1)[0] + "_1"  # the same dead creator's next segment name
+    made += [os.path.join(SHM, first), os.path.join(SHM, second)]
+    os.link(made[0], made[1])
+
+    code, doc = _clean("--yes", first, second)
+    assert code == 0 and sorted(e["name"] for e in doc["removed"]) == sorted([first, second])
+    assert doc["freed_bytes"] == SIZE  # not twice: the pages went once, with the last name
+
+
 def test_creator_alive_means_a_batch_in_flight(made, hold):
     # file_system batches queued between a worker and the loop are mapped by nobody: the live creator keeps them.
     code = (
