@@ -1,21 +1,25 @@
-"""One scrape: the inventory's targets, their /dev/shm use read now through /proc, judged by the rules.
+"""One reading: the inventory's targets, their /dev/shm use read now through /proc, judged by the rules.
 
 Nothing here waits on the engine longer than the scrape's timeout (the inventory is kept by its own thread) and
 nothing is run inside a container: a container's /dev/shm is statvfs'ed as `/proc/<pid>/root/dev/shm`.
-Judgements are kept while a target's facts do not change, so a scrape of many idle containers costs little more
-than a scrape of one.
+Judgements are kept while a target's facts do not change. Leaked segments (what `shmdoctor clean` would free) are
+looked for at most every LEAKS_EVERY seconds per /dev/shm: a leak is a slow thing, and finding one scans /proc.
 """
 
 from __future__ import annotations
 
 import time
 
+from ..errors import ProbeError
 from ..fleet import judge_labelled
 from ..loader import LoaderSpec
 from ..model import SHM, Report, Severity
 from ..probe import docker, procfs
+from ..shm.removal import creators_visible, unheld
 from .inventory import Entry, Inventory, host_entry
 from .model import Scrape, Target
+
+LEAKS_EVERY = 60.0  # seconds between two looks for leaked segments in one /dev/shm
 
 
 class Collector:
@@ -36,6 +40,8 @@ class Collector:
         self.host = host_entry(proc) if engine else None
         self.errors_total = 0
         self._judged: dict[tuple, Report] = {}
+        self._leaks: dict[tuple[int, int | None], tuple[float, int | None]] = {}  # (pid, device) -> (when, bytes)
+        self._creators_visible = creators_visible()
 
     def scrape(self) -> Scrape:
         start = time.perf_counter()
@@ -46,6 +52,8 @@ class Collector:
         judged: dict[tuple, Report] = {}
         targets = tuple(self._target(e, judged) for e in kept)
         self._judged = judged  # only what this scrape saw: bounded by the targets
+        seen = {(e.probed.pid, e.device) for e in kept}
+        self._leaks = {k: v for k, v in self._leaks.items() if k in seen}
         if error:
             self.errors_total += 1
         return Scrape(
@@ -64,7 +72,23 @@ class Collector:
             probed.facts, self.loader, probed.loader_label, self.fail_on, probed.notes
         )
         judged[key] = report
-        return Target(report, entry.labels)
+        return Target(report, entry.labels, self._leaked(entry))
+
+    def _leaked(self, entry: Entry) -> int | None:
+        """Bytes of the known segments no live process holds in the target's /dev/shm (None: not readable)."""
+        pid = entry.probed.pid
+        if pid is None or not entry.probed.facts.shm.present:
+            return None
+        key, now = (pid, entry.device), time.monotonic()
+        when, leaked = self._leaks.get(key, (-LEAKS_EVERY, None))
+        if now - when >= LEAKS_EVERY:
+            try:
+                plan, _ = unheld(f"{self.proc}/{pid}/root{SHM}", creators_visible_here=self._creators_visible)
+                leaked = plan.leaked_bytes
+            except (OSError, ProbeError):  # gone since the inventory: said by its use reading already
+                leaked = None
+            self._leaks[key] = (now, leaked)
+        return leaked
 
     def _read(self, entry: Entry) -> docker.Probed:
         """The entry with its /dev/shm use read now, through the process it was found with."""

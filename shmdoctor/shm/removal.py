@@ -19,6 +19,7 @@ from ..exits import ExitCode
 from ..model import SHM
 from ..probe import holders as holders_probe
 from ..probe import local, mountinfo
+from ..probe.holders import Holders
 from .segments import PATTERNS, Entry, File, Plan, plan_removal, recognise
 
 HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process of the machine
@@ -72,6 +73,17 @@ def list_files(directory: str) -> list[File]:
         if stat.S_ISREG(st.st_mode):
             files.append(File(entry.name, st.st_ino, st.st_blocks * 512))
     return files
+
+
+def unheld(directory: str, *, creators_visible_here: bool, proc: str = "/proc") -> tuple[Plan, Holders]:
+    """The known segments of directory that no live process holds, as /proc shows it: what clean confirms under
+    leases before it removes anything, and the exporter's leaked bytes (read-only: nothing is opened). /proc is
+    scanned only when there is a known segment to look for."""
+    files = list_files(directory)
+    if not any(recognise(f.name) for f in files):
+        return plan_removal(files, Holders(())), Holders(())
+    held = holders_probe.scan(directory, proc, namespaces=True)
+    return plan_removal(files, held, creators_visible=creators_visible_here), held
 
 
 def creators_visible() -> bool:
@@ -231,9 +243,8 @@ def clean(directory: str, names: tuple[str, ...] = (), *, yes: bool = False, exc
         size, used, _ = local.shm_usage(directory)
     except OSError as e:
         raise ProbeError(f"cannot read the usage of {directory} (statvfs: {e.strerror})") from None
-    files = list_files(directory)
-    held = holders_probe.scan(directory, namespaces=True)
-    plan = _only(plan_removal(files, held, creators_visible=exclusive or creators_visible()), names)
+    found, held = unheld(directory, creators_visible_here=exclusive or creators_visible())
+    plan = _only(found, names)
     removed: list[Entry] = []
     failed: list[tuple[Entry, str]] = []
     interrupted = False

@@ -143,3 +143,24 @@ def test_a_slow_engine_never_holds_a_scrape_past_its_timeout(images, tmp_path):
             assert "Traceback" not in exp.proc.stderr.read()
     finally:
         proxy.close()
+
+
+def test_leaked_bytes_are_the_known_segments_nobody_holds(images):
+    """A PyTorch segment of a dead creator and an NCCL segment nobody holds are leaked; an NCCL segment a process
+    holds open and a file shmdoctor does not know are not (the rules of `shmdoctor clean`)."""
+    script = (
+        "cd /dev/shm && dd if=/dev/zero of=torch_3999999_1_1 bs=1M count=3 2>/dev/null"
+        " && dd if=/dev/zero of=nccl-Ab12Cd bs=1M count=1 2>/dev/null"
+        " && dd if=/dev/zero of=nccl-Zz99Yy bs=1M count=2 2>/dev/null"
+        " && dd if=/dev/zero of=data.bin bs=1M count=5 2>/dev/null"
+        " && exec 3< nccl-Zz99Yy && sleep 600"
+    )
+    with Containers() as c:
+        name, _ = c.start("leaks", "--shm-size=64m", cmd=("sh", "-c", script))
+        deadline = time.monotonic() + 30
+        while df_used(name) < 11 * MiB:  # written before the exporter's first look (the next is a minute later)
+            assert time.monotonic() < deadline, "the container's files never appeared"
+            time.sleep(0.2)
+        with exporter() as exp:
+            leaked = by_container(_wait_for(exp, "shmdoctor_leaked_bytes", name), "shmdoctor_leaked_bytes")
+            assert leaked[name] == 4 * MiB
