@@ -105,6 +105,14 @@ FILES = {
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  volumes: 3\n  containers: [{name: a, image: x}]\n"
     ),
     "tmpfs-not-a-path.yml": "services:\n  a:\n    image: x\n    tmpfs: true\n",
+    "ecs-bad-shm.json": '{"family": "t", "containerDefinitions": [{"name": "c", "linuxParameters": '
+    '{"sharedMemorySize": "lots"}}]}\n',
+    "bad-unit.container": "[Container]\nImage=x\nShmSize=lots\n",
+    "no-section.container": "[Unit]\nDescription=x\n",
+    "azureml-bad.yml": "$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\n"
+    "command: python train.py\nenvironment: e\nresources:\n  shm_size: plenty\n",
+    "env-compose/docker-compose.yml": "services:\n  a:\n    image: x\n    shm_size: ${SHM}\n",
+    "env-compose/.env": "SHM=2g\nAPI_TOKEN hunter2\n",
 }
 USAGE, PROBE = 2, 3
 TIME_BOUND = 60  # seconds, a row: the slowest rows (an engine's deadline, a YAML at its size limit) take ~10
@@ -518,6 +526,48 @@ CASES = [
         USAGE,
         "service 'a': tmpfs must be a path or a list of paths, not bool",
     ),
+    (
+        "lint an ECS size nobody can read",
+        ["lint", "{d}/ecs-bad-shm.json"],
+        {},
+        USAGE,
+        "ecs-bad-shm.json: t: linuxParameters.sharedMemorySize must be a whole number of MiB, not 'lots'",
+    ),
+    (
+        "lint a Quadlet size nobody can read",
+        ["lint", "{d}/bad-unit.container"],
+        {},
+        USAGE,
+        "bad-unit.container:3: ShmSize: cannot read 'lots'",
+    ),
+    (
+        "lint a .container without [Container]",
+        ["lint", "{d}/no-section.container"],
+        {},
+        USAGE,
+        "no-section.container: no [Container] section: not a Quadlet .container unit",
+    ),
+    (
+        "lint an Azure ML shm_size nobody can read",
+        ["lint", "{d}/azureml-bad.yml"],
+        {},
+        USAGE,
+        "azureml-bad.yml:5: job: resources.shm_size: cannot read 'plenty'",
+    ),
+    (
+        "lint a compose file whose .env has a bad line",
+        ["lint", "{d}/env-compose"],
+        {},
+        USAGE,
+        "env-compose/.env:2: not a KEY=VALUE line",
+    ),
+    (
+        "lint with an --env-file that is not there",
+        ["lint", "{d}/env-compose", "--env-file", "{d}/nowhere.env"],
+        {},
+        USAGE,
+        "nowhere.env: cannot read: No such file or directory",
+    ),
     # explain
     ("explain: a log that does not exist", ["explain", "{d}/no-such.log"], {}, USAGE, "No such file or directory"),
     ("explain: a directory as the log", ["explain", "{d}"], {}, USAGE, "Is a directory"),
@@ -625,6 +675,7 @@ def bounded_run(args: list[str], *, cwd, env: dict, stdin=None) -> subprocess.Co
 def bad_files(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad-inputs")
     for name, text in FILES.items():
+        (d / name).parent.mkdir(exist_ok=True)
         (d / name).write_text(text)
     (d / "empty-dir").mkdir()
     os.mkfifo(d / "fifo.yml")  # no writer: opening it to read would wait forever
