@@ -10,7 +10,7 @@ from typing import ClassVar
 from .. import capacity, fixes
 from ..exits import ExitCode
 from ..model import ENGINE_DEFAULT_SHM, Facts, Finding, Fix, Report, Requirement
-from ..sizes import GiB, MiB, format_size
+from ..sizes import GiB, MiB, docker_size, format_size, nice_size
 from .catalogue import BY_ID, SHM_CAUSES
 from .scan import Diagnosis
 
@@ -193,6 +193,12 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
         wanted = _need_bytes(ds, facts, measured, need)
         if wanted is None and consumer == "nccl":
             wanted = NCCL_ALL_TO_ALL_8
+        here = capacity.available(facts, need.loader.ranks if need else 1)
+        if wanted is not None and here is not None and wanted <= here and measured is None:
+            # It fits where explain runs: the log comes from a place with less. A size for there, in docker's words.
+            size = nice_size(int(wanted * capacity.MARGIN))
+            where = f"give /dev/shm {format_size(size)} where it ran: {format_size(wanted)} needed + 25%"
+            return (Fix(where, docker_args=(f"--shm-size={docker_size(size)}",)),)
         if wanted is not None:
             out = fixes.grow_shm_to(wanted, facts, need.loader.ranks if need else 1)
         else:
@@ -257,6 +263,12 @@ def _message(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> s
     wanted = _need_bytes(ds, facts, measured, need) if cause == "shm-space" else None
     if wanted is not None:
         text += f"; needs ≥ {format_size(wanted)}"
+        here = capacity.available(facts, need.loader.ranks if need else 1)
+        if here is not None and wanted <= here and measured is None:
+            text += (
+                f", which fits the {format_size(here)} free here: the log comes from a place with less "
+                "(run explain there, or with --container)"
+            )
     return text
 
 

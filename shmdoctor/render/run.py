@@ -20,15 +20,15 @@ def facts_line(facts: Facts, interval: float) -> str:
     shm = facts.shm
     if shm.present:
         where = (
-            f"/dev/shm {format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used "
-            f"({SOURCES.get(shm.source, shm.source)})"
+            f"/dev/shm {format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used: "
+            f"{SOURCES.get(shm.source, shm.source)}"
         )
     else:
         where = "no /dev/shm (--ipc=none)"
     limit = facts.memory.limit_bytes
     memory = f"memory limit {format_size(limit)}" if limit else "no memory limit"
     return (
-        f"{PREFIX} {where}, IPC {facts.ipc.mode}, {memory}, ulimit -n {facts.nofile or 'unlimited'}; "
+        f"{PREFIX} {where}; IPC {facts.ipc.mode}; {memory}; ulimit -n {facts.nofile or 'unlimited'}; "
         f"sampling every {interval:g} s"
     )
 

@@ -115,3 +115,14 @@ def test_a_sigbus_exit_alone_is_diagnosed():
 def test_a_clean_exit_or_an_error_exit_diagnoses_nothing():
     assert judge((), inspected("default"), ended=Exit(0)).diagnoses == ()
     assert judge((), inspected("default"), ended=Exit(1)).exit_code == 0
+
+
+def test_a_certain_text_whose_need_fits_here_says_the_log_comes_from_elsewhere():
+    from shmdoctor.loader import LoaderSpec
+
+    need = LoaderSpec(batch_size=100, num_workers=4, sample_bytes="1MiB").requirement()
+    text = "RuntimeError: unable to allocate shared memory(shm) for file </torch_8_1_0>: No space left on device (28)"
+    ex = judge(scan_text(text).diagnoses(), machine(64 * GiB), need=need)
+    finding = ex.report.findings[0]
+    assert ex.diagnoses[0].cause == "shm-space" and "the log comes from a place with less" in finding.message
+    assert [f.docker_args for f in finding.fixes] == [("--shm-size=1536m",)]  # no loader cut for a place that fits
