@@ -205,3 +205,37 @@ def test_the_compose_fix_lint_prints_makes_the_loader_train_under_docker_compose
     assert after.returncode == 0 and json.loads(after.stdout)["reports"][0]["verdict"] == "ok"
     trained = _compose_up(compose, podman_service)
     assert trained.returncode == 0 and "trained on 12 batches" in trained.stdout, trained.stdout[-800:]
+
+
+def test_exporter_reads_podmans_containers_through_its_docker_api(podman_service, tmp_path):
+    """shmdoctor exporter on Podman's socket: its containers' /dev/shm, use read from the host equal to df inside."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    name = unique_name("podman-exported")
+    fill = "dd if=/dev/zero of=/dev/shm/f bs=1M count=5 2>/dev/null; sleep 600"
+    run = podman(
+        "run", "-d", "--network", "none", *_ulimits(), "--name", name, "--shm-size=96m", BUSYBOX, "sh", "-c", fill
+    )
+    try:
+        assert run.returncode == 0, run.stderr
+
+        def df_used() -> int:
+            return int(podman("exec", name, "df", "-Pk", "/dev/shm").stdout.splitlines()[-1].split()[2]) * 1024
+
+        deadline = time.monotonic() + WAIT
+        while df_used() < 5 * 2**20:
+            assert time.monotonic() < deadline, "the container's dd never finished"
+            time.sleep(0.2)
+        proc = run_cli("exporter", "--textfile", str(tmp_path), env={"DOCKER_HOST": podman_service})
+        assert proc.returncode == 0, proc.stderr
+        series = {
+            (s.name, s.labels.get("container")): (s.labels, s.value)
+            for family in text_string_to_metric_families((tmp_path / "shmdoctor.prom").read_text())
+            for s in family.samples
+        }
+        labels, size = series[("shmdoctor_shm_size_bytes", name)]
+        assert size == 96 * 2**20 and labels["source"] == "podman-shm"
+        assert series[("shmdoctor_shm_used_bytes", name)][1] == df_used()
+        assert series[("shmdoctor_engine_up", None)][1] == 1
+    finally:
+        podman("rm", "--force", "--ignore", "--time", "0", name)
