@@ -25,7 +25,13 @@ def test_the_compose_service_reads_the_containers_from_its_own_container(image):
     if not shutil.which("docker-compose"):
         missing("docker-compose is not installed (scripts/test.sh installs it)")
     port = free_port()
-    env = {**os.environ, "SHMDOCTOR_IMAGE": image, "SHMDOCTOR_LISTEN": f"127.0.0.1:{port}"}
+    socket = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
+    env = {
+        **os.environ,
+        "SHMDOCTOR_IMAGE": image,
+        "SHMDOCTOR_LISTEN": f"127.0.0.1:{port}",
+        "SHMDOCTOR_DOCKER_SOCKET": socket,
+    }
     compose = ["docker-compose", "-f", str(COMPOSE), "-p", RUN.replace("-", "")]
     with Containers() as c:
         name, _ = c.start(
