@@ -24,15 +24,18 @@ from ..render import render
 @loader_options
 @output_options
 def command(paths, swarm, env_file, fmt, fail_on, **loader) -> int:
-    """Judge compose services and Kubernetes workloads from their files: one report per service or container.
+    """Judge workloads from their files: compose services, Kubernetes pods (custom resources included), ECS task
+    and Batch job definitions, Azure ML jobs, Podman Quadlet units. One report per service or container.
 
-    Directories are searched for *.yml, *.yaml and *.json; '-' reads stdin. A workload's own label or annotation
+    Directories are searched for *.yml, *.yaml, *.json and *.container; files that define none are passed over
+    with why; '-' reads stdin. A workload's own label or annotation
     `shmdoctor.loader: "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.
 
     \b
     shmdoctor lint docker-compose.yml k8s/ --batch-size 100 --num-workers 4 --sample-bytes 1MiB
     helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
     kubectl get pods -A -o json | shmdoctor lint - --format json
+    aws ecs describe-task-definition --task-definition train | shmdoctor lint - --batch-size 64 --num-workers 8
     """
     doc = lint(paths, swarm=swarm, env_file=env_file, loader=loader_spec(**loader), fail_on=fail_on)
     click.echo(render(doc, fmt))
