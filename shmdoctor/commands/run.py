@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import click
 
@@ -11,6 +12,17 @@ from ..options import loader_options, loader_spec
 from ..render import render
 from ..render.run import facts_line
 from ..wrap.session import supervise
+
+
+def _writable(path: str) -> None:
+    """--report is checked before the command starts (a run is not wasted on a path that cannot be written), and
+    written after it ends: nothing is created when the command cannot even start."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        why = "is a directory" if os.path.isdir(path) else "its directory does not exist or is not writable"
+        raise UsageError(f"cannot write --report {path}: {why}")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise UsageError(f"cannot write --report {path}: permission denied")
 
 
 def _positive(name: str, value: float) -> float:
@@ -59,24 +71,20 @@ def command(interval, holders_every, report_path, argv, **loader) -> int:
     if not (math.isfinite(holders_every) and holders_every >= 0):
         raise UsageError(f"--holders-every must be 0 (never) or a number of seconds, got {holders_every!r}")
     need = loader_spec(**loader).requirement()
-    report = None
+    if report_path:
+        _writable(report_path)
+    outcome = supervise(
+        list(argv),
+        need,
+        interval=interval,
+        holders_every=holders_every,
+        before=lambda facts: click.echo(facts_line(facts, interval), err=True),
+    )
+    click.echo(render(outcome, "text"), err=True)
     if report_path:
         try:
-            report = open(report_path, "w")  # noqa: SIM115 (written once the command ended)
-        except OSError as e:
-            raise UsageError(f"cannot write --report {report_path}: {e.strerror}") from None
-    try:
-        outcome = supervise(
-            list(argv),
-            need,
-            interval=interval,
-            holders_every=holders_every,
-            before=lambda facts: click.echo(facts_line(facts, interval), err=True),
-        )
-        click.echo(render(outcome, "text"), err=True)
-        if report:
-            report.write(render(outcome, "json") + "\n")
-    finally:
-        if report:
-            report.close()
+            with open(report_path, "w") as f:
+                f.write(render(outcome, "json") + "\n")
+        except OSError as e:  # gone since the check: said, and the command's exit code still passed through
+            click.echo(f"shmdoctor: error: cannot write --report {report_path}: {e.strerror}", err=True)
     return outcome.exit_code
