@@ -4,7 +4,8 @@ log tail and State weighed against its inspect, from the engine (read-only)."""
 from __future__ import annotations
 
 from .diagnose import Exit, Explanation, judge
-from .errors import UsageError
+from .errors import ProbeError, UsageError
+from .limits import ENGINE_TIMEOUT
 from .model import Requirement
 from .probe import local, logs
 
@@ -24,20 +25,23 @@ def explain_container(name: str, tail: int, need: Requirement | None = None) -> 
     from .diagnose.scan import scan_text
     from .probe import docker
 
-    engine = docker.Engine()
-    try:
+    def read(engine: docker.Engine) -> tuple[docker.Inspect, docker.Probed, bytes]:
         info = engine.inspect(name)
         if info is None:
             raise UsageError(f"no such container: {name}")
+        if not docker.is_container(info):
+            raise ProbeError(f"the Docker engine at {engine.host} answered the inspect of {name} with something else")
         owner = None
-        mode = (info.get("HostConfig") or {}).get("IpcMode") or ""
-        if mode.startswith("container:"):
+        host = info.get("HostConfig")
+        mode = host.get("IpcMode") if isinstance(host, dict) else None
+        if isinstance(mode, str) and mode.startswith("container:"):
             owner = engine.inspect(mode[len("container:") :])
-        probed = docker.facts_from_inspect(info, owner, engine.host_shm)
-        text = engine.logs_tail(info["Id"], tail, CONTAINER_TAIL_BYTES)
-    finally:
-        engine.close()
-    state = info.get("State") or {}
+        probed = docker.facts_from_inspect(info, owner if docker.is_container(owner) else None, engine.host_shm)
+        return info, probed, engine.logs_tail(info["Id"], tail, CONTAINER_TAIL_BYTES)
+
+    info, probed, text = docker.with_engine(ENGINE_TIMEOUT, read)  # all of it within one deadline
+    state = info.get("State")
+    state = state if isinstance(state, dict) else {}
     ended = None
     if state.get("Status") in ("exited", "dead") or state.get("OOMKilled"):
         ended = Exit(state.get("ExitCode"), bool(state.get("OOMKilled")), seen_by="the engine (State.ExitCode)")

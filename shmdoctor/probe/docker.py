@@ -487,20 +487,28 @@ def _owner_id(info: Inspect) -> str:
     return mode[len("container:") :] if mode.startswith("container:") else ""
 
 
-def probe_within(
-    timeout: float, names: list[str], filters: dict[str, list[str]], *, include_exited: bool, exec_df: bool
-) -> list[Probed]:
-    """probe() through a new Engine, the whole conversation (connecting, listing, inspecting, exec-ing df) within one
-    deadline of `timeout` seconds: past it, exit 3 and every ssh process of it ended."""
+def with_engine(timeout: float, work: Callable[[Engine], T]) -> T:
+    """work(engine) on a new Engine, the whole conversation (connecting included) within one deadline of `timeout`
+    seconds: an engine that trickles its answers, or an ssh host that accepts and says nothing, is exit 3 once it
+    passes, with every ssh process of it ended."""
 
-    def work() -> list[Probed]:
+    def run() -> T:
         engine = Engine(timeout)
         try:
-            return probe(engine, names, filters, include_exited=include_exited, exec_df=exec_df)
+            return work(engine)
         finally:
             engine.close()
 
-    return within(timeout, f"the Docker engine at {address()}", work, abort=_end_ssh_sessions)
+    return within(timeout, f"the Docker engine at {address()}", run, abort=_end_ssh_sessions)
+
+
+def probe_within(
+    timeout: float, names: list[str], filters: dict[str, list[str]], *, include_exited: bool, exec_df: bool
+) -> list[Probed]:
+    """probe() through a new Engine: listing, inspecting and exec-ing df within one deadline (with_engine)."""
+    return with_engine(
+        timeout, lambda engine: probe(engine, names, filters, include_exited=include_exited, exec_df=exec_df)
+    )
 
 
 def _end_ssh_sessions() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import sys
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 from ..errors import UsageError
 from ..limits import MAX_DEPTH, MAX_DIGITS, MAX_JSON_BYTES, MAX_NODES, MAX_YAML_BYTES
 from ..model import Facts
+from .regular import open_regular
 
 SUFFIXES = (".yml", ".yaml", ".json", ".container")  # .container: a Podman Quadlet unit
 STDIN = "<stdin>"
@@ -231,21 +231,10 @@ def files(path: str) -> Iterator[str]:
 
 def text(name: str) -> str:
     """A file's text (or stdin's, for '-'), as UTF-8, at most MAX_JSON_BYTES; UsageError when it cannot be read.
-    Opened without blocking and checked once open: a FIFO or a device (/dev/zero) is refused, never waited on or
-    read without end."""
+    A FIFO or a device (/dev/zero) is refused, never waited on or read without end (open_regular)."""
     if name == "-":
         return _read_stdin()
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as e:
-        raise UsageError(f"{name}: cannot read: {_reason(e)}") from None
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else ""
-            raise UsageError(
-                f"{name}: cannot read: {kind or 'it'} is not a regular file (give files, directories, or - for stdin)"
-            )
+    with open_regular(name) as f:
         try:
             return _decoded(f.read(MAX_JSON_BYTES + 1), name)
         except OSError as e:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UsageError
+from ..limits import MAX_BYTES, MAX_DIGITS, shown
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, Target
 from ..sizes import MiB
 from .documents import Definition, Document
@@ -42,9 +43,12 @@ def _mib(value: Any, what: str, where: str) -> int | None:
     """A size in MiB as ECS writes it (an integer, or a string of one for the task's memory) -> bytes."""
     if value in (None, ""):
         return None
-    if isinstance(value, bool) or not str(value).strip().isdigit():
-        raise UsageError(f"{where}: {what} must be a whole number of MiB, not {value!r}")
-    return int(str(value).strip()) * MiB
+    text = str(value).strip()
+    if isinstance(value, bool) or not (text.isascii() and text.isdigit()) or len(text) > MAX_DIGITS:
+        raise UsageError(f"{where}: {what} must be a whole number of MiB, not {shown(value)}")
+    if int(text) * MiB > MAX_BYTES:
+        raise UsageError(f"{where}: {what} of {text} MiB is more memory than any machine has")
+    return int(text) * MiB
 
 
 def _requirement(container: dict, kind: str) -> str | None:

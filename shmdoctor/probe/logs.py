@@ -12,6 +12,7 @@ from typing import BinaryIO
 
 from ..diagnose.scan import MAX_LINE, Scanner, anchors
 from ..errors import UsageError
+from .regular import open_regular
 
 
 def open_log(path: str) -> BinaryIO:
@@ -22,10 +23,7 @@ def open_log(path: str) -> BinaryIO:
                 "no log on stdin: give a FILE, pipe a log in (`... 2>&1 | shmdoctor explain`), or --container"
             )
         return os.fdopen(os.dup(0), "rb")
-    try:
-        return open(path, "rb")  # noqa: SIM115 (closed by the caller)
-    except OSError as e:  # a directory too: 'Is a directory'
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    return open_regular(path)  # a FIFO or a device (/dev/zero) would block or never end
 
 
 def _skip_rest(read) -> None:

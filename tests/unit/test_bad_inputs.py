@@ -42,6 +42,7 @@ def _merge_bomb() -> str:
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x}]\n"
 JSON_POD = '{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "p"}},\n"spec": {{"containers": [{}]}}}}'
+ECS = '{"family": "t", "containerDefinitions": [{"name": "c", "linuxParameters": {"sharedMemorySize": SIZE}}]}'
 # Hostile files: bombs, depth, chains, numbers and types that are not what they claim.
 HOSTILE = {
     "k8s-alias-bomb.yaml": _alias_bomb("apiVersion: v1\nkind: Pod\nmetadata: {name: p}", POD[38:] + "  x: *a9\n"),
@@ -74,6 +75,8 @@ HOSTILE = {
     "only-comments.yml": "# nothing here\n---\n",
     "no-containers.yaml": POD.replace("[{name: c, image: x}]", "[]"),
     "no-services.yml": "services: {}\n",
+    "ecs-superscript.json": ECS.replace("SIZE", '"²"'),
+    "ecs-huge.json": ECS.replace("SIZE", '"' + "9" * 29 + '"'),
     "empty-list.json": '{"apiVersion": "v1", "kind": "List", "items": []}',
 }
 FILES = {
@@ -446,6 +449,8 @@ CASES = [
             ("a file of comments", "only-comments.yml", "only-comments.yml: empty"),
             ("containers: []", "no-containers.yaml", "no-containers.yaml:5: Pod/p: spec.containers is empty"),
             ("services: {}", "no-services.yml", "no-services.yml:1: services: is empty: nothing to judge"),
+            ("an ECS size in superscript digits", "ecs-superscript.json", "must be a whole number of MiB, not '²'"),
+            ("an ECS size of 29 digits", "ecs-huge.json", "MiB is more memory than any machine has"),
             ("an empty List", "empty-list.json", "empty-list.json: no service, workload or object in it"),
         ]
     ],
@@ -570,7 +575,9 @@ CASES = [
     ),
     # explain
     ("explain: a log that does not exist", ["explain", "{d}/no-such.log"], {}, USAGE, "No such file or directory"),
-    ("explain: a directory as the log", ["explain", "{d}"], {}, USAGE, "Is a directory"),
+    ("explain: a directory as the log", ["explain", "{d}"], {}, USAGE, "a directory is not a regular file"),
+    ("explain: /dev/zero", ["explain", "/dev/zero"], {}, USAGE, "/dev/zero: cannot read: a device is not a regular"),
+    ("explain: a FIFO", ["explain", "{d}/fifo.yml"], {}, USAGE, "fifo.yml: cannot read: a FIFO is not a regular"),
     ("explain: a log and a container", ["explain", "x.log", "--container", "c"], {}, USAGE, "not both"),
     ("explain: --tail zero", ["explain", "--container", "c", "--tail", "0"], {}, USAGE, "--tail"),
     (
@@ -647,6 +654,13 @@ ENGINE_CASES = [
         {"DOCKER_HOST": "{engine:list-is-null}"},
         PROBE,
         "answered the list of containers with something else",
+    ),
+    (
+        "explain a container whose inspect is {}",
+        ["explain", "--container", "b" * 64],
+        {"DOCKER_HOST": "{engine:inspects-of-every-shape}"},
+        PROBE,
+        "answered the inspect of " + "b" * 64 + " with something else",
     ),
     ("a timeout of 1e10 s", ["audit", "--timeout", "1e10"], NO_ENGINE, USAGE, "--timeout must be a number of seconds"),
     ("a timeout of nan s", ["audit", "--timeout", "nan"], NO_ENGINE, USAGE, "--timeout must be a number of seconds"),

@@ -2,6 +2,7 @@
 hostile bytes are bounded."""
 
 import io
+import os
 import shutil
 
 import pytest
@@ -60,7 +61,12 @@ def test_scan_of_a_log_file(tmp_path):
 
 
 def test_open_log_refuses_what_is_not_a_readable_file(tmp_path):
-    with pytest.raises(UsageError, match="Is a directory"):
+    with pytest.raises(UsageError, match="a directory is not a regular file"):
         logs.open_log(str(tmp_path))
     with pytest.raises(UsageError, match="cannot read"):
         logs.open_log(str(tmp_path / "missing.log"))
+    os.mkfifo(tmp_path / "fifo.log")  # no writer: a blocking open would wait forever
+    with pytest.raises(UsageError, match="a FIFO is not a regular file"):
+        logs.open_log(str(tmp_path / "fifo.log"))
+    with pytest.raises(UsageError, match="a device is not a regular file"):
+        logs.open_log("/dev/zero")  # would be read without end
