@@ -46,8 +46,12 @@ def shown(value: object) -> str:
     return text if len(text) <= 100 else f"{text[:60]}... ({length} characters)"
 
 
-def seconds(name: str, value: float | None, most: float) -> float | None:
-    """A duration option: a finite number of seconds greater than zero and at most `most` (1e10 s is 300 years)."""
-    if value is not None and not (math.isfinite(value) and 0 < value <= most):
-        raise UsageError(f"{name} must be a number of seconds greater than zero and at most {most:.0f}, got {value!r}")
-    return value
+def seconds(name: str, value: float | None, most: float, *, never: bool = False) -> float | None:
+    """A duration option: a finite number of seconds greater than zero and at most `most` (1e10 s is 300 years);
+    0 too where it means never (`never`)."""
+    if value is None or (never and value == 0) or (math.isfinite(value) and 0 < value <= most):
+        return value
+    zero = "0 (never) or " if never else ""
+    raise UsageError(
+        f"{name} must be {zero}a number of seconds greater than zero and at most {most:.0f}, got {value!r}"
+    )

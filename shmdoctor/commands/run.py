@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import os
 
 import click
 
 from ..errors import UsageError
+from ..limits import MAX_TIMEOUT, seconds
 from ..options import loader_options, loader_spec
 from ..render import render
 from ..render.run import facts_line
@@ -23,12 +23,6 @@ def _writable(path: str) -> None:
         raise UsageError(f"cannot write --report {path}: {why}")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise UsageError(f"cannot write --report {path}: permission denied")
-
-
-def _positive(name: str, value: float) -> float:
-    if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{name} must be a number of seconds greater than zero, got {value!r}")
-    return value
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
@@ -67,9 +61,8 @@ def command(interval, holders_every, report_path, argv, **loader) -> int:
     shmdoctor run --report run.json -- torchrun --nproc-per-node 8 train.py
     shmdoctor run --batch-size 100 --num-workers 4 --sample-bytes 1MiB -- python train.py
     """
-    _positive("--interval", interval)
-    if not (math.isfinite(holders_every) and holders_every >= 0):
-        raise UsageError(f"--holders-every must be 0 (never) or a number of seconds, got {holders_every!r}")
+    seconds("--interval", interval, MAX_TIMEOUT)
+    seconds("--holders-every", holders_every, MAX_TIMEOUT, never=True)
     need = loader_spec(**loader).requirement()
     if report_path:
         _writable(report_path)

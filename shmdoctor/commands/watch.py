@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 
-from ..errors import UsageError
 from ..exits import ExitCode
 from ..limits import MAX_DURATION, MAX_TIMEOUT, seconds
 from ..model import SHM
@@ -55,10 +52,7 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     """
     seconds("--interval", interval, MAX_TIMEOUT)
     seconds("--duration", duration, MAX_DURATION)
-    if holders_every != 0 and not (math.isfinite(holders_every) and 0 < holders_every <= MAX_TIMEOUT):
-        raise UsageError(
-            f"--holders-every must be 0 (never) or a number of seconds up to {MAX_TIMEOUT:.0f}, got {holders_every!r}"
-        )
+    seconds("--holders-every", holders_every, MAX_TIMEOUT, never=True)
     need = loader_spec(**loader).requirement()
     sampler = sampling.Sampler(directory, holders_every=holders_every, budget=need.bytes if need else None)
     _echo(render(sampler.start(interval), fmt))

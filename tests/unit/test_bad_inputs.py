@@ -590,6 +590,8 @@ CASES = [
     # run
     ("run: no command", ["run"], {}, USAGE, "Missing argument"),
     ("run: --interval zero", ["run", "--interval", "0", "--", "true"], {}, USAGE, "--interval must be"),
+    ("run: every 1e10 s", ["run", "--interval", "1e10", "--", "true"], {}, USAGE, "at most 3600, got 10000000000.0"),
+    ("watch every 1e10 s", ["watch", "--interval", "1e10"], {}, USAGE, "at most 3600, got 10000000000.0"),
     ("run: --holders-every negative", ["run", "--holders-every", "-1", "--", "true"], {}, USAGE, "--holders-every"),
     (
         "run: --report into a missing directory",

@@ -7,11 +7,14 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shmdoctor.errors import UsageError
 from shmdoctor.fleet import judge_labelled
 from shmdoctor.loader import LoaderSpec, loader_config
 from shmdoctor.probe import docker as probe
+from shmdoctor.render import render
 from shmdoctor.sizes import GiB, MiB
 from tests.helpers import DATA as TEST_DATA
 from tests.helpers import validate
@@ -247,3 +250,47 @@ def test_audits_json_of_every_captured_container_is_valid():
     )
     doc = validate(json.loads(render(Audit(reports, engine="unix:///var/run/docker.sock"), "json")))
     assert len(doc["reports"]) == len(reports) > 10 and doc["verdict"] == "fail"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+INSPECT_PATHS = [
+    ("Name",),
+    ("HostConfig",),
+    ("HostConfig", "ShmSize"),
+    ("HostConfig", "IpcMode"),
+    ("HostConfig", "Memory"),
+    ("HostConfig", "NanoCpus"),
+    ("HostConfig", "CpuQuota"),
+    ("HostConfig", "Tmpfs"),
+    ("HostConfig", "Mounts"),
+    ("HostConfig", "DeviceRequests"),
+    ("HostConfig", "Ulimits"),
+    ("Mounts",),
+    ("State",),
+    ("State", "Status"),
+    ("State", "ExitCode"),
+    ("State", "OOMKilled"),
+    ("Config",),
+    ("Config", "Labels"),
+    ("Config", "Image"),
+    ("Config", "Cmd"),
+]
+
+
+@given(st.sampled_from(INSPECT_PATHS), json_values)
+def test_an_inspect_with_any_value_anywhere_is_read_never_a_crash(path, value):
+    """An engine's JSON is input: a field of the wrong type is read as absent (or as what it says), never a
+    traceback, and the Facts it gives are judged and rendered."""
+    info = json.loads(json.dumps(captured("memory")))
+    node = info
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    probed = probe.facts_from_inspect(info)
+    report = _judge(probed, SEED, "error")
+    assert report.verdict in ("ok", "warn", "fail")
+    assert render(report, "text") and render(report, "json")
