@@ -175,15 +175,16 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
 
 
 @rule("platform-ignores-shm-size", "warning", "the platform ignores the /dev/shm size the definition asks for")
-def platform_ignores_shm_size(facts, need):
+def platform_ignores_shm_size(facts: Facts, need: Requirement | None) -> Hit:
     if "shm-size-ignored" in facts.flags:
         msg = f"the container gets {format_size(facts.shm.size_bytes)}, not the size it asks for: {facts.shm.detail}"
         move = fixes.FIXED_SHM.get(facts.runtime, "move to a platform that sizes /dev/shm, with")
         return msg, (Fix(f"{move} the size it asks for"),)
+    return None
 
 
 @rule("remove-ipc", "warning", "systemd-logind removes this user's /dev/shm files at logout (RemoveIPC=yes)")
-def remove_ipc(facts, need):
+def remove_ipc(facts: Facts, need: Requirement | None) -> Hit:
     if facts.remove_ipc:
         msg = (
             f"systemd-logind removes this user's /dev/shm files and System V segments at the user's last logout "
@@ -201,6 +202,7 @@ def remove_ipc(facts, need):
                 shell='loginctl enable-linger "$USER"',
             ),
         )
+    return None
 
 
 @rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")

@@ -93,7 +93,7 @@ def command(listen, textfile, source, timeout, interval, refresh, max_targets, *
     )
     from ..render import metrics  # prometheus_client: only this command imports it
 
-    where = f"the Docker engine at {inventory.host}" if engine else "/proc"
+    where = f"the Docker engine at {inventory.host}" if isinstance(inventory, EngineInventory) else "/proc"
     if textfile:
         scrape = collector.scrape()
         path = os.path.join(textfile, TEXTFILE)
@@ -108,6 +108,7 @@ def command(listen, textfile, source, timeout, interval, refresh, max_targets, *
 
     latest = serving.Latest()
     reader = serving.Reader(lambda: metrics.render(collector.scrape()), latest, interval)
+    assert address is not None  # --listen: the one of the two given, read above
     server = serving.serve(*address, latest, wait=timeout + 1)
     reader.start()
     click.echo(

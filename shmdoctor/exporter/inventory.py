@@ -14,11 +14,14 @@ import stat
 import threading
 import time
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from ..errors import ProbeError, ShmDoctorError, UsageError
 from ..model import SHM
 from ..probe import docker, procfs
 from .model import Labels
+
+InventoryT = TypeVar("InventoryT", bound="Inventory")
 
 HOST_NAME = ""  # the host's own /dev/shm: container="" (no container)
 CHANGES = {"start", "restart", "rename", "update", "pause", "unpause"}  # re-inspect the container
@@ -61,7 +64,7 @@ class Inventory:
         self._stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, name=f"shmdoctor-{type(self).__name__}", daemon=True)
 
-    def start(self) -> Inventory:
+    def start(self: InventoryT) -> InventoryT:
         self.thread.start()
         return self
 
@@ -176,7 +179,11 @@ class EngineInventory(Inventory):
                 engine = docker.Engine(timeout=self.timeout)
                 self._local = engine.host_shm is not None
                 stream = engine.events(since=int(time.time()))  # opened before the list: no change falls between
-                self._by_id = {p.facts.target.id: self._entry(p) for p in docker.probe(engine, [], {}) if p.pid}
+                self._by_id = {
+                    p.facts.target.id: self._entry(p)
+                    for p in docker.probe(engine, [], {})
+                    if p.pid and p.facts.target.id
+                }
                 self._publish()
                 for event in stream:
                     if self._stopped.is_set():

@@ -133,6 +133,9 @@ def host(proc: str = "/proc") -> Found:
 def _facts(pid: int, origin: Origin | None, shared: bool, proc: str, sys_fs_cgroup: str) -> Facts:
     base = f"{proc}/{pid}"
     unreadable = []
+    size: int | None
+    used: int | None
+    free: int | None
     try:
         _, size, used, free = usage(f"{base}/root{SHM}")
     except OSError as e:
@@ -148,8 +151,10 @@ def _facts(pid: int, origin: Origin | None, shared: bool, proc: str, sys_fs_cgro
         runtime = (
             "kubernetes"
             if origin.pod_uid
-            else origin.runtime
-            if origin.runtime in ("docker", "podman")
+            else "docker"
+            if origin.runtime == "docker"
+            else "podman"
+            if origin.runtime == "podman"
             else "container"
         )
     try:
