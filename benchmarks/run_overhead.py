@@ -56,7 +56,7 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=30)
     args = ap.parse_args()
     share = idle_cost(args.seconds)
-    print(f"run's own CPU around `sleep`: {share:.3%} of one core (sampling every 0.25 s, holders every 10 s)")
+    print(f"run's own CPU around `sleep`: {share:.3%} of one core (sampling every 0.1 s, holders every 10 s)")
     alone, wrapped = [], []
     for _ in range(args.repeat):
         alone.append(loop_seconds(False, args.batches))

@@ -29,7 +29,7 @@ def _writable(path: str) -> None:
 @click.option(
     "--interval",
     type=float,
-    default=0.25,
+    default=0.1,
     show_default=True,
     metavar="SECONDS",
     help="Seconds between samples of /dev/shm and the memory cgroup.",

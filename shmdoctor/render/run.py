@@ -8,7 +8,7 @@ import signal
 
 from ..diagnose.judge import FULL_SLACK
 from ..model import Facts
-from ..sizes import format_size
+from ..sizes import MiB, format_size
 from ..wrap.session import Outcome
 from . import explain, schema_id
 from .text import SOURCES
@@ -45,7 +45,11 @@ def _peak(o: Outcome) -> str:
     if m is None:
         return "/dev/shm not sampled (there is none)"
     share = f" ({m.peak_bytes / m.size_bytes:.0%})" if m.size_bytes else ""
-    return f"/dev/shm peak {format_size(m.peak_bytes)} of {format_size(m.size_bytes)}{share} at {m.peak_t:.1f} s"
+    line = f"/dev/shm peak {format_size(m.peak_bytes)} of {format_size(m.size_bytes)}{share} at {m.peak_t:.1f} s"
+    if m.start_bytes >= MiB:  # a shared /dev/shm: what the command itself added
+        added = format_size(max(0, m.peak_bytes - m.start_bytes))
+        line += f" ({added} above the {format_size(m.start_bytes)} in use before)"
+    return line
 
 
 def to_text(o: Outcome) -> str:
@@ -77,6 +81,7 @@ def to_json(o: Outcome) -> str:
         "signals_forwarded": [signal.Signals(s).name for s in o.ended.forwarded],
         "peak_bytes": m.peak_bytes if m else None,
         "peak_t": round(m.peak_t, 3) if m else None,
+        "start_used_bytes": m.start_bytes if m else None,
         "size_bytes": m.size_bytes if m else None,
         "memory_peak_bytes": m.memory_peak if m else None,
         "holders": [{"pid": h.pid, "command": h.command, "bytes": h.bytes} for h in o.holders],

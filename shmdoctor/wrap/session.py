@@ -106,7 +106,14 @@ def supervise(
     if sampler is not None and sampler.tally.samples:
         summary = sampler.summary(ended.elapsed)
         holders = summary.holders
-        measured = Measured(summary.peak_bytes, summary.size_bytes, summary.peak_t, ended.elapsed, sampling.memory_peak)
+        measured = Measured(
+            summary.peak_bytes,
+            summary.size_bytes,
+            summary.peak_t,
+            ended.elapsed,
+            sampling.memory_peak,
+            summary.start_used_bytes or 0,
+        )
     status = Exit(ended.code, None, "the command's exit status") if ended.code else None
     name = command_name(argv)
     diagnoses = scan_text(ring.tail()).diagnoses()
