@@ -1,23 +1,24 @@
 """`python -m shmdoctor` and the `shmdoctor` script. A signal that comes before the command is ready to handle it
 (while Python imports Click and the command) ends the process quietly, 130 or 143 as a shell says, no traceback:
 there is nothing to clean up yet. From then on Ctrl-C is a KeyboardInterrupt that cli.main answers, and a command
-with something to clean up (bench, watch) installs its own handlers."""
+with something to clean up (bench, watch) installs its own handlers. `_signal` (the C module under `signal`) and
+`os` are in place when Python starts: the handlers go in before anything is imported."""
 
+import _signal  # type: ignore[import-not-found]  (typeshed has no stub for the C module)
 import os
-import signal
 
 
 def _early(signum: int, frame: object) -> None:
-    os.write(2, b"shmdoctor: interrupted\n" if signum == signal.SIGINT else b"shmdoctor: terminated\n")
+    os.write(2, b"shmdoctor: interrupted\n" if signum == _signal.SIGINT else b"shmdoctor: terminated\n")
     os._exit(128 + signum)
 
 
 def run() -> None:
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, _early)
+    _signal.signal(_signal.SIGINT, _early)
+    _signal.signal(_signal.SIGTERM, _early)
     from .cli import entry
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     entry()
 
 

@@ -201,7 +201,7 @@ def _skipped_lines(doc: dict[str, Any], cuda: bool) -> list[str]:
     for r in doc["results"]:
         if r["status"] == "skipped":
             by_reason.setdefault(r["message"], []).append(str(r["num_workers"]))
-    return [f"           skipped num_workers={','.join(w)}: {why}" for why, w in by_reason.items()]
+    return [f"           skipped num_workers={','.join(dict.fromkeys(w))}: {why}" for why, w in by_reason.items()]
 
 
 def render_text(doc: dict[str, Any]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
@@ -146,17 +145,15 @@ def run_one(
     )
 
 
-def sweep(workload: Workload, plan: Plan, memory_limited: bool) -> Generator[Result, None, None]:
-    """Each config's result as it ends, in the plan's order, then a "skipped" result for each config the plan did not
-    run. Stopping early (a signal, or closing the generator) ends the zygote and whatever it still runs, and removes
-    the run's one temporary folder. On CUDA the first config also measures the pinned host-to-device bandwidth."""
+def sweep(workload: Workload, plan: Plan, zygote: Zygote, memory_limited: bool) -> Generator[Result, None, None]:
+    """Each config's result as it ends, in the plan's order, forked by `zygote`, then a "skipped" result for each
+    config the plan did not run. On CUDA the first config also measures the pinned host-to-device bandwidth."""
     floor = workload.cuda
-    with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, Zygote(tmp) as zygote:
-        while (config := plan.next()) is not None:
-            result = run_one(workload, config, zygote, memory_limited, floor=floor)
-            floor = floor and result.h2d_pinned_bytes_per_second is None
-            plan.record(result)
-            yield result
+    while (config := plan.next()) is not None:
+        result = run_one(workload, config, zygote, memory_limited, floor=floor)
+        floor = floor and result.h2d_pinned_bytes_per_second is None
+        plan.record(result)
+        yield result
     yield from plan.skipped(lambda c: need(workload, c).bytes)
 
 

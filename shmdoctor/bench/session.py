@@ -4,6 +4,7 @@ sweep with its progress, then the recommendation, the findings and the document.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from ..exits import ExitCode
 from .model import Result
 from .plan import Plan, with_persistence
 from .stop import Stopped, pending
+from .zygote import Zygote
 
 Progress = Callable[[int, bool], AbstractContextManager[Callable[[Result], None]]]
 
@@ -72,7 +74,14 @@ def resolve_device(name: str) -> tuple[str, dict]:
 
 def bench(request: Request, progress: Progress) -> Outcome:
     """Runs the sweep. A stop (Ctrl-C, SIGTERM: bench.stop) after some configs ended is an Outcome with what ended
-    and the stop's exit code; one before raises Stopped. Nothing of the sweep outlives this call."""
+    and the stop's exit code; one before raises Stopped. Nothing of the sweep outlives this call: the zygote starts
+    first (its `import torch` runs beside this process's own) in the run's one temporary folder, and both go at the
+    end, however it ends."""
+    with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, Zygote(tmp) as zygote:
+        return _bench(request, progress, zygote)
+
+
+def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
     import psutil
 
     from .. import capacity
@@ -129,7 +138,7 @@ def bench(request: Request, progress: Progress) -> Outcome:
     try:
         with (
             progress(len(configs), cuda) as done,
-            closing(run.sweep(workload, plan, memory_limited=facts.memory.limit_bytes is not None)) as each,
+            closing(run.sweep(workload, plan, zygote, memory_limited=facts.memory.limit_bytes is not None)) as each,
         ):
             pending()
             for result in each:

@@ -32,4 +32,4 @@ def test_bench_refuses_before_running_anything(tmp_path, args, says):
     assert proc.returncode == 2 and proc.stdout == ""
     (line,) = proc.stderr.splitlines()
     assert line.startswith("shmdoctor: error: ") and says in line and "nothing was run" in line
-    assert os.listdir(tmp_path) == []  # no zygote was started, no folder made
+    assert os.listdir(tmp_path) == []  # the zygote that started beside it is gone, with its folder
