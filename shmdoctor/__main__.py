@@ -2,9 +2,10 @@
 (while Python imports Click and the command) ends the process quietly, 130 or 143 as a shell says, no traceback:
 there is nothing to clean up yet. From then on Ctrl-C is a KeyboardInterrupt that cli.main answers, and a command
 with something to clean up (bench, watch) installs its own handlers. `_signal` (the C module under `signal`) and
-`os` are in place when Python starts: the handlers go in before anything is imported."""
+`os` are in place when Python starts: the handlers go in before anything is imported (typeshed has no stub for
+`_signal`)."""
 
-import _signal  # type: ignore[import-not-found]  (typeshed has no stub for the C module)
+import _signal  # type: ignore[import-not-found]
 import os
 
 
