@@ -215,7 +215,10 @@ def files(path: str) -> Iterator[str]:
         yield path
     elif os.path.isdir(path):
         found = False
+        base = path.rstrip(os.sep).count(os.sep)
         for root, dirs, names in os.walk(path):
+            if root.count(os.sep) - base > MAX_DEPTH:  # os.walk recurses: 1000 levels would be a RecursionError
+                raise UsageError(f"{root[:80]}...: directories nested deeper than {MAX_DEPTH} levels")
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(names):
                 if name.endswith(SUFFIXES):

@@ -426,6 +426,7 @@ CASES = [
         USAGE,
         "no\\x1b]0;pwned\\x07such\\x1b[2J.yml: no such file or directory",
     ),
+    ("lint 1100 nested directories", ["lint", "{d}/deep-dirs"], {}, USAGE, "directories nested deeper than 64"),
     ("lint /dev/zero", ["lint", "/dev/zero"], {}, USAGE, "/dev/zero: cannot read: a device is not a regular file"),
     # numbers and types that are not what they claim: one line with the file and line
     *[
@@ -695,6 +696,12 @@ def bad_files(tmp_path_factory):
         (d / name).write_text(text)
     (d / "empty-dir").mkdir()
     os.mkfifo(d / "fifo.yml")  # no writer: opening it to read would wait forever
+    deep = d / "deep-dirs"
+    deep.mkdir()
+    for _ in range(1100):  # os.walk recurses: once a RecursionError
+        deep /= "d"
+        deep.mkdir()
+    (deep / "compose.yml").write_text("services: {a: {image: x}}\n")
     service = "  s{}:\n    image: trainer\n    shm_size: 2g\n    labels: {{team: vision}}\n"
     for mb in (10, 50):  # ~64 bytes a service
         (d / f"{mb}mb.yml").write_text("services:\n" + "".join(service.format(i) for i in range(mb * 2**20 // 64)))

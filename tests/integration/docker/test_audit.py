@@ -142,6 +142,19 @@ def test_without_a_loader_the_defaults_are_flagged_where_it_looks_like_ml(fleet)
     assert code == 1  # --ipc=none: no /dev/shm at all
 
 
+def test_a_bad_label_is_its_containers_finding_and_the_fleet_is_still_judged(fleet):
+    bad = start("badlabel", "--label", "shmdoctor.loader=batch_size=100,num_workers=1000000000,sample_bytes=1MiB")
+    try:
+        code, doc, _ = audit(bad, PREFIX + "labelled", PREFIX + "shm2g", *SEED)  # a billion workers once hung it
+    finally:
+        remove(bad)
+    reports = by_name(doc)
+    [finding] = [f for f in reports["badlabel"]["findings"] if f["id"] == "bad-label"]
+    assert "num_workers must be at most 4096" in finding["message"] and reports["badlabel"]["requirement"] is None
+    assert reports["labelled"]["requirement"]["bytes"] == 50 * MiB and reports["shm2g"]["verdict"] == "ok"
+    assert code == 1
+
+
 def test_text_table_one_row_per_container(fleet):
     proc = run_cli("audit", "--filter", f"name={PREFIX}", *SEED, env={"NO_COLOR": "1"})
     rows = [line for line in proc.stdout.splitlines() if line.split()[1:2] and line.split()[1].startswith(PREFIX)]
