@@ -49,3 +49,11 @@ if command -v podman >/dev/null; then
     tar -C "$CACHE/bookworm" -c . | podman import -q -c 'CMD ["/bin/bash"]' - localhost/shmdoctor-test/debian:bookworm >/dev/null
   fi
 fi
+
+if ! have shmdoctor-test/ray:1; then  # Ray 2.60 (CPU) over the python image: its object store's /dev/shm, for real
+  ctx=$(mktemp -d); mkdir "$ctx/wheels"
+  pip download -q --only-binary=:all: ray==2.60.0 -d "$ctx/wheels"
+  docker build -q --network none --build-arg BASE=shmdoctor-test/python:1 \
+    -t shmdoctor-test/ray:1 -f "$HERE/ray.Dockerfile" "$ctx"
+  rm -rf "$ctx"
+fi

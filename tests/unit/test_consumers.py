@@ -1,0 +1,89 @@
+"""Each consumer's term against the worked numbers FACTS.md gives from their source ("Other /dev/shm users")."""
+
+from __future__ import annotations
+
+import pytest
+
+from shmdoctor import consumers
+from shmdoctor.sizes import GiB, MiB
+
+
+def test_nccl_segment_and_connection_as_nccl_prints_and_tmpfs_charges_them():
+    assert consumers.nccl_segment_bytes() == 9_637_888  # NCCL's error prints 9637892 (+4)
+    assert consumers.nccl_connection_bytes() == 9_650_176
+    assert consumers.nccl_segment_bytes(524_288) == 5_967_872  # nccl-tests#166, NCCL_BUFFSIZE=524288
+
+
+@pytest.mark.parametrize(
+    "ranks, all_to_all, connections, total",
+    [
+        (8, False, 30, 30 * 9_650_176),  # DDP on 8 GPUs: 276 MiB
+        (8, True, 142, 142 * 9_650_176),  # with all-to-all: 1.28 GiB
+        (1, True, 0, 0),  # one GPU talks to nobody
+    ],
+)
+def test_nccl_shm_transport(ranks, all_to_all, connections, total):
+    assert consumers.nccl_connections(ranks, all_to_all=all_to_all) == connections
+    need = consumers.nccl(ranks, "shm", all_to_all=all_to_all)
+    assert need.bytes == total and need.term == "nccl"
+
+
+def test_nccl_worked_figures_in_mib():
+    assert round(consumers.nccl(8, "shm").bytes / MiB) == 276
+    assert round(consumers.nccl(8, "shm", all_to_all=True).bytes / GiB, 2) == 1.28
+
+
+@pytest.mark.parametrize("transport", ["p2p", "cumem-host", "off"])
+def test_nccl_without_shm_transport_takes_nothing_on_one_node(transport):
+    assert consumers.nccl(8, transport).bytes == 0
+
+
+@pytest.mark.parametrize(
+    "version, pool",
+    [(None, 34_210_176), ((2, 30), 34_210_176), ((2, 24), 14_156_128), ((2, 22), 7_340_384), ((2, 19), 4_194_656)],
+)
+def test_nccl_multi_node_proxy_pool_by_version(version, pool):
+    assert consumers.nccl(4, "p2p", nodes=2, version=version).bytes == 4 * pool
+
+
+@pytest.mark.parametrize(
+    "mode, env, transport",
+    [
+        ("auto", {}, "p2p"),
+        ("auto", {"NCCL_P2P_DISABLE": "1"}, "shm"),
+        ("auto", {"NCCL_P2P_DISABLE": "0"}, "p2p"),
+        ("auto", {"NCCL_SHM_DISABLE": "1", "NCCL_P2P_DISABLE": "1"}, "off"),
+        ("auto", {"NCCL_CUMEM_ENABLE": "1", "NCCL_CUMEM_HOST_ENABLE": "1", "NCCL_P2P_DISABLE": "1"}, "cumem-host"),
+        ("shm", {}, "shm"),
+        ("p2p", {"NCCL_P2P_DISABLE": "1"}, "p2p"),
+    ],
+)
+def test_nccl_transport_from_the_flag_and_the_environment(mode, env, transport):
+    got, why = consumers.nccl_transport(mode, env)
+    assert got == transport
+    assert "=" not in why  # names a variable, never its value
+
+
+def test_vllm_tensor_parallel_8():
+    assert consumers.vllm(8).bytes == 2_206_204_202  # FACTS.md: 2.05 GiB if every slot is touched
+    assert consumers.vllm(1).bytes == 0
+
+
+def test_sglang_tp_queue():
+    assert consumers.sglang(8).bytes == (4 * MiB + 8) * 6
+
+
+def test_ray_default_store_and_its_fallback():
+    # 4 GiB container, 100 MB used, 64 MiB of /dev/shm: 30% of what is available, capped at max(10 GB, 95% shm)
+    store = consumers.ray_default_store(4 * GiB - 100_000_000, 64 * MiB)
+    assert store == int((4 * GiB - 100_000_000) * 0.3)
+    assert consumers.ray_falls_back(store, 64 * MiB)
+    assert not consumers.ray_falls_back(store, 2 * GiB)
+    # a big machine: capped by what /dev/shm has (never below 10 GB), and by 200 GB
+    assert consumers.ray_default_store(1000 * GiB, 64 * GiB) == int(64 * GiB * 0.95)
+    assert consumers.ray_default_store(1000 * GiB, 1 * GiB) == 10**10
+    assert consumers.ray_default_store(2000 * GiB, None) == 200 * 10**9
+
+
+def test_triton_one_region_an_instance():
+    assert consumers.triton(4).bytes == 4 * MiB
