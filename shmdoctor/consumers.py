@@ -6,24 +6,14 @@ read (local ranks, NCCL_* variables, memory), come from the probes and the comma
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from .model import Need
 from .sizes import MiB, format_size, page_round
 
-Consumer = Literal["dataloader", "nccl", "vllm", "sglang", "ray", "triton"]
 Transport = Literal["shm", "p2p", "cumem-host", "off"]
 NcclMode = Literal["auto", "shm", "p2p", "off"]
 Server = Literal["vllm", "sglang"]
-
-
-@dataclass(frozen=True)
-class Need:
-    """One consumer's share of the requirement, with the arithmetic that gives it."""
-
-    term: Consumer
-    bytes: int
-    formula: str
 
 
 # --- NCCL (2.30.7 src/transport/shm.cc, src/os/linux.cc, init.cc) -------------------------------------------------
@@ -118,17 +108,37 @@ def _ring(chunk: int, readers: int, chunks: int) -> int:
     return (chunk + 1 + readers) * chunks
 
 
+def vllm_buffers(tensor_parallel: int) -> list[tuple[str, int]]:
+    """The broadcast rings vLLM's multiproc executor creates at tensor parallel T, in the order it creates them
+    (each checked against the free /dev/shm first): the scheduler's queue, one response queue per worker, the TP
+    group's queue. T=1 runs in one process: none."""
+    t = tensor_parallel
+    if t < 2:
+        return []
+    return (
+        [("the scheduler's broadcast queue", _ring(VLLM_SCHEDULER_CHUNK, t, 10))]
+        + [(f"worker {i}'s response queue", _ring(VLLM_RESPONSE_CHUNK, 1, 10)) for i in range(t)]
+        + [("the tensor-parallel group's queue", _ring(TP_GROUP_CHUNK, t - 1, 6))]
+    )
+
+
+def vllm_refused(tensor_parallel: int, shm_free: int) -> tuple[str, int, int] | None:
+    """The first buffer vLLM's startup check refuses with this much free: (its name, its size, what is free then)."""
+    for name, size in vllm_buffers(tensor_parallel):
+        if size > shm_free:
+            return name, size, shm_free
+        shm_free -= size
+    return None
+
+
 def vllm(tensor_parallel: int) -> Need:
-    """The multiproc executor's broadcast rings at tensor parallel T: the scheduler's queue, one response queue per
-    worker and the TP group's queue. T=8: 2,206,204,202 B. T=1 runs in one process: none."""
+    """The rings of vllm_buffers, every slot touched. T=8: 2,206,204,202 B."""
     t = tensor_parallel
     if t < 2:
         return Need("vllm", 0, "0: tensor_parallel_size 1 runs in one process")
-    scheduler, responses = _ring(VLLM_SCHEDULER_CHUNK, t, 10), t * _ring(VLLM_RESPONSE_CHUNK, 1, 10)
-    group = _ring(TP_GROUP_CHUNK, t - 1, 6)
     return Need(
         "vllm",
-        scheduler + responses + group,
+        sum(size for _, size in vllm_buffers(t)),
         f"scheduler (16 MiB + 1 + {t}) × 10 + {t} responses (24 MiB + 2) × 10 + TP group (4 MiB + {t}) × 6",
     )
 
@@ -158,8 +168,9 @@ def ray_default_store(memory_available: int, shm_free: int | None) -> int:
 
 
 def ray(store: int, *, given: bool) -> Need:
-    how = "--object-store-memory as given" if given else "30% of the memory available (Ray's default)"
-    return Need("ray", store, f"object store {format_size(store)}: {how}")
+    """The object store's /dev/shm. Short of it, Ray falls back to /tmp (slow) up to 10 GB, and refuses above."""
+    how = "as given" if given else "30% of the memory available, Ray's default"
+    return Need("ray", store, f"object store ({how})", fails=store > RAY_SHM_THRESHOLD)
 
 
 def ray_falls_back(store: int, shm_free: int) -> bool:

@@ -97,7 +97,7 @@ def in_platform(fix: Fix, platform: str) -> str | None:
 
 def grow_shm(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     """A /dev/shm of the size the need asks, said for where this one comes from, and the host's as the alternative."""
-    return grow_shm_to(need.bytes, facts, need.loader.ranks)
+    return grow_shm_to(need.bytes, facts, need.ranks)
 
 
 def grow_shm_to(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...]:
@@ -157,7 +157,7 @@ def read_write(facts: Facts) -> Fix:
 
 
 def grow_memory(need: Requirement, facts: Facts) -> Fix:
-    return grow_memory_for(need.bytes, facts, need.loader.ranks)
+    return grow_memory_for(need.bytes, facts, need.ranks)
 
 
 def grow_memory_for(shm_bytes: int, facts: Facts, ranks: int = 1) -> Fix:
@@ -171,14 +171,52 @@ def grow_memory_for(shm_bytes: int, facts: Facts, ranks: int = 1) -> Fix:
     )
 
 
+def env_fix(summary: str, name: str, value: str, caveat: str | None = None) -> Fix:
+    """An environment variable for the job's processes, in each place's language."""
+    return Fix(
+        summary=summary,
+        docker_args=("-e", f"{name}={value}"),
+        compose=f'environment:\n  {name}: "{value}"',
+        kubernetes=f'env:\n  - {{name: {name}, value: "{value}"}}',
+        caveat=caveat,
+    )
+
+
+def nccl_fixes(facts: Facts) -> tuple[Fix, ...]:
+    """NCCL's own ways out of /dev/shm, each with its cost."""
+    return (
+        env_fix(
+            "turn NCCL's SHM transport off",
+            "NCCL_SHM_DISABLE",
+            "1",
+            caveat="NCCL talks through sockets between these GPUs instead: much slower collectives",
+        ),
+        env_fix(
+            "smaller NCCL buffers: 1 MiB instead of 4 MiB cuts each connection from 9.2 to 6.2 MiB",
+            "NCCL_BUFFSIZE",
+            "1048576",
+            caveat="less bandwidth on large messages",
+        ),
+    )
+
+
+def consumer_fixes(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
+    """What each consumer besides the loader offers to take less /dev/shm."""
+    nccl = need.term("nccl")
+    return nccl_fixes(facts) if nccl is not None and nccl.bytes and need.nccl_fallback == 0 else ()
+
+
 def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     """The largest loader settings that fit what the container has now with room to spare (no thin-headroom),
-    each knob turned down alone."""
+    each knob turned down alone, beside what the other consumers take."""
     loader = need.loader
-    cap = available(facts, loader.ranks)
-    if cap is None or loader.num_workers == 0:
+    cap = available(facts, need.ranks)
+    if cap is None or loader is None or loader.num_workers == 0:
         return ()
-    usable = int(cap * HEADROOM)
+    others = sum(n.bytes for n in need.breakdown if n.fails and n.term != "dataloader")
+    usable = int(cap * HEADROOM) - others
+    if usable <= 0:  # the others alone take it all: no loader setting fits
+        return ()
     # Closed form, not a search: (p·w + held)·b·ranks <= usable  <=>  p·w <= usable // (b·ranks) - held.
     held = 0 if loader.pin_memory else 1
     room = usable // (loader.batch_bytes * loader.ranks) - held  # batches in flight that fit, beyond the held one

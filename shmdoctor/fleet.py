@@ -7,10 +7,10 @@ from dataclasses import replace
 
 from .errors import UsageError
 from .limits import ENGINE_TIMEOUT, MAX_TIMEOUT, seconds
-from .loader import LoaderSpec, labelled_requirement
 from .model import Audit, Facts, Lint, Report, Severity
 from .probe import docker  # stdlib only: the Docker SDK is imported when the engine is reached
 from .rules import judge
+from .workload import Workload, labelled_requirement
 
 
 def audit(
@@ -19,7 +19,7 @@ def audit(
     *,
     include_exited: bool,
     exec_df: bool,
-    loader: LoaderSpec,
+    workload: Workload,
     fail_on: Severity,
     timeout: float = ENGINE_TIMEOUT,
 ) -> Audit:
@@ -29,22 +29,22 @@ def audit(
         raise UsageError("give container names or --filter, not both")
     seconds("--timeout", timeout, MAX_TIMEOUT)
     engine_filters = docker.parse_filters(filters)
-    loader.requirement()  # a bad command line is refused before the engine is reached
+    workload.validate()  # a bad command line is refused before the engine is reached
     probed = docker.probe_within(
         timeout, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df
     )
-    reports = tuple(judge_labelled(p.facts, loader, p.loader_label, fail_on, p.notes) for p in probed)
+    reports = tuple(judge_labelled(p.facts, workload, p.loader_label, fail_on, p.notes) for p in probed)
     return Audit(reports, engine=docker.address(), exec=exec_df, include_exited=include_exited)
 
 
 def judge_labelled(
-    facts: Facts, loader: LoaderSpec, label: str | None, fail_on: Severity, notes: tuple[str, ...] = (), at: str = ""
+    facts: Facts, workload: Workload, label: str | None, fail_on: Severity, notes: tuple[str, ...] = (), at: str = ""
 ) -> Report:
     """One target (a container, a service, a workload) against its own loader label or annotation laid over the
     command line's loader. A label that is not a loader is that target's `bad-label` finding, judged without a
     loader: one bad label never stops an audit or a lint of the others. `at`: where the label is (file:line)."""
     try:
-        need, label_notes = labelled_requirement(loader, label)
+        need, label_notes = labelled_requirement(workload, label, facts)
     except UsageError as e:
         need, label_notes = None, ()
         facts = replace(facts, bad_label=f"{at}: {e}" if at else str(e))
@@ -53,14 +53,16 @@ def judge_labelled(
 
 
 def lint(
-    paths: tuple[str, ...], *, swarm: bool | None, env_file: str | None = None, loader: LoaderSpec, fail_on: Severity
+    paths: tuple[str, ...], *, swarm: bool | None, env_file: str | None = None, workload: Workload, fail_on: Severity
 ) -> Lint:
     """The compose services and Kubernetes workload containers defined in paths (files, directories, '-')."""
     from .probe import files  # lazy: PyYAML is imported only here
 
     inputs = files.read(list(paths), swarm, env_file)
-    loader.requirement()  # a bad command line is refused before a file is read
-    reports = tuple(judge_labelled(d.facts, loader, d.loader_spec, fail_on, at=d.loader_at) for d in inputs.definitions)
+    workload.validate()  # a bad command line is refused before a file is read
+    reports = tuple(
+        judge_labelled(d.facts, workload, d.loader_spec, fail_on, at=d.loader_at) for d in inputs.definitions
+    )
     return Lint(
         reports, sources=tuple(inputs.sources), passed_over=tuple(inputs.objects), files_passed_over=tuple(inputs.files)
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 
 from .errors import UsageError
 from .limits import MAX_BATCH, MAX_BYTES, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, bounded, shown
-from .model import LoaderConfig, Requirement, Term
+from .model import LoaderConfig, Need, Requirement
 from .sizes import format_size, page_round, parse_size
 
 DEFAULT_PREFETCH = 2
@@ -103,14 +103,6 @@ class LoaderSpec:
         return requirement(self.config()) if self.given else None
 
 
-def labelled_requirement(base: LoaderSpec, label: str | None) -> tuple[Requirement | None, tuple[str, ...]]:
-    """The command line's loader, overridden by a target's own shmdoctor.loader label or annotation, and a note
-    that says so. A bad label raises UsageError: each command decides what that means for its target."""
-    if not label:
-        return base.requirement(), ()
-    return base.override(LoaderSpec.parse(label)).requirement(), (f"loader from its {LOADER_LABEL} label: {label}",)
-
-
 def loader_config(
     *,
     batch_size: int | None,
@@ -170,9 +162,9 @@ def batches_in_flight(num_workers: int, prefetch_factor: int, pin_memory: bool) 
     return prefetch_factor * num_workers + (0 if pin_memory else 1)
 
 
-def requirement(loader: LoaderConfig) -> Requirement:
-    per_rank = batches_in_flight(loader.num_workers, loader.prefetch_factor, loader.pin_memory)
-    total = per_rank * loader.batch_bytes * loader.ranks
+def dataloader_need(loader: LoaderConfig) -> Need:
+    """The DataLoader's term of the requirement."""
+    total = batches_in_flight(loader.num_workers, loader.prefetch_factor, loader.pin_memory) * loader.batch_bytes
     held = "" if loader.pin_memory else " + 1"
     formula = (
         "0: with num_workers=0 batches never leave the process"
@@ -180,15 +172,17 @@ def requirement(loader: LoaderConfig) -> Requirement:
         else f"({loader.prefetch_factor}·{loader.num_workers}{held}) × {format_size(loader.batch_bytes)}"
         + (f" × {loader.ranks} ranks" if loader.ranks > 1 else "")
     )
-    sample = f"{loader.batch_size} × {format_size(loader.sample_bytes)}" if loader.sample_bytes else "measured"
-    terms = [
-        Term("batch", f"{format_size(loader.batch_bytes)} ({sample}, page-rounded)"),
-        Term("in flight", f"prefetch_factor {loader.prefetch_factor} × num_workers {loader.num_workers}"),
-        Term(
-            "held by the loop",
-            "0 (pin_memory copies it out of /dev/shm)" if loader.pin_memory else "1 (the batch being trained on)",
-        ),
-        Term("ranks", loader.ranks),
-        Term("total", total),
-    ]
-    return Requirement(bytes=total, loader=loader, batches_in_flight=per_rank, breakdown=tuple(terms), formula=formula)
+    return Need("dataloader", total * loader.ranks, formula)
+
+
+def requirement(loader: LoaderConfig) -> Requirement:
+    need = dataloader_need(loader)
+    per_rank = batches_in_flight(loader.num_workers, loader.prefetch_factor, loader.pin_memory)
+    return Requirement(
+        bytes=need.bytes,
+        loader=loader,
+        batches_in_flight=per_rank,
+        breakdown=(need,),
+        formula=need.formula,
+        ranks=loader.ranks,
+    )

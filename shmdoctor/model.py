@@ -84,6 +84,7 @@ class Ipc:
 class Memory:
     limit_bytes: int | None  # None: no limit below the machine's
     used_bytes: int | None
+    machine_bytes: int | None = None  # the machine's memory, where the probe runs on it
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,9 @@ class Facts:
     ml_signs: tuple[str, ...] = ()
     # On a bare host: where systemd-logind's RemoveIPC=yes comes from, when it applies to this user.
     remove_ipc: str | None = None
+    gpu_count: int | None = None  # GPUs this target's processes see (local ranks NCCL connects), where known
+    # NCCL_* variables of the target's environment (names and values, never printed: rules say names only).
+    nccl_env: tuple[tuple[str, str], ...] = ()
     # The target's own shmdoctor.loader label or annotation, when it is not a loader: why (a 'bad-label' finding).
     bad_label: str | None = None
 
@@ -134,19 +138,45 @@ class LoaderConfig:
     sample_bytes: int | None = None  # as given or measured; None when only batch_bytes is known
 
 
+Consumer = Literal["dataloader", "nccl", "vllm", "sglang", "ray", "triton"]
+
+
 @dataclass(frozen=True)
-class Term:
-    label: str
-    value: int | str
+class Need:
+    """One consumer's share of the requirement, with the arithmetic that gives it."""
+
+    term: Consumer
+    bytes: int
+    formula: str
+    fails: bool = True  # running short fails the job; False: it only slows it (Ray's store falls back to /tmp)
 
 
 @dataclass(frozen=True)
 class Requirement:
+    """What a workload needs of /dev/shm: the sum of its consumers' needs (the DataLoader's first)."""
+
     bytes: int
-    loader: LoaderConfig
-    batches_in_flight: int  # per rank
-    breakdown: tuple[Term, ...]
+    loader: LoaderConfig | None  # None: no DataLoader, other consumers only
+    batches_in_flight: int  # the loader's, per rank
+    breakdown: tuple[Need, ...]
     formula: str
+    ranks: int = 1  # training or serving processes on this host, each with memory of its own beside /dev/shm
+    # What NCCL would add if the P2P it was assumed to use is not there (--nccl auto): it falls back to /dev/shm.
+    nccl_fallback: int = 0
+    tensor_parallel: int = 1  # an inference server's, where one is given
+
+    @property
+    def failing_bytes(self) -> int:
+        """The part whose shortage fails the job (Ray's store below 10 GB falls back to /tmp, slower, instead)."""
+        return sum(n.bytes for n in self.breakdown if n.fails)
+
+    @property
+    def subject(self) -> str:
+        """What the report calls it: the loader, or the workload when more than a loader takes /dev/shm."""
+        return "this loader" if [n.term for n in self.breakdown if n.bytes] in ([], ["dataloader"]) else "this job"
+
+    def term(self, name: Consumer) -> Need | None:
+        return next((n for n in self.breakdown if n.term == name), None)
 
 
 @dataclass(frozen=True)
@@ -199,7 +229,8 @@ class Report:
         size = format_size(shm.size_bytes) if shm.size_bytes is not None else "of unknown size"
         if self.requirement is None:
             return f"/dev/shm is {size}; give a loader (--batch-size, --num-workers, --sample-bytes) to judge it"
-        return f"this loader needs {format_size(self.requirement.bytes)} of /dev/shm, which is {size}: it fits"
+        need = self.requirement
+        return f"{need.subject} needs {format_size(need.bytes)} of /dev/shm, which is {size}: it fits"
 
 
 def worst_verdict(verdicts: list[str]) -> Verdict:

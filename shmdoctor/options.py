@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
@@ -11,6 +11,7 @@ from . import render
 from .errors import UsageError
 from .loader import LoaderSpec
 from .sizes import parse_size
+from .workload import CONSUMER_KEYS, Consumers, Workload
 
 FORMATS = click.Choice(list(render.FORMATS))  # the formats every document renders to
 
@@ -71,3 +72,35 @@ def loader_spec(
     from . import measure
 
     return replace(spec, sample_tensors=measure.sample_tensors(measure.load_dataset(dataset), batch_size, spec=dataset))
+
+
+def consumer_options(f: Callable) -> Callable:
+    """The consumers of /dev/shm beside the DataLoader (check, audit, lint)."""
+    options = [
+        click.option("--gpus", type=int, help="Local GPUs that talk through NCCL [detected: LOCAL_WORLD_SIZE, ...]."),
+        click.option(
+            "--nccl",
+            type=click.Choice(["auto", "shm", "p2p", "off"]),
+            help="NCCL's transport between local GPUs [auto: P2P, warning if /dev/shm could not hold the fallback].",
+        ),
+        click.option("--all-to-all", is_flag=True, default=None, help="The job uses all-to-all (send/recv) in NCCL."),
+        click.option("--nodes", type=int, help="Nodes the job spans (NCCL's proxy pool per rank)."),
+        click.option("--serve", type=click.Choice(["vllm", "sglang"]), help="An inference server's broadcast rings."),
+        click.option("--tensor-parallel-size", type=int, help="The server's tensor parallel size [--gpus]."),
+        click.option("--ray-object-store", metavar="auto|SIZE", help="Ray's object store: auto (30% of memory), SIZE."),
+        click.option("--triton-instances", type=int, help="Triton python-backend model instances."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def workload(**given: Any) -> Workload:
+    """The loader options and the consumer options as given, in one Workload."""
+    pairs = {k: given.pop(k) for k in CONSUMER_KEYS if k in given}
+    store = pairs.get("ray_object_store")
+    if store is not None:
+        pairs["ray_object_store"] = (
+            "auto" if store.strip().lower() == "auto" else parse_size(store, what="--ray-object-store")
+        )
+    return Workload(loader_spec(**given), Consumers(**{k: v for k, v in pairs.items() if v is not None}))

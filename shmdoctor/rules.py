@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from . import capacity, fixes
+from . import capacity, consumers, fixes
 from .model import (
     ENGINE_DEFAULT_SHM,
     PODMAN_DEFAULT_SHM,
@@ -18,7 +18,7 @@ from .model import (
     Requirement,
     Severity,
 )
-from .sizes import format_size, page_floor
+from .sizes import MiB, format_size, page_floor
 
 Hit = Optional[tuple[str, tuple[Fix, ...]]]  # the finding's message and fixes, or None: the rule does not fire
 Check = Callable[[Facts, Optional[Requirement]], Hit]
@@ -47,8 +47,9 @@ def rule(id: str, severity: Severity, summary: str) -> Callable[[Check], Check]:
 
 
 def _loading(need: Requirement | None) -> Requirement | None:
-    """The need where its loader has workers, whose batches go through /dev/shm; None without a loader or workers."""
-    return need if need is not None and need.loader.num_workers > 0 else None
+    """The need where something goes through /dev/shm (a loader with workers, NCCL's SHM transport, a server's
+    rings, Ray's store); None without a need, or where everything stays in the process."""
+    return need if need is not None and need.bytes > 0 else None
 
 
 @rule("probe-incomplete", "warning", "a fact could not be read; the verdict may miss something")
@@ -100,32 +101,31 @@ def shm_read_only(facts: Facts, need: Requirement | None) -> Hit:
 @rule("shm-too-small", "error", "the loader needs more /dev/shm than is free")
 def shm_too_small(facts: Facts, need: Requirement | None) -> Hit:
     shm, available, need = facts.shm, capacity.shm_free(facts), _loading(need)
-    if need and shm.present and available is not None and need.bytes > available:
+    if need and shm.present and available is not None and need.failing_bytes > available:
         if shm.free_bytes is None:  # a file (nothing runs yet), or a container inspected from outside
             unread = "" if facts.target.kind in ("service", "workload") else " (its use was not read)"
             has = f"it has {format_size(available)}{unread}"
         else:
             of = f" of {format_size(shm.size_bytes)}" if shm.size_bytes != shm.free_bytes else ""
             has = f"{format_size(available)}{of} is free"
-        msg = (
-            f"this loader needs {format_size(need.bytes)} of /dev/shm; {has}: "
-            "workers will fail with 'unable to allocate shared memory' or a bus error"
+        msg = f"{need.subject} needs {format_size(need.failing_bytes)} of /dev/shm; {has}: " + consumers_fail(
+            need, available
         )
-        return msg, fixes.grow_shm(need, facts) + fixes.fit_today(need, facts)
+        return msg, fixes.grow_shm(need, facts) + fixes.consumer_fixes(need, facts) + fixes.fit_today(need, facts)
     return None
 
 
 @rule("memory-limit", "error", "the memory limit cannot hold the loader's /dev/shm beside the training process")
 def memory_limit(facts: Facts, need: Requirement | None) -> Hit:
     need = _loading(need)
-    room = capacity.memory_room(facts, need.loader.ranks) if need else None
+    room = capacity.memory_room(facts, need.ranks) if need else None
     if need and room is not None and need.bytes > room:
         used = facts.memory.used_bytes
         msg = (
             f"the memory limit ({format_size(facts.memory.limit_bytes)}"
             + (f", {format_size(used)} in use" if used is not None else "")
-            + f", ~{format_size(capacity.PROCESS_RESERVE * need.loader.ranks)} for the training process) cannot hold "
-            f"this loader's {format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container "
+            + f", ~{format_size(capacity.PROCESS_RESERVE * need.ranks)} for the training process) cannot hold "
+            f"{need.subject}'s {format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container "
             "will be OOM-killed (exit 137) with no Python error"
         )
         return msg, (fixes.grow_memory(need, facts),) + fixes.fit_today(need, facts)
@@ -135,15 +135,15 @@ def memory_limit(facts: Facts, need: Requirement | None) -> Hit:
 @rule("thin-headroom", "warning", "the loader fits, with little to spare")
 def thin_headroom(facts: Facts, need: Requirement | None) -> Hit:
     need = _loading(need)
-    cap = capacity.available(facts, need.loader.ranks) if need else None
+    cap = capacity.available(facts, need.ranks) if need else None
     if need and cap and capacity.HEADROOM * cap < need.bytes <= cap:
-        what = "under the memory limit" if capacity.memory_binds(facts, need.loader.ranks) else "of /dev/shm"
+        what = "under the memory limit" if capacity.memory_binds(facts, need.ranks) else "of /dev/shm"
         msg = (
-            f"the loader fits with little to spare: it needs {format_size(need.bytes)} of the "
+            f"{need.subject} fits with little to spare: it needs {format_size(need.bytes)} of the "
             f"{format_size(cap)} available {what} ({need.bytes / cap:.0%}); a validation loader or a second rank "
             "would not fit"
         )
-        if capacity.memory_binds(facts, need.loader.ranks):
+        if capacity.memory_binds(facts, need.ranks):
             return msg, (fixes.grow_memory(need, facts),)
         return msg, fixes.grow_shm(need, facts)[:1]
     return None
@@ -222,6 +222,8 @@ def shm_over_memory(facts: Facts, need: Requirement | None) -> Hit:
 def nofile_low(facts: Facts, need: Requirement | None) -> Hit:
     need = _loading(need)
     if not need or facts.nofile is None:
+        return None
+    if need.loader is None:
         return None
     descriptors = need.loader.tensors_per_batch * need.batches_in_flight + FD_BASE
     if facts.nofile < descriptors:
@@ -308,6 +310,76 @@ def shm_full(facts: Facts, need: Requirement | None) -> Hit:
         )
         return msg, (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)
     return None
+
+
+def consumers_fail(need: Requirement, free: int) -> str:
+    """How each consumer that takes /dev/shm fails when it runs out, in its own words."""
+    said = []
+    for n in need.breakdown:
+        if not n.bytes or not n.fails:
+            continue
+        if n.term == "dataloader":
+            said.append("workers will fail with 'unable to allocate shared memory' or a bus error")
+        elif n.term == "nccl":
+            said.append("NCCL fails with 'unhandled system error' ('failed to extend /dev/shm/nccl-…')")
+        elif n.term == "vllm":
+            first = vllm_refused(need, free)
+            said.append(f"vLLM refuses to start ('Insufficient space in /dev/shm for {first}')" if first else "")
+        elif n.term == "ray":
+            said.append("Ray refuses to start: its object store exceeds /dev/shm and is over 10 GB")
+        else:
+            said.append(f"{n.term} fails to create its shared memory")
+    return "; ".join(s for s in said if s) or "its consumers will fail to create their segments"
+
+
+def vllm_refused(need: Requirement, free: int) -> str | None:
+    """vLLM's own words for the first buffer it refuses, the loader's in-flight batches taken first."""
+    vllm = need.term("vllm")
+    if vllm is None or not vllm.bytes:
+        return None
+    others = sum(n.bytes for n in need.breakdown if n.term not in ("vllm", "ray"))
+    refused = consumers.vllm_refused(need.tensor_parallel, max(0, free - others))
+    if refused is None:
+        return None
+    name, size, left = refused
+    return f"{name}: {size / MiB:.2f} MiB required, {left / MiB:.2f} MiB free"
+
+
+@rule("nccl-shm-fallback", "warning", "NCCL was assumed to use P2P; its /dev/shm fallback would not fit")
+def nccl_shm_fallback(facts: Facts, need: Requirement | None) -> Hit:
+    available = capacity.shm_free(facts)
+    if need is None or not need.nccl_fallback or available is None:
+        return None
+    worst = need.failing_bytes + need.nccl_fallback
+    if worst <= available:
+        return None
+    msg = (
+        f"NCCL was taken to use P2P between the GPUs (NVLink, PCIe peers); where it cannot (consumer GPUs, across "
+        f"sockets, NCCL_P2P_DISABLE) it falls back to /dev/shm and needs {format_size(need.nccl_fallback)} more, "
+        f"{format_size(worst)} in all, of the {format_size(available)} there is: 'unhandled system error'. Say "
+        "--nccl shm or --nccl p2p when you know"
+    )
+    return msg, fixes.grow_shm_to(worst, facts, need.ranks)[:1] + fixes.nccl_fixes(facts)
+
+
+@rule("ray-object-store-fallback", "warning", "Ray's object store will not fit /dev/shm: it falls back to /tmp, slowly")
+def ray_object_store_fallback(facts: Facts, need: Requirement | None) -> Hit:
+    ray, available = (need.term("ray") if need else None), capacity.shm_free(facts)
+    if need is None or ray is None or not ray.bytes or ray.fails or available is None:
+        return None
+    room = available - (need.failing_bytes)
+    if room >= ray.bytes:
+        return None
+    msg = (
+        f"Ray's object store ({format_size(ray.bytes)}) does not fit the {format_size(max(room, 0))} of /dev/shm "
+        "left: Ray puts it in /tmp instead ('The object store is using /tmp instead of /dev/shm'), and every "
+        "object put or got goes through the disk"
+    )
+    return msg, fixes.grow_shm_to(need.bytes, facts, need.ranks)[:1] + (
+        Fix(
+            f"or cap the store at what fits: ray.init(object_store_memory={page_floor(int(max(room, 0) * 0.8))})",
+        ),
+    )
 
 
 def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error") -> Report:

@@ -6,7 +6,7 @@ import click
 
 from ..fleet import audit
 from ..limits import ENGINE_TIMEOUT
-from ..options import loader_options, loader_spec, output_options
+from ..options import consumer_options, loader_options, output_options, workload
 from ..render import render
 
 
@@ -41,6 +41,7 @@ from ..render import render
     help="For all of the engine's answers together: past it, exit 3.",
 )
 @loader_options
+@consumer_options
 @output_options
 def command(containers, filters, include_exited, exec_df, timeout, fmt, fail_on, **loader) -> int:
     """Every running container (or those named), from the host, through the Docker engine (DOCKER_HOST).
@@ -58,7 +59,7 @@ def command(containers, filters, include_exited, exec_df, timeout, fmt, fail_on,
         filters,
         include_exited=include_exited,
         exec_df=exec_df,
-        loader=loader_spec(**loader),
+        workload=workload(**loader),
         fail_on=fail_on,
         timeout=timeout,
     )

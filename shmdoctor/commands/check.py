@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import loader_options, loader_spec, output_options
+from ..options import consumer_options, loader_options, output_options, workload
 from ..probe import local
 from ..render import render
 from ..rules import judge
@@ -12,6 +12,7 @@ from ..rules import judge
 
 @click.command()
 @loader_options
+@consumer_options
 @output_options
 def command(fmt, fail_on, **loader) -> int:
     """Where /dev/shm comes from, its size and use, the IPC mode and memory limit; with a loader, whether it fits.
@@ -21,7 +22,9 @@ def command(fmt, fail_on, **loader) -> int:
     shmdoctor check --batch-size 100 --num-workers 4 --sample-bytes 1MiB
     shmdoctor check --batch-size 64 --num-workers 8 --dataset mypkg.data:train_set --format json
     """
-    need = loader_spec(**loader).requirement()
-    report = judge(local.probe(), need, fail_on=fail_on)
+    spec = workload(**loader)
+    spec.validate()  # a bad command line is refused before anything is read
+    facts = local.probe()
+    report = judge(facts, spec.requirement(facts), fail_on=fail_on)
     click.echo(render(report, fmt))
     return report.exit_code

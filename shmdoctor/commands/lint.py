@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..fleet import lint
-from ..options import loader_options, loader_spec, output_options
+from ..options import consumer_options, loader_options, output_options, workload
 from ..render import render
 
 
@@ -22,6 +22,7 @@ from ..render import render
     help="compose's variables from this file, as `docker compose --env-file`. Default: the .env beside each file.",
 )
 @loader_options
+@consumer_options
 @output_options
 def command(paths, swarm, env_file, fmt, fail_on, **loader) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources included), ECS task
@@ -37,6 +38,6 @@ def command(paths, swarm, env_file, fmt, fail_on, **loader) -> int:
     kubectl get pods -A -o json | shmdoctor lint - --format json
     aws ecs describe-task-definition --task-definition train | shmdoctor lint - --batch-size 64 --num-workers 8
     """
-    doc = lint(paths, swarm=swarm, env_file=env_file, loader=loader_spec(**loader), fail_on=fail_on)
+    doc = lint(paths, swarm=swarm, env_file=env_file, workload=workload(**loader), fail_on=fail_on)
     click.echo(render(doc, fmt))
     return doc.exit_code

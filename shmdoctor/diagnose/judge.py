@@ -200,7 +200,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
             where = f"give /dev/shm {format_size(size)} where it ran: {format_size(wanted)} needed + 25%"
             return (Fix(where, docker_args=(f"--shm-size={docker_size(size)}",)),)
         if wanted is not None:
-            out = fixes.grow_shm_to(wanted, facts, need.loader.ranks if need else 1)
+            out = fixes.grow_shm_to(wanted, facts, need.ranks if need else 1)
         else:
             out = (
                 Fix(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import resource
 import socket
+from collections.abc import Mapping
 
 from ..errors import UsageError
 from ..model import SHM, Facts, Ipc, Memory, Runtime, Shm, ShmSource, Target
@@ -112,7 +113,7 @@ def probe(shm_path: str = SHM) -> Facts:
         target=Target(kind="local", name=socket.gethostname(), id=None),
         shm=shm,
         ipc=ipc,
-        memory=Memory(limit_bytes=limit, used_bytes=usage),
+        memory=Memory(limit_bytes=limit, used_bytes=usage, machine_bytes=_machine_memory()),
         runtime=kind,
         nofile=None if nofile == resource.RLIM_INFINITY else nofile,
         cpus=cgroup.cpus(),
@@ -120,4 +121,35 @@ def probe(shm_path: str = SHM) -> Facts:
         # SageMaker exposes no /dev/shm setting (aws/sagemaker-python-sdk#937): no fix may ask for a size
         flags=frozenset({"shm-fixed"}) if kind == "sagemaker" else frozenset(),
         remove_ipc=logind.remove_ipc(os.getuid()) if kind == "none" else None,
+        gpu_count=gpu_count(os.environ),
+        nccl_env=nccl_env(os.environ),
     )
+
+
+def _machine_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return None
+
+
+def nccl_env(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The NCCL_* variables, which decide NCCL's transport and buffers (kept in the facts, never printed)."""
+    return tuple(sorted((k, v) for k, v in environ.items() if k.startswith("NCCL_")))[:64]
+
+
+def gpu_count(environ: Mapping[str, str], dev: str = "/dev") -> int | None:
+    """The GPUs this process's job sees: torchrun's LOCAL_WORLD_SIZE, else the devices CUDA_VISIBLE_DEVICES or
+    NVIDIA_VISIBLE_DEVICES name, else the /dev/nvidiaN device files; None where nothing says."""
+    local = environ.get("LOCAL_WORLD_SIZE", "").strip()
+    if local.isdigit() and 0 < int(local) <= 4096:
+        return int(local)
+    for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
+        visible = environ.get(name, "").strip()
+        if visible and visible not in ("all", "void", "none", "NoDevFiles"):
+            return len([d for d in visible.split(",") if d.strip()][:4096]) or None
+    try:
+        count = sum(1 for n in os.listdir(dev) if n.startswith("nvidia") and n[6:].isdigit())
+    except OSError:
+        return None
+    return count or None

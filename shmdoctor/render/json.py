@@ -30,10 +30,12 @@ def report_dict(report: Report) -> dict[str, Any]:
         if need is None
         else {
             "bytes": need.bytes,
-            "loader": asdict(need.loader),
+            "loader": asdict(need.loader) if need.loader else None,
             "batches_in_flight": need.batches_in_flight,
             "formula": need.formula,
             "breakdown": [asdict(t) for t in need.breakdown],
+            "ranks": need.ranks,
+            "nccl_fallback": need.nccl_fallback,
         },
         "findings": [finding_dict(f) for f in report.findings],
         "notes": list(report.notes),

@@ -9,7 +9,7 @@ import os
 import click
 
 from ..fixes import in_platform
-from ..model import ENGINE_DEFAULT_SHM, Fix, IpcMode, Report, ShmSource
+from ..model import ENGINE_DEFAULT_SHM, Fix, IpcMode, Report, Requirement, ShmSource
 from ..sizes import format_size
 
 _VERDICT_STYLE = {"ok": ("OK", "green"), "warn": ("WARN", "yellow"), "fail": ("FAIL", "red")}
@@ -121,16 +121,30 @@ def report(report: Report) -> str:
     out.extend(facts_lines(report))
 
     if need is not None:
-        loader = need.loader
-        out.append(f"\nNeed    {format_size(need.bytes)} = {need.formula}")
-        out.append(
-            f"        batch_size {loader.batch_size}, num_workers {loader.num_workers}, "
-            f"prefetch_factor {loader.prefetch_factor}, pin_memory {str(loader.pin_memory).lower()}, "
-            f"ranks {loader.ranks}; one batch {format_size(loader.batch_bytes)}"
-        )
+        out.extend(need_lines(need))
     for note in report.notes:
         out.append(f"note: {note}")
     return "\n".join(out)
+
+
+def need_lines(need: Requirement) -> list[str]:
+    """The Need section: the sum, then one line a consumer where more than the DataLoader takes part."""
+    loader = need.loader
+    settings = (
+        f"batch_size {loader.batch_size}, num_workers {loader.num_workers}, "
+        f"prefetch_factor {loader.prefetch_factor}, pin_memory {str(loader.pin_memory).lower()}, "
+        f"ranks {loader.ranks}; one batch {format_size(loader.batch_bytes)}"
+        if loader
+        else ""
+    )
+    out = [f"\nNeed    {format_size(need.bytes)} = {need.formula}"]
+    if [n.term for n in need.breakdown] == ["dataloader"]:
+        return out + [f"        {settings}"]
+    for n in need.breakdown:
+        out.append(f"        {n.term:<11} {format_size(n.bytes):>10}  {n.formula}")
+        if n.term == "dataloader":
+            out.append(f"        {'':<11} {'':>10}  {settings}")
+    return out
 
 
 def facts_lines(report: Report) -> list[str]:

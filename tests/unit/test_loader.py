@@ -3,7 +3,7 @@
 import pytest
 
 from shmdoctor.errors import UsageError
-from shmdoctor.loader import LoaderSpec, labelled_requirement, loader_config, requirement
+from shmdoctor.loader import LoaderSpec, loader_config, requirement
 from shmdoctor.sizes import MiB
 
 
@@ -30,7 +30,7 @@ def test_requirement_formula(workers, prefetch, pin, ranks, batches):
         )
     )
     assert need.bytes == batches * 100 * MiB
-    assert {t.label: t.value for t in need.breakdown}["total"] == need.bytes
+    assert [n.term for n in need.breakdown] == ["dataloader"] and need.breakdown[0].bytes == need.bytes
 
 
 def test_seed_formula_is_one_batch_short():
@@ -87,16 +87,6 @@ def test_override_takes_the_given_fields_of_the_other_key_by_key():
     assert base.override(LoaderSpec(batch_size=8, pin_memory=False)) == LoaderSpec(
         batch_size=8, num_workers=4, prefetch_factor=4, sample_bytes=MiB, pin_memory=False, ranks=2
     )
-
-
-def test_a_label_is_a_note_and_a_bad_one_a_usage_error():
-    base = LoaderSpec(batch_size=10, num_workers=2, sample_bytes=MiB)
-    need, notes = labelled_requirement(base, "num_workers=4")
-    assert need.loader.num_workers == 4 and notes == ("loader from its shmdoctor.loader label: num_workers=4",)
-    assert labelled_requirement(base, None) == (base.requirement(), ())
-    assert labelled_requirement(LoaderSpec(), None) == (None, ())
-    with pytest.raises(UsageError, match="batch_size must be an integer"):
-        labelled_requirement(base, "batch_size=lots")
 
 
 def test_measured_tensors_are_each_page_rounded_for_the_batch_size():

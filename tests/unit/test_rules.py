@@ -5,10 +5,11 @@ from dataclasses import replace
 import pytest
 
 from shmdoctor import fixes
-from shmdoctor.loader import loader_config, requirement
+from shmdoctor.loader import LoaderSpec, loader_config, requirement
 from shmdoctor.model import Facts, Ipc, Memory, Shm, Swarm, Target
 from shmdoctor.rules import RULES, judge
 from shmdoctor.sizes import GiB, MiB
+from shmdoctor.workload import Consumers, Workload
 
 BASE = Facts(
     target=Target("local", "trainer"),
@@ -28,7 +29,28 @@ def seed(**kw):  # batch 100 × 1 MiB, 4 workers: needs 900 MiB
     return requirement(loader_config(**{"batch_size": 100, "num_workers": 4, "sample_bytes": "1MiB", **kw}))
 
 
+def job(f: Facts, loader=True, **consumers):
+    """A workload's requirement for these facts: the seed loader and the consumers given."""
+    spec = LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB) if loader else LoaderSpec()
+    return Workload(spec, Consumers(**consumers)).requirement(f)
+
+
+RAY_4G = replace(BASE, memory=Memory(4 * GiB, 100 * MiB))
+
 CASES = {
+    "nccl-shm-fallback": [
+        # 8 GPUs taken to use P2P: were they not, 276 MiB more would not fit beside the loader in 1 GiB
+        (dict(shm=shm(1 * GiB)), job(BASE, gpus=8), True),
+        (dict(shm=shm(2 * GiB)), job(BASE, gpus=8), False),
+        (dict(shm=shm(1 * GiB)), job(BASE, gpus=8, nccl="p2p"), False),  # P2P said: no fallback to fear
+        (dict(shm=shm(1 * GiB)), seed(), False),
+    ],
+    "ray-object-store-fallback": [
+        (dict(memory=Memory(4 * GiB, 100 * MiB)), job(RAY_4G, loader=False, ray_object_store="auto"), True),
+        (dict(shm=shm(2 * GiB)), job(RAY_4G, loader=False, ray_object_store="auto"), False),
+        (dict(shm=shm(2 * GiB)), job(RAY_4G, loader=False, ray_object_store=3 * GiB), True),
+        (dict(), seed(), False),
+    ],
     "shm-too-small": [
         (dict(shm=shm(64 * MiB)), seed(), True),
         (dict(shm=shm(768 * MiB)), seed(), True),  # the folklore formula says 800 MiB fits; it does not

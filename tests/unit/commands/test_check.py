@@ -21,7 +21,7 @@ def test_json_contract():
     assert doc["target"]["kind"] == "local"
     assert {"present", "size_bytes", "used_bytes", "free_bytes", "source"} <= doc["shm"].keys()
     assert doc["requirement"]["bytes"] == 9 * 100 * 2**20
-    assert [t["label"] for t in doc["requirement"]["breakdown"]][-1] == "total"
+    assert [t["term"] for t in doc["requirement"]["breakdown"]] == ["dataloader"]
     for finding in doc["findings"]:
         assert {"id", "severity", "message", "fixes"} <= finding.keys()
 

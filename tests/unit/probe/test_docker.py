@@ -16,6 +16,7 @@ from shmdoctor.loader import LoaderSpec, loader_config
 from shmdoctor.probe import docker as probe
 from shmdoctor.render import render
 from shmdoctor.sizes import GiB, MiB
+from shmdoctor.workload import Workload
 from tests.helpers import DATA as TEST_DATA
 from tests.helpers import validate
 
@@ -155,7 +156,7 @@ def test_loader_label_overrides_the_command_line():
 
 
 def _judge(probed: probe.Probed, loader: LoaderSpec, fail_on: str):
-    return judge_labelled(probed.facts, loader, probed.loader_label, fail_on, probed.notes)
+    return judge_labelled(probed.facts, Workload(loader), probed.loader_label, fail_on, probed.notes)
 
 
 def test_a_bad_label_is_a_finding_not_a_crash():

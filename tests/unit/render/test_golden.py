@@ -12,7 +12,7 @@ import os
 import pytest
 
 from shmdoctor.fleet import judge_labelled
-from shmdoctor.loader import LoaderSpec, loader_config, requirement
+from shmdoctor.loader import loader_config, requirement
 from shmdoctor.model import Facts, Ipc, Lint, Memory, Shm, Target
 from shmdoctor.probe import files
 from shmdoctor.probe.holders import Holder, Holders, Segment
@@ -22,6 +22,7 @@ from shmdoctor.shm.removal import Cleaned
 from shmdoctor.shm.sampling import Sampler
 from shmdoctor.shm.segments import File, plan_removal
 from shmdoctor.sizes import GiB, KiB, MiB
+from shmdoctor.workload import Workload
 from tests.helpers import REPO, readme_blocks
 
 GOLDEN = REPO / "tests" / "golden"
@@ -75,7 +76,7 @@ def test_check_in_a_default_container():
 
 def test_lint_of_the_examples():
     inputs = files.read(["examples/docker-compose.yml", "examples/k8s-job.yaml"], None)
-    reports = tuple(judge_labelled(d.facts, LoaderSpec(), d.loader_spec, "error") for d in inputs.definitions)
+    reports = tuple(judge_labelled(d.facts, Workload(), d.loader_spec, "error") for d in inputs.definitions)
     text = render(Lint(reports, sources=tuple(inputs.sources)), "text")
     same_lines(readme_block("$ shmdoctor lint examples/")[1:], golden("lint-examples", text))
 

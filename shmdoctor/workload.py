@@ -1,0 +1,180 @@
+"""A workload as a user gives it, its DataLoader and the other consumers of /dev/shm beside it (NCCL between the
+GPUs of one host, a vLLM or SGLang server, Ray's object store, Triton's python backend), and the requirement they
+add up to for one target's facts (the GPUs it sees, its NCCL_* variables, its memory)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Literal, Union, cast
+
+from . import capacity, consumers
+from .errors import UsageError
+from .loader import LOADER_LABEL, LoaderSpec
+from .model import Facts, Need, Requirement
+from .sizes import parse_size
+
+MAX_GPUS = 1024  # local ranks of one host, past any machine built
+MAX_COUNT = 1_000_000  # nodes, model instances
+RayStore = Union[int, Literal["auto"]]
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def bounded(name: str, value: int | None, least: int, most: int) -> int | None:
+    if value is not None and not least <= value <= most:
+        raise UsageError(f"{name} must be between {least} and {most}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Consumers:
+    """The consumers beside the DataLoader, as given; None where not given (detected from the facts, or absent)."""
+
+    gpus: int | None = None  # local ranks that talk through NCCL
+    nccl: consumers.NcclMode | None = None
+    all_to_all: bool | None = None
+    nodes: int | None = None
+    serve: consumers.Server | None = None
+    tensor_parallel_size: int | None = None
+    ray_object_store: RayStore | None = None
+    triton_instances: int | None = None
+
+    def __post_init__(self) -> None:
+        bounded("gpus", self.gpus, 1, MAX_GPUS)
+        bounded("tensor_parallel_size", self.tensor_parallel_size, 1, MAX_GPUS)
+        bounded("nodes", self.nodes, 1, MAX_COUNT)
+        bounded("triton_instances", self.triton_instances, 1, MAX_COUNT)
+        if self.tensor_parallel_size is not None and self.serve is None:
+            raise UsageError("--tensor-parallel-size needs --serve vllm or --serve sglang")
+
+    @classmethod
+    def parse(cls, pairs: dict[str, str], text: str) -> Consumers:
+        """Label values, already split: gpus=8,nccl=shm,all_to_all=true,serve=vllm,tensor_parallel_size=8,..."""
+        out: dict[str, object] = {}
+        for key, value in pairs.items():
+            low = value.lower()
+            if key == "nccl" and low in ("auto", "shm", "p2p", "off") or key == "serve" and low in ("vllm", "sglang"):
+                out[key] = low
+            elif key == "all_to_all" and low in _TRUE + _FALSE:
+                out[key] = low in _TRUE
+            elif key == "ray_object_store":
+                out[key] = "auto" if low == "auto" else parse_size(value, what="ray_object_store")
+            elif key in ("gpus", "nodes", "tensor_parallel_size", "triton_instances") and value.isdigit():
+                out[key] = int(value)
+            else:
+                raise UsageError(f"workload spec {text!r}: {key}={value!r} is not a value it takes")
+        return cls(**out)  # type: ignore[arg-type]
+
+    @property
+    def given(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+
+CONSUMER_KEYS = frozenset(f.name for f in fields(Consumers))
+
+
+@dataclass(frozen=True)
+class Workload:
+    loader: LoaderSpec = LoaderSpec()
+    consumers: Consumers = Consumers()
+
+    @classmethod
+    def parse(cls, text: str) -> Workload:
+        """A shmdoctor.loader label or annotation: the loader's keys and the consumers' in one list."""
+        loader_parts, pairs = [], {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = part.partition("=")
+            key = key.strip().replace("-", "_")
+            if sep and key in CONSUMER_KEYS:
+                pairs[key] = value.strip()
+            else:
+                loader_parts.append(part)
+        return cls(LoaderSpec.parse(",".join(loader_parts)), Consumers.parse(pairs, text))
+
+    @property
+    def given(self) -> bool:
+        return self.loader.given or self.consumers.given
+
+    def override(self, other: Workload) -> Workload:
+        """This workload with other's given fields over it (a target's label over the command line)."""
+        given = {f.name: v for f in fields(other.consumers) if (v := getattr(other.consumers, f.name)) is not None}
+        return Workload(self.loader.override(other.loader), replace(self.consumers, **given))
+
+    def validate(self) -> None:
+        """Refuse a bad command line before any target is probed: UsageError, one line."""
+        if self.loader.given:
+            self.loader.config()
+
+    def requirement(self, facts: Facts | None = None) -> Requirement | None:
+        """What the workload needs of this target's /dev/shm; None when nothing was given."""
+        if not self.given:
+            return None
+        base = self.loader.requirement() if self.loader.given else None
+        needs: list[Need] = list(base.breakdown) if base else []
+        c = self.consumers
+        env = dict(facts.nccl_env) if facts else {}
+        gpus = c.gpus or (facts.gpu_count if facts and facts.gpu_count else 1)
+        tp = c.tensor_parallel_size or (gpus if c.serve else 1)
+        ranks = max(base.ranks if base else 1, gpus if (c.gpus or c.serve) else 1, tp)
+        fallback = 0
+        if gpus > 1 or (c.nodes or 1) > 1 or c.nccl is not None:
+            needs_nccl, fallback = _nccl(c, gpus, env)
+            needs.append(needs_nccl)
+        if c.serve == "vllm":
+            needs.append(consumers.vllm(tp))
+        elif c.serve == "sglang":
+            needs.append(consumers.sglang(tp))
+        if c.ray_object_store is not None:
+            needs.append(_ray(c.ray_object_store, facts))
+        if c.triton_instances:
+            needs.append(consumers.triton(c.triton_instances))
+        formula = needs[0].formula if len(needs) == 1 else " + ".join(n.term for n in needs if n.bytes)
+        return Requirement(
+            bytes=sum(n.bytes for n in needs),
+            loader=base.loader if base else None,
+            batches_in_flight=base.batches_in_flight if base else 0,
+            breakdown=tuple(needs),
+            formula=formula or "0",
+            ranks=ranks,
+            nccl_fallback=fallback,
+            tensor_parallel=tp,
+        )
+
+
+def labelled_requirement(base: Workload, label: str | None, facts: Facts) -> tuple[Requirement | None, tuple[str, ...]]:
+    """The command line's workload, overridden by a target's own shmdoctor.loader label or annotation, and a note
+    that says so. A bad label raises UsageError: each command decides what that means for its target."""
+    if not label:
+        return base.requirement(facts), ()
+    need = base.override(Workload.parse(label)).requirement(facts)
+    return need, (f"loader from its {LOADER_LABEL} label: {label}",)
+
+
+def _env_int(env: dict[str, str], name: str) -> int | None:
+    try:
+        return int(env[name], 0) if name in env else None
+    except ValueError:
+        return None
+
+
+def _nccl(c: Consumers, gpus: int, env: dict[str, str]) -> tuple[Need, int]:
+    """NCCL's term, and what it would add over /dev/shm if the P2P it was assumed to use is not there."""
+    transport, why = consumers.nccl_transport(c.nccl or "auto", env)
+    buffsize = _env_int(env, "NCCL_BUFFSIZE") or consumers.NCCL_DEFAULT_BUFFSIZE
+    channels = min(consumers.NCCL_CHANNELS, _env_int(env, "NCCL_MAX_NCHANNELS") or consumers.NCCL_CHANNELS)
+    settings = dict(buffsize=buffsize, channels=channels, all_to_all=bool(c.all_to_all), nodes=c.nodes or 1)
+    need = consumers.nccl(gpus, transport, **settings)  # type: ignore[arg-type]
+    fallback = 0
+    if transport == "p2p" and c.nccl is None:
+        fallback = consumers.nccl(gpus, "shm", **settings).bytes - need.bytes  # type: ignore[arg-type]
+    return Need("nccl", need.bytes, f"{need.formula}; {why}"), fallback
+
+
+def _ray(store: RayStore, facts: Facts | None) -> Need:
+    if store != "auto":
+        return consumers.ray(cast(int, store), given=True)
+    memory = facts.memory if facts else None
+    total = memory and (memory.limit_bytes or memory.machine_bytes)
+    if not total or facts is None:
+        return Need("ray", 0, "object store unknown without the memory it sees: give --ray-object-store SIZE")
+    available = max(0, total - (memory.used_bytes or 0))
+    return consumers.ray(consumers.ray_default_store(available, capacity.shm_free(facts)), given=False)

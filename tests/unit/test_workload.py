@@ -1,0 +1,102 @@
+"""A workload's requirement: the DataLoader's term and the consumers' beside it, for one target's facts."""
+
+from __future__ import annotations
+
+import pytest
+
+from shmdoctor import consumers
+from shmdoctor.errors import UsageError
+from shmdoctor.loader import LoaderSpec
+from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
+from shmdoctor.rules import judge
+from shmdoctor.sizes import GiB, MiB
+from shmdoctor.workload import Consumers, Workload, labelled_requirement
+
+SEED = LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB)
+
+
+def facts(shm: int = 64 * MiB, *, gpus: int | None = None, env=(), limit: int | None = None, used: int = 0) -> Facts:
+    return Facts(
+        target=Target("container", "c"),
+        shm=Shm(True, shm, used, shm - used, "docker-shm"),
+        ipc=Ipc("private"),
+        memory=Memory(limit, 100 * MiB, machine_bytes=16 * GiB),
+        runtime="docker",
+        gpu_count=gpus,
+        nccl_env=tuple(env),
+    )
+
+
+def test_a_loader_alone_is_todays_requirement():
+    need = Workload(SEED).requirement(facts())
+    assert need == SEED.requirement()
+    assert [n.term for n in need.breakdown] == ["dataloader"] and need.bytes == 900 * MiB
+
+
+def test_nothing_given_is_no_requirement():
+    assert Workload().requirement(facts(gpus=8)) is None
+
+
+def test_eight_gpus_detected_with_p2p_disabled_add_ncclss_rings_and_trees():
+    need = Workload(SEED).requirement(facts(gpus=8, env=[("NCCL_P2P_DISABLE", "1")]))
+    assert need.term("nccl").bytes == 30 * 9_650_176
+    assert need.bytes == 900 * MiB + 30 * 9_650_176
+    assert need.nccl_fallback == 0
+
+
+def test_auto_assumes_p2p_and_keeps_the_fallback_for_a_warning():
+    need = Workload(SEED, Consumers(gpus=8)).requirement(facts(2 * GiB))
+    assert need.term("nccl").bytes == 0 and need.nccl_fallback == 30 * 9_650_176
+    report = judge(facts(1024 * MiB), need)
+    assert "nccl-shm-fallback" in [f.id for f in report.findings]
+    assert "nccl-shm-fallback" not in [f.id for f in judge(facts(4 * GiB), need).findings]
+
+
+def test_nccl_buffsize_from_the_environment():
+    need = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(facts(env=[("NCCL_BUFFSIZE", "524288")]))
+    assert need.term("nccl").bytes == 6 * (5_971_968 + 8192)  # R=2, C=2: 4 ring + 2 tree connections
+
+
+def test_vllm_at_tensor_parallel_8_in_the_default_64_mib_is_refused_at_its_first_buffer():
+    spec = Workload(consumers=Consumers(serve="vllm", tensor_parallel_size=8, nccl="p2p"))
+    need = spec.requirement(facts())
+    assert need.term("vllm").bytes == 2_206_204_202
+    report = judge(facts(), need)
+    assert report.verdict == "fail"
+    top = report.findings[0]
+    assert top.id == "shm-too-small" and "the scheduler's broadcast queue: 160.00 MiB required, 64.00 MiB free" in (
+        top.message
+    )
+    assert any(f.docker_args == ("--ipc=host",) for f in top.fixes)
+
+
+def test_ray_auto_in_a_4g_container_with_the_default_shm_falls_back_and_says_so():
+    spec = Workload(consumers=Consumers(ray_object_store="auto"))
+    f = facts(limit=4 * GiB)
+    need = spec.requirement(f)
+    store = consumers.ray_default_store(4 * GiB - 100 * MiB, 64 * MiB)
+    assert need.term("ray").bytes == store and not need.term("ray").fails
+    report = judge(f, need)
+    assert [x.id for x in report.findings] == ["ray-object-store-fallback"] and report.verdict == "warn"
+    roomy = facts(2 * GiB, limit=4 * GiB)
+    assert "ray-object-store-fallback" not in [x.id for x in judge(roomy, spec.requirement(roomy)).findings]
+
+
+def test_a_label_carries_the_consumers_too():
+    need, notes = labelled_requirement(Workload(SEED), "gpus=4,nccl=shm,all_to_all=true", facts())
+    assert need.term("nccl").bytes == consumers.nccl(4, "shm", all_to_all=True).bytes
+    assert notes and "gpus=4" in notes[0]
+
+
+@pytest.mark.parametrize(
+    "label, message",
+    [
+        ("gpus=100000", "gpus must be between 1 and 1024"),
+        ("nccl=maybe", "nccl='maybe' is not a value it takes"),
+        ("tensor_parallel_size=2", "needs --serve"),
+        ("ray_object_store=lots", "cannot read"),
+    ],
+)
+def test_bad_consumer_labels_are_one_line_usage_errors(label, message):
+    with pytest.raises(UsageError, match=message):
+        Workload.parse(label)
