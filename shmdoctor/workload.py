@@ -5,7 +5,7 @@ add up to for one target's facts (the GPUs it sees, its NCCL_* variables, its me
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Literal, Union, cast
+from typing import Literal, Union
 
 from . import capacity, consumers
 from .errors import UsageError
@@ -171,10 +171,9 @@ def _nccl(c: Consumers, gpus: int, env: dict[str, str]) -> tuple[Need, int]:
 
 def _ray(store: RayStore, facts: Facts | None) -> Need:
     if store != "auto":
-        return consumers.ray(cast(int, store), given=True)
-    memory = facts.memory if facts else None
-    total = memory and (memory.limit_bytes or memory.machine_bytes)
+        return consumers.ray(store, given=True)
+    total = facts and (facts.memory.limit_bytes or facts.memory.machine_bytes)
     if not total or facts is None:
         return Need("ray", 0, "object store unknown without the memory it sees: give --ray-object-store SIZE")
-    available = max(0, total - (memory.used_bytes or 0))
+    available = max(0, total - (facts.memory.used_bytes or 0))
     return consumers.ray(consumers.ray_default_store(available, capacity.shm_free(facts)), given=False)
