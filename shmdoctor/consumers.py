@@ -156,6 +156,7 @@ def sglang(tensor_parallel: int) -> Need:
 RAY_SHARE = 0.3  # DEFAULT_OBJECT_STORE_MEMORY_PROPORTION of the memory available
 RAY_SHM_THRESHOLD = 10**10  # REQUIRE_SHM_SIZE_THRESHOLD: above it, a too-small /dev/shm is an error, not /tmp
 RAY_MAX = 200 * 10**9  # DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES
+RAY_MIN_STORE = 75 * MiB  # OBJECT_STORE_MINIMUM_MEMORY_BYTES: Ray refuses a smaller store
 
 
 def ray_default_store(memory_available: int, shm_free: int | None) -> int:

@@ -375,11 +375,13 @@ def ray_object_store_fallback(facts: Facts, need: Requirement | None) -> Hit:
         "left: Ray puts it in /tmp instead ('The object store is using /tmp instead of /dev/shm'), and every "
         "object put or got goes through the disk"
     )
-    return msg, fixes.grow_shm_to(need.bytes, facts, need.ranks)[:1] + (
-        Fix(
-            f"or cap the store at what fits: ray.init(object_store_memory={page_floor(int(max(room, 0) * 0.8))})",
-        ),
+    cap = page_floor(int(max(room, 0) * capacity.HEADROOM))
+    smaller = (
+        (Fix(f"cap Ray's object store at what fits: ray.init(object_store_memory={cap})"),)
+        if cap >= consumers.RAY_MIN_STORE  # Ray refuses a store below its minimum
+        else ()
     )
+    return msg, fixes.grow_shm_to(need.bytes, facts, need.ranks)[:1] + smaller
 
 
 def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error") -> Report:

@@ -127,7 +127,8 @@ class Workload:
             needs.append(_ray(c.ray_object_store, facts))
         if c.triton_instances:
             needs.append(consumers.triton(c.triton_instances))
-        formula = needs[0].formula if len(needs) == 1 else " + ".join(n.term for n in needs if n.bytes)
+        alone = [n.term for n in needs] == ["dataloader"]
+        formula = needs[0].formula if alone else " + ".join(n.term for n in needs if n.bytes)
         return Requirement(
             bytes=sum(n.bytes for n in needs),
             loader=base.loader if base else None,
