@@ -11,6 +11,7 @@ from . import capacity, consumers
 from .errors import UsageError
 from .loader import LOADER_LABEL, LoaderSpec
 from .model import Facts, Need, Requirement
+from .probe.workload import gpu_count
 from .sizes import parse_size
 
 MAX_GPUS = 1024  # local ranks of one host, past any machine built
@@ -112,7 +113,8 @@ class Workload:
         needs: list[Need] = list(base.breakdown) if base else []
         c = self.consumers
         env = dict(facts.nccl_env) if facts else {}
-        gpus = c.gpus or (facts.gpu_count if facts and facts.gpu_count else 1)
+        detected = facts and (facts.gpu_count or gpu_count(facts.gpus))
+        gpus = c.gpus or detected or 1
         tp = c.tensor_parallel_size or (gpus if c.serve else 1)
         ranks = max(base.ranks if base else 1, gpus if (c.gpus or c.serve) else 1, tp)
         fallback = 0

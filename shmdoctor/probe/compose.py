@@ -29,7 +29,7 @@ from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm, Target
 from ..sizes import parse_size, parse_tmpfs_size
 from .documents import Definition, Document, where
-from .workload import ml_signs
+from .workload import env_pairs, ml_signs, nccl_env
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
@@ -365,6 +365,24 @@ class ComposeFile:
         """'compose-deploy-memory': fixes go where the file sets its limit."""
         return frozenset(("compose-deploy-memory",)) if svc.deploy_limits().get("memory") else frozenset()
 
+    def gpus(self, svc: _Service) -> str | None:
+        """GPUs the service reserves (deploy.resources.reservations.devices with the gpu capability, or compose's
+        gpus: key): 'all', a count or device ids, as docker run's --gpus says them."""
+        if svc.body.get("gpus") is not None:
+            gpus = svc.get("gpus")
+            return "all" if gpus == "all" else str(gpus) if isinstance(gpus, (int, str)) else None
+        deploy = svc.body.get("deploy")
+        resources = deploy.get("resources") if isinstance(deploy, dict) else None
+        reservations = resources.get("reservations") if isinstance(resources, dict) else None
+        devices = reservations.get("devices") if isinstance(reservations, dict) else None
+        for device in devices if isinstance(devices, list) else []:
+            if isinstance(device, dict) and "gpu" in (device.get("capabilities") or []):
+                ids, count = device.get("device_ids"), device.get("count")
+                if isinstance(ids, list) and ids:
+                    return ",".join(str(i) for i in ids)
+                return "all" if count in (None, "all") else str(count)
+        return None
+
     def swarm_of(self, svc: _Service) -> Swarm | None:
         """For a file meant for Swarm: the shm_size and ipc it asks of this service, which Swarm ignores."""
         if not self.swarm:
@@ -404,6 +422,8 @@ class ComposeFile:
             memory=memory,
             runtime="compose",
             ml_signs=ml_signs(svc.get("image"), svc.get("entrypoint"), svc.get("command")),
+            gpus=self.gpus(svc),
+            nccl_env=nccl_env(env_pairs(svc.get("environment"))),
             unreadable=tuple(unreadable),
             flags=flags,
             swarm=swarm,

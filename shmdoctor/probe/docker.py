@@ -25,7 +25,7 @@ from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
 from .deadline import concurrently, within
-from .workload import ml_signs
+from .workload import env_pairs, ml_signs, nccl_env
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
@@ -210,6 +210,7 @@ def facts_from_inspect(
         nofile=_nofile(host),
         cpus=cpus_of(host),
         gpus=gpus,
+        nccl_env=nccl_env(env_pairs(config.get("Env"))),
         flags=frozenset(flags),
         unreadable=(f"{SHM_SIZE_UNKNOWN} ({shm.detail})",) if shm.present and shm.size_bytes is None else (),
     )

@@ -24,7 +24,7 @@ from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..sizes import format_size, parse_quantity
 from .documents import Definition, Document, line_of, where
-from .workload import ml_signs
+from .workload import env_pairs, ml_signs, nccl_env
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
@@ -135,6 +135,13 @@ class _Pod:
         limits = _mapping(resources.get("limits"), "resources.limits", self.doc.source, container)
         return self.quantity(limits.get("memory"), container, "resources.limits.memory")
 
+    def gpus(self, container: dict) -> str | None:
+        """The container's nvidia.com/gpu limit, as a count."""
+        resources = container.get("resources")
+        limits = resources.get("limits") if isinstance(resources, dict) else None
+        gpus = limits.get("nvidia.com/gpu") if isinstance(limits, dict) else None
+        return str(gpus) if isinstance(gpus, (int, str)) and str(gpus).isdigit() and int(gpus) > 0 else None
+
     def pod_memory_limit(self) -> int | None:
         """Pod-level resources where given, else the sum of the containers' limits (None if one has none)."""
         resources = _mapping(self.spec.get("resources"), "spec.resources", self.doc.source, self.spec)
@@ -224,6 +231,8 @@ class _Pod:
                 memory=Memory(limit_bytes=self.memory_limit(container), used_bytes=None),
                 runtime="kubernetes",
                 ml_signs=ml_signs(container.get("image"), container.get("command"), container.get("args")),
+                gpus=self.gpus(container),
+                nccl_env=nccl_env(env_pairs(container.get("env"))),
                 unreadable=tuple(unreadable),
             )
             out.append(Definition(facts, spec, where(self.doc.source, at if line_of(at) else self.template)))

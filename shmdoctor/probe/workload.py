@@ -78,3 +78,38 @@ def ml_signs(image: object, *command: object) -> tuple[str, ...]:
     if match:
         signs.append(f"command {match.group(1)}")
     return tuple(signs)
+
+
+def gpu_count(gpus: str | None) -> int | None:
+    """GPUs a definition asks for ('all', a count, or device ids, as Facts.gpus says them) as a count, where a
+    count can be told: 'all' and 'some' cannot."""
+    if not gpus:
+        return None
+    if gpus.isdigit():
+        return int(gpus) if 0 < int(gpus) <= 4096 else None
+    ids = [i for i in gpus.split(",") if i.strip()]
+    return len(ids) if ids and gpus not in ("all", "some") and len(ids) <= 4096 else None
+
+
+def nccl_env(pairs: Iterable[tuple[object, object]]) -> tuple[tuple[str, str], ...]:
+    """The NCCL_* variables among (name, value) pairs of a definition or inspect, strings only, at most 64: they
+    decide NCCL's transport and buffers. Kept in the facts, never printed."""
+    found = {k: v for k, v in pairs if isinstance(k, str) and k.startswith("NCCL_") and isinstance(v, (str, int))}
+    return tuple(sorted((k, str(v)) for k, v in found.items()))[:64]
+
+
+def env_pairs(env: object) -> list[tuple[object, object]]:
+    """compose's environment (a mapping, or a list of NAME=value), inspect's Config.Env (NAME=value), or a
+    Kubernetes container's env ([{name, value}]) as (name, value) pairs."""
+    if isinstance(env, dict):
+        return list(env.items())
+    if not isinstance(env, list):
+        return []
+    out: list[tuple[object, object]] = []
+    for item in env[:4096]:
+        if isinstance(item, str):
+            name, _, value = item.partition("=")
+            out.append((name, value))
+        elif isinstance(item, dict):
+            out.append((item.get("name"), item.get("value")))
+    return out
