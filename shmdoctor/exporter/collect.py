@@ -16,6 +16,7 @@ from ..loader import LoaderSpec
 from ..model import SHM, Report, Severity
 from ..probe import docker, procfs
 from ..shm.removal import creators_visible, unheld
+from ..workload import Workload
 from .inventory import Entry, Inventory, host_entry
 from .model import Scrape, Target
 
@@ -34,7 +35,7 @@ class Collector:
         engine: bool,
         proc: str = "/proc",
     ) -> None:
-        self.inventory, self.loader, self.fail_on = inventory, loader, fail_on
+        self.inventory, self.workload, self.fail_on = inventory, Workload(loader), fail_on
         self.timeout, self.max_targets, self.engine, self.proc = timeout, max_targets, engine, proc
         # With an engine, the host's own /dev/shm is a target beside the containers (/proc scans include it).
         self.host = host_entry(proc) if engine else None
@@ -69,7 +70,7 @@ class Collector:
         probed = self._read(entry)
         key = (probed.facts, probed.loader_label, probed.notes)
         report = self._judged.get(key) or judge_labelled(
-            probed.facts, self.loader, probed.loader_label, self.fail_on, probed.notes
+            probed.facts, self.workload, probed.loader_label, self.fail_on, probed.notes
         )
         judged[key] = report
         return Target(report, entry.labels, self._leaked(entry))
