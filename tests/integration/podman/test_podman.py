@@ -1,8 +1,8 @@
 """Podman, for real (Debian's podman 4.3): check inside a Podman container knows it is Podman (its 64000k default,
 fixes said as `podman run`), the fix it prints makes the seed loader train, and audit reads Podman's containers
 through its Docker API (`podman system service` on a socket of this test's own), and the compose fix lint prints,
-applied to the file, makes the seed loader train under Debian's docker-compose 1.29 on that engine (the Docker
-engine's twin of the loop is tests/integration/docker/test_lint.py's mapping, to be replaced by it).
+applied to the file, makes the seed loader train under Debian's docker-compose 1.29 on that engine
+(tests/compose_loop.py; the Docker engine runs the same loop in tests/integration/docker/test_lint.py).
 
 Images come from scripts/build-test-images.sh (imported root filesystems: no registry here). runc needs ulimits
 within this machine's hard limits (FACTS.md): every `podman run` here passes them.
@@ -11,9 +11,7 @@ within this machine's hard limits (FACTS.md): every `podman run` here passes the
 from __future__ import annotations
 
 import json
-import os
 import resource
-import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import compose_loop
 from tests.helpers import REPO, WAIT, missing, run_cli, unique_name
 
 BUSYBOX = "localhost/shmdoctor-test/busybox:1"
@@ -145,97 +144,16 @@ def test_check_in_a_sagemaker_job_gives_the_loader_that_fits_and_it_trains(podma
         assert trained.returncode == 0 and "trained on 12 batches" in trained.stdout, (fix, trained.stderr[-500:])
 
 
-def _compose_file(path: Path, extra: dict | None = None) -> None:
-    """One service running the seed loader (batch 100 × 1 MiB, 4 workers: 900 MiB), as a user would write it."""
-    import yaml
-
-    service = {
-        "image": DEBIAN,
-        "command": ["python3", "examples/train.py", "--batches", "12", "--step", "0.1", "--no-preflight"],
-        "working_dir": "/src",
-        "network_mode": "none",
-        "environment": {"PYTHONPATH": "/src:/deps"},
-        "volumes": [f"{REPO}:/src:ro", f"{SITE}:/deps:ro"],
-        "ulimits": {name: int(value.split(":")[0]) for name, value in
-                    (u.split("=") for u in _ulimits()[1::2])},
-        "labels": {"shmdoctor.loader": "batch_size=100,num_workers=4,sample_bytes=1MiB"},
-        **(extra or {}),
-    }  # fmt: skip
-    path.write_text(yaml.safe_dump({"services": {"trainer": service}}))
-
-
-def _compose_up(path: Path, docker_host: str) -> subprocess.CompletedProcess:
-    """`docker-compose up` (Debian's docker-compose 1.29, the real runner) until the trainer exits; then down."""
-    project = unique_name("compose").replace("-", "")
-    env = {**os.environ, "DOCKER_HOST": docker_host}
-    argv = ["docker-compose", "-f", str(path), "-p", project]
-    try:
-        return subprocess.run([*argv, "up", "--exit-code-from", "trainer"], capture_output=True, text=True,
-                              timeout=600, env=env)  # fmt: skip
-    finally:
-        subprocess.run([*argv, "down"], capture_output=True, timeout=WAIT * 4, env=env)
-
-
-@pytest.mark.parametrize(
-    "written, finding, failure",
-    [
-        ({}, "shm-too-small", "unable to allocate shared memory"),  # the engine's default /dev/shm
-        ({"tmpfs": ["/dev/shm:ro,size=2g"]}, "shm-read-only", "Read-only file system"),  # big enough, read-only
-    ],
-)
+@pytest.mark.parametrize("written, finding, failure", compose_loop.CASES)
 def test_the_compose_fix_lint_prints_makes_the_loader_train_under_docker_compose(
     podman_service, tmp_path, written, finding, failure
 ):
-    """The closed loop for lint: the file fails for real, lint's compose fix is applied to it, lint passes it, and
-    docker-compose runs the seed loader through to the end."""
-    if shutil.which("docker-compose") is None:
-        missing("docker-compose is not installed (scripts/test.sh installs it)")
-    import yaml
-
-    compose = tmp_path / "docker-compose.yml"
-    _compose_file(compose, written)
-    before = json.loads(run_cli("lint", str(compose), "--format", "json").stdout)["reports"][0]
-    assert before["verdict"] == "fail" and before["findings"][0]["id"] == finding
-    fix = before["findings"][0]["fixes"][0]["compose"]
-    failed = _compose_up(compose, podman_service)
-    assert failed.returncode != 0 and failure in failed.stdout + failed.stderr, failed.stdout[-800:]
-
-    _compose_file(compose, {**written, **yaml.safe_load(fix)})  # the snippet, as printed, into the service
-    after = run_cli("lint", str(compose), "--format", "json")
-    assert after.returncode == 0 and json.loads(after.stdout)["reports"][0]["verdict"] == "ok"
-    trained = _compose_up(compose, podman_service)
-    assert trained.returncode == 0 and "trained on 12 batches" in trained.stdout, trained.stdout[-800:]
-
-
-def test_exporter_reads_podmans_containers_through_its_docker_api(podman_service, tmp_path):
-    """shmdoctor exporter on Podman's socket: its containers' /dev/shm, use read from the host equal to df inside."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    name = unique_name("podman-exported")
-    fill = "dd if=/dev/zero of=/dev/shm/f bs=1M count=5 2>/dev/null; sleep 600"
-    run = podman(
-        "run", "-d", "--network", "none", *_ulimits(), "--name", name, "--shm-size=96m", BUSYBOX, "sh", "-c", fill
-    )
-    try:
-        assert run.returncode == 0, run.stderr
-
-        def df_used() -> int:
-            return int(podman("exec", name, "df", "-Pk", "/dev/shm").stdout.splitlines()[-1].split()[2]) * 1024
-
-        deadline = time.monotonic() + WAIT
-        while df_used() < 5 * 2**20:
-            assert time.monotonic() < deadline, "the container's dd never finished"
-            time.sleep(0.2)
-        proc = run_cli("exporter", "--textfile", str(tmp_path), env={"DOCKER_HOST": podman_service})
-        assert proc.returncode == 0, proc.stderr
-        series = {
-            (s.name, s.labels.get("container")): (s.labels, s.value)
-            for family in text_string_to_metric_families((tmp_path / "shmdoctor.prom").read_text())
-            for s in family.samples
-        }
-        labels, size = series[("shmdoctor_shm_size_bytes", name)]
-        assert size == 96 * 2**20 and labels["source"] == "podman-shm"
-        assert series[("shmdoctor_shm_used_bytes", name)][1] == df_used()
-        assert series[("shmdoctor_engine_up", None)][1] == 1
-    finally:
-        podman("rm", "--force", "--ignore", "--time", "0", name)
+    """lint's closed loop under Debian's docker-compose 1.29, on Podman's engine through its Docker API."""
+    ulimits = {name: int(value.split(":")[0]) for name, value in (u.split("=") for u in _ulimits()[1::2])}
+    base = {
+        "image": DEBIAN,
+        "environment": {"PYTHONPATH": "/src:/deps"},
+        "volumes": [f"{REPO}:/src:ro", f"{SITE}:/deps:ro"],
+        "ulimits": ulimits,
+    }
+    compose_loop.closed_loop(base, podman_service, tmp_path, written, finding, failure)
