@@ -115,10 +115,11 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
                 "no memory limit applies here: a SIGKILL is the kernel's OOM killer for the whole "
                 "machine's memory, or a kill from outside, not /dev/shm",
             )
-        held = measured.peak_bytes if measured else shm.size_bytes
+        # What /dev/shm can hold is its size (a peak sampled before a kill is only a lower bound)
+        held = shm.size_bytes if shm.size_bytes is not None else (measured.peak_bytes if measured else None)
         room = capacity.memory_room(replace(facts, memory=replace(facts.memory, used_bytes=0)))
         if held is not None and room is not None and held < room // 4:
-            what = "peaked at" if measured else "is"
+            what = "is" if shm.size_bytes is not None else "peaked at"
             return _not_shm(
                 d,
                 f"/dev/shm {what} {format_size(held)}, too little to take the memory limit "
@@ -222,12 +223,17 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
         wanted = need.bytes if need else ENGINE_DEFAULT_SHM
         return fixes.grow_shm_to(wanted, facts)[:1] + (Fix("load in the training process", loader={"num_workers": 0}),)
     if cause == "fd-limit":
+        raise_limit = (
+            Fix("raise the descriptor limit (soft and hard)", shell="ulimit -n 65536")
+            if facts.runtime == "none"
+            else Fix("raise the descriptor limit (soft and hard)", docker_args=("--ulimit=nofile=65536:65536",))
+        )
         return (
-            Fix("raise the descriptor limit", docker_args=("--ulimit=nofile=65536:65536",), shell="ulimit -n 65536"),
+            raise_limit,
             Fix("or, in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
     if cause == "memory-limit":
-        held = measured.peak_bytes if measured else facts.shm.size_bytes
+        held = facts.shm.size_bytes if facts.shm.size_bytes is not None else (measured.peak_bytes if measured else 0)
         shm_bytes = need.bytes if need else (held or 0)
         out = (fixes.grow_memory_for(shm_bytes, facts),) if need or shm_bytes else ()
         if facts.memory.limit_bytes and facts.shm.size_bytes and facts.shm.size_bytes > facts.memory.limit_bytes:

@@ -23,8 +23,17 @@ def headline(ex: Explanation) -> str:
 
 def _diagnosis_lines(ex: Explanation) -> list[str]:
     out = ["\nDiagnoses"]
+    seen: dict[str, int] = {}
     for d in ex.diagnoses:
+        seen[d.signature] = seen.get(d.signature, 0) + 1
+    shown = set()
+    for d in ex.diagnoses:
+        if d.signature in shown:  # the first of each; --format json lists them all
+            continue
+        shown.add(d.signature)
         where = f"line {d.line}" if d.line else "exit"
+        if seen[d.signature] > 1:
+            where += f" (and {seen[d.signature] - 1} more)"
         need = f"  needs {format_size(d.bytes_needed)}" if d.bytes_needed else ""
         out.append(f"  {d.cause:<13}{d.consumer:<11}{d.signature:<30}{where}{need}")
         out.append(f"      {d.excerpt}")
