@@ -18,8 +18,8 @@ MAX_RANKS = 4096  # loaders in one container
 MAX_BATCH = 2**32  # samples per batch
 
 # Inputs: files, stdin, engine answers.
-MAX_YAML_BYTES = 8 * 2**20  # compose of 25,000 services: judged in ~17 s and 370 MiB on a busy 2-core machine
-MAX_JSON_BYTES = 32 * 2**20  # `kubectl get pods -o json` of 18,000 pods (30 MB): ~8 s and 290 MiB there
+MAX_YAML_BYTES = 8 * 2**20  # 25,000 compose services: 17-37 s, 430 MiB here (benchmarks/limits_bench.py)
+MAX_JSON_BYTES = 32 * 2**20  # `kubectl get pods -o json` of 18,000 pods: 8-11 s, 300 MiB
 MAX_DEPTH = 64  # nesting of mappings and lists (a Kubernetes object nests ~15 deep)
 MAX_NODES = 4_000_000  # values in one input once YAML aliases and merge keys are expanded (an alias bomb)
 MAX_DIGITS = 64  # digits of one number in a file: sizes fit in 20

@@ -37,27 +37,43 @@ def escaped(document: Any) -> Any:
 
 
 def _walk(value: Any, one_line: bool) -> Any:
-    if isinstance(value, str):
+    kind = _KINDS.get(type(value))
+    if kind is None:
+        kind = _KINDS[type(value)] = _kind(type(value))
+    if kind == "str":
         return escape(value, one_line=one_line)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if kind == "dataclass":
         changes = {}
         for f in _init_fields(type(value)):
             old = getattr(value, f)
-            new = _walk(old, one_line=f in NAMES)
+            new = _walk(old, f in NAMES)
             if new is not old:
                 changes[f] = new
         return dataclasses.replace(value, **changes) if changes else value
-    if isinstance(value, (tuple, list, frozenset)):
+    if kind == "sequence":
         items = [_walk(v, one_line) for v in value]
         if all(new is old for new, old in zip(items, value)):
             return value
-        return type(value)(items) if not _is_namedtuple(value) else type(value)(*items)
-    if isinstance(value, dict):
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if kind == "mapping":
         pairs = [(_walk(k, True), _walk(v, one_line)) for k, v in value.items()]
         if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items())):
             return value
-        return type(value)(pairs) if type(value) is dict else dict(pairs)
-    return value
+        return dict(pairs)
+    return value  # numbers, None, enums: nothing to escape
+
+
+_KINDS: dict[type, str] = {}  # type -> how to walk it, decided once per type
+
+
+def _kind(cls: type) -> str:
+    if issubclass(cls, str):
+        return "str"
+    if dataclasses.is_dataclass(cls):
+        return "dataclass"
+    if issubclass(cls, (tuple, list, frozenset)):
+        return "sequence"
+    return "mapping" if issubclass(cls, dict) else "leaf"
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -67,7 +83,3 @@ def _init_fields(cls: type) -> tuple[str, ...]:
     if cls not in _FIELDS:
         _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init)
     return _FIELDS[cls]
-
-
-def _is_namedtuple(value: Any) -> bool:
-    return isinstance(value, tuple) and hasattr(value, "_fields")
