@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from shmdoctor.cli import main
-from tests.helpers import BUSYBOX, DATA, unique_name, validate
+from tests import compose_loop
+from tests.helpers import BUSYBOX, DATA, PYTHON, REPO, unique_name, validate
 
 COMPOSE = DATA / "manifests" / "docker-compose.yml"
 
@@ -114,3 +115,13 @@ def test_swarm_tmpfs_workaround_matches_the_engine(images, capsys):
     mount = f"type=tmpfs,destination={volume['target']},tmpfs-size={volume['tmpfs']['size']}"
     assert df_shm_bytes("--mount", mount) == reports["evaluator"]["shm"]["size_bytes"]
     assert df_shm_bytes() == reports["trainer"]["shm"]["size_bytes"]  # shm_size: 2g, ignored: the engine's default
+
+
+@pytest.mark.parametrize("written, finding, failure", compose_loop.CASES)
+def test_the_compose_fix_lint_prints_makes_the_loader_train_under_docker_compose(
+    images, tmp_path, written, finding, failure
+):
+    """lint's closed loop under Debian's docker-compose 1.29 on the Docker engine (tests/compose_loop.py)."""
+    compose_loop.closed_loop(
+        {"image": PYTHON, "volumes": [f"{REPO}:/src:ro"]}, None, tmp_path, written, finding, failure
+    )
