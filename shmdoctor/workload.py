@@ -9,6 +9,7 @@ from typing import Literal, Union
 
 from . import capacity, consumers
 from .errors import UsageError
+from .limits import MAX_DIGITS, bounded, shown
 from .loader import LOADER_LABEL, LoaderSpec
 from .model import Facts, Need, Requirement
 from .probe.workload import gpu_count
@@ -16,14 +17,14 @@ from .sizes import parse_size
 
 MAX_GPUS = 1024  # local ranks of one host, past any machine built
 MAX_COUNT = 1_000_000  # nodes, model instances
+_MOST = {"gpus": MAX_GPUS, "tensor_parallel_size": MAX_GPUS, "nodes": MAX_COUNT, "triton_instances": MAX_COUNT}
 RayStore = Union[int, Literal["auto"]]
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
-def bounded(name: str, value: int | None, least: int, most: int) -> int | None:
-    if value is not None and not least <= value <= most:
-        raise UsageError(f"{name} must be between {least} and {most}, got {value}")
-    return value
+def _digits(value: str) -> bool:
+    """ASCII digits, as many as a number has ('²' is a digit to str.isdigit, not to int; 5000 digits are refused)."""
+    return value.isascii() and value.isdigit() and len(value) <= MAX_DIGITS
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,9 @@ class Consumers:
     triton_instances: int | None = None
 
     def __post_init__(self) -> None:
-        bounded("gpus", self.gpus, 1, MAX_GPUS)
-        bounded("tensor_parallel_size", self.tensor_parallel_size, 1, MAX_GPUS)
-        bounded("nodes", self.nodes, 1, MAX_COUNT)
-        bounded("triton_instances", self.triton_instances, 1, MAX_COUNT)
+        for name, most in _MOST.items():
+            if getattr(self, name) is not None:
+                bounded(name, getattr(self, name), 1, most)
         if self.tensor_parallel_size is not None and self.serve is None:
             raise UsageError("--tensor-parallel-size needs --serve vllm or --serve sglang")
 
@@ -59,10 +59,10 @@ class Consumers:
                 out[key] = low in _TRUE
             elif key == "ray_object_store":
                 out[key] = "auto" if low == "auto" else parse_size(value, what="ray_object_store")
-            elif key in ("gpus", "nodes", "tensor_parallel_size", "triton_instances") and value.isdigit():
+            elif key in ("gpus", "nodes", "tensor_parallel_size", "triton_instances") and _digits(value):
                 out[key] = int(value)
             else:
-                raise UsageError(f"workload spec {text!r}: {key}={value!r} is not a value it takes")
+                raise UsageError(f"workload spec {shown(text)}: {key}={shown(value)} is not a value it takes")
         return cls(**out)  # type: ignore[arg-type]
 
     @property

@@ -91,7 +91,10 @@ def test_a_label_carries_the_consumers_too():
 @pytest.mark.parametrize(
     "label, message",
     [
-        ("gpus=100000", "gpus must be between 1 and 1024"),
+        ("gpus=100000", "gpus must be at most 1024"),
+        ("gpus=0", "gpus must be an integer of at least 1"),
+        ("gpus=²", "gpus='²' is not a value it takes"),  # a digit to str.isdigit, not to int
+        ("nodes=" + "9" * 5000, "is not a value it takes"),  # more digits than int() takes
         ("nccl=maybe", "nccl='maybe' is not a value it takes"),
         ("tensor_parallel_size=2", "needs --serve"),
         ("ray_object_store=lots", "cannot read"),
