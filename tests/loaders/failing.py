@@ -1,6 +1,7 @@
 """Real failures for explain and run, made to happen in containers: python tests/loaders/failing.py MODE [...]
 
 seed [--batches N --workers W --step S]  the seed article's loader (batch 100 x 1 MiB), uncaught: its own traceback
+     [--fill]                             first step: until the whole prefetch is in /dev/shm (or a worker died)
 fds [--tensors N]                         each batch a list of N small tensors: one descriptor each (ancdata)
 sigbus [--mib N]                          a file in /dev/shm, ftruncated and touched past what the tmpfs has: SIGBUS
 ignore-term [--seconds S]                 ignores SIGTERM, prints 'ignoring SIGTERM' when one comes, exits 0 after S
@@ -23,18 +24,35 @@ def seed(args) -> None:
     from torch.utils.data import DataLoader, Dataset
 
     class Samples(Dataset):
+        sample = torch.ones(2**18)  # 1 MiB, the article's one tensor: the workers' memory is the batches they build
+
         def __len__(self) -> int:
             return 100 * args.batches
 
         def __getitem__(self, idx: int):
-            return torch.ones(2**18)  # 1 MiB
+            return self.sample
 
     loader = DataLoader(Samples(), batch_size=100, num_workers=args.workers, prefetch_factor=args.prefetch)
     done, start = 0, time.monotonic()
-    for _batch in loader:
+    batches = iter(loader)
+    for _batch in batches:
+        if args.fill and not done:  # the batch held and every prefetched one: the formula's whole need, at once
+            in_flight = min(args.batches, args.workers * args.prefetch + 1)
+            _until_in_shm(in_flight * 100 * 2**20, batches._workers)
         done += 1
         time.sleep(args.step)  # the training step, slower than loading
     print(f"trained on {done} batches in {time.monotonic() - start:.2f} s", flush=True)
+
+
+def _until_in_shm(need: int, workers, seconds: float = 120.0) -> None:
+    """Waits until /dev/shm holds `need` bytes, as a step slower than loading lets it, whatever the machine's load;
+    or until a worker died (the OOM killer's choice, say), or `seconds` passed: the loop then goes on and shows why."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and all(w.is_alive() for w in workers):
+        st = os.statvfs("/dev/shm")
+        if (st.f_blocks - st.f_bfree) * st.f_frsize >= need:
+            return
+        time.sleep(0.05)
 
 
 def fds(args) -> None:
@@ -105,6 +123,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--prefetch", type=int, default=2)
     ap.add_argument("--step", type=float, default=0.1)
+    ap.add_argument("--fill", action="store_true")
     ap.add_argument("--tensors", type=int, default=200)
     ap.add_argument("--mib", type=int, default=128)
     ap.add_argument("--seconds", type=float, default=3.0)

@@ -80,13 +80,14 @@ def test_a_success_in_2_gib_measures_the_peak_of_the_formula(tmp_path):
 
 
 def test_a_memory_limit_below_the_need_is_caught_from_the_host(tmp_path):
-    """The container is OOM-killed: nothing inside may live to say so. explain --container reads its State."""
+    """The container is OOM-killed: what lived inside may not say why. explain --container reads its State.
+    --fill: the loop waits for its whole prefetch in /dev/shm, so the limit is met on a busy machine too."""
     name = unique_name("run-oom")
     try:
         subprocess.run(
             ["docker", "run", "--name", name, "--network", "none", "--shm-size=2g", "--memory=700m",
              "--memory-swap=700m", "-v", f"{REPO}:/src:ro", "-w", "/src", PYTHON,
-             "python", "-m", "shmdoctor", "run", "--", "python", "tests/loaders/failing.py", "seed", "--batches", "20"],
+             "python", "-m", "shmdoctor", "run", "--", "python", "tests/loaders/failing.py", "seed", "--fill"],
             capture_output=True, timeout=600,
         )  # fmt: skip
         proc = run_cli("explain", "--container", name, "--format", "json")
