@@ -1,6 +1,7 @@
 """Shared test plumbing: the markers each folder implies, and fixtures for the real engine, test images and torch.
 
-A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus) without being told; a test
+A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus) without being told (podman
+and prometheus also docker: they need an engine, so the fast lane leaves them out); a test
 marked with a need skips when the need is missing, and fails under CI=true: the suite's real work is the point.
 Tests in tests/unit/ need neither an engine nor torch. Plain helpers: tests/helpers.py.
 """
@@ -20,6 +21,9 @@ from tests.helpers import BUSYBOX, PYTHON, REPO, kill_started, missing, unique_n
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 UNIT = Path(__file__).resolve().parent / "unit"
 NEEDS_TOOLS = {"engine", "images", "torch_module"}
+# Folders whose tests need a container engine beside their own tool (Podman's; the exporter reads the Docker engine's
+# containers, and its examples run under docker-compose): marked docker too.
+ENGINE_KINDS = {"podman", "prometheus"}
 SHMDOCTOR_IMAGE = f"shmdoctor-test/shmdoctor:{unique_name('dev')}"  # this run's build of the Dockerfile, removed after
 
 
@@ -48,6 +52,8 @@ def pytest_collection_modifyitems(config, items):
             if kind not in NEEDS:
                 raise pytest.UsageError(f"{path}: tests/integration/{kind}/ is not one of {sorted(NEEDS)}")
             item.add_marker(kind)
+            if kind in ENGINE_KINDS:  # run against an engine: the fast lane (-m "not docker and not torch") skips them
+                item.add_marker("docker")
         elif path.is_relative_to(UNIT):
             needs = {m.name for m in item.iter_markers() if m.name in NEEDS} | (NEEDS_TOOLS & set(item.fixturenames))
             if needs:
