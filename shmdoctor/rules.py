@@ -4,7 +4,7 @@ its finding (message and fixes) or None. Pure functions: no I/O here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Literal, Optional, TypeVar
 
 from . import capacity, consumers, fixes
 from .model import (
@@ -22,6 +22,7 @@ from .sizes import MiB, format_size, page_floor
 
 Hit = Optional[tuple[str, tuple[Fix, ...]]]  # the finding's message and fixes, or None: the rule does not fire
 Check = Callable[[Facts, Optional[Requirement]], Hit]
+AnyCheck = TypeVar("AnyCheck", bound=Callable[..., Hit])
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class Rule:
     id: str
     severity: Severity
     summary: str
-    check: Check
+    check: Callable[..., Hit]  # Check for the facts' rules; bench's take what a sweep measured (rules_bench)
+    on: Literal["facts", "bench"] = "facts"
 
 
 RULES: list[Rule] = []
@@ -38,9 +40,11 @@ LOADER_EXAMPLE = "shmdoctor.loader=batch_size=100,num_workers=4,sample_bytes=1Mi
 FD_BASE = 256  # descriptors a training process holds before its loader's segments
 
 
-def rule(id: str, severity: Severity, summary: str) -> Callable[[Check], Check]:
-    def register(check: Check) -> Check:
-        RULES.append(Rule(id, severity, summary, check))
+def rule(
+    id: str, severity: Severity, summary: str, on: Literal["facts", "bench"] = "facts"
+) -> Callable[[AnyCheck], AnyCheck]:
+    def register(check: AnyCheck) -> AnyCheck:
+        RULES.append(Rule(id, severity, summary, check, on))
         return check
 
     return register
@@ -387,9 +391,15 @@ def ray_object_store_fallback(facts: Facts, need: Requirement | None) -> Hit:
 def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error") -> Report:
     findings = []
     for r in RULES:
+        if r.on != "facts":
+            continue
         hit = r.check(facts, need)
         if hit:
             message, fixes_ = hit
             findings.append(Finding(r.id, r.severity, message, tuple(fixes_)))
     findings.sort(key=lambda f: -SEVERITY_RANK[f.severity])
     return Report(facts=facts, requirement=need, findings=tuple(findings), fail_on=fail_on)
+
+
+# bench's findings join the catalogue: imported here, after judge, which they use
+from . import rules_bench  # noqa: E402,F401

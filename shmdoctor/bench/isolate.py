@@ -18,7 +18,7 @@ from ..model import SHM
 from ..shm import removal as clean
 from ..shm.segments import Entry, creator_pid, recognise
 from .sampler import ShmSampler, oom_kills, shm_used
-from .status import classify
+from .status import classify_end
 from .zygote import Zygote
 
 GRACE = 120  # seconds over the budget before a config is killed: the dataset's import, CUDA, the first batch
@@ -125,7 +125,7 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_charged: bool = True, 
             sampler.stop()
             removed = remove_segments(shm_path, before, pids)
         log_text = Path(log_path).read_text(errors="replace")[-LOG_TAIL:] if os.path.exists(log_path) else ""
-    status, message = classify(
+    status, message = classify_end(
         measured.get("error", ""),
         log_text,
         returncode,
@@ -148,7 +148,7 @@ def run(job: dict, *, timeout: float, zygote: Zygote, shm_charged: bool = True, 
 
 
 def _worker_pids(path: str) -> set[int]:
-    """The pids the workers wrote as they started (runner._gate): seen even when they die at once."""
+    """The pids the workers wrote as they started (child._gate): seen even when they die at once."""
     try:
         with open(path) as f:
             return {int(line) for line in f if line.strip().isdigit()}

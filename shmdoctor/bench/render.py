@@ -14,8 +14,8 @@ from ..render.text import fix_lines
 from ..render.text import style as _style
 from ..sizes import docker_size, format_size
 from .model import Config, Result
-from .run import Workload, need
 from .sweep import Recommendation
+from .workload import Workload, need
 
 
 def _config(r: Result) -> dict[str, Any]:

@@ -87,7 +87,9 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
     from .. import capacity
     from ..options import loader_spec
     from ..probe import local
-    from . import render, run, sweep
+    from ..rules_bench import judge_bench
+    from . import parent, render, sweep
+    from .workload import Workload, need, refusal
 
     name, info = resolve_device(request.device)
     cuda = name.startswith("cuda")
@@ -100,7 +102,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
         pin_memory=False,
         ranks=1,
     ).config()
-    workload = run.Workload(
+    workload = Workload(
         batch_size=request.batch_size,
         sample_bytes=measured.sample_bytes,
         batch_bytes=measured.batch_bytes,
@@ -121,7 +123,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
         request.persistent_workers or (False,),
     )
     facts = local.probe()
-    why_not = run.refusal(workload, configs, psutil.virtual_memory().available, capacity.memory_room(facts))
+    why_not = refusal(workload, configs, psutil.virtual_memory().available, capacity.memory_room(facts))
     if why_not:
         raise UsageError(why_not)
     available = capacity.available(facts)
@@ -129,7 +131,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
         configs,
         search=request.search,
         exhaustive=request.exhaustive,
-        need=lambda c: run.need(workload, c).bytes,
+        need=lambda c: need(workload, c).bytes,
         capacity=available,
         run_failing=request.run_failing,
     )
@@ -138,7 +140,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
     try:
         with (
             progress(len(configs), cuda) as done,
-            closing(run.sweep(workload, plan, zygote, memory_limited=facts.memory.limit_bytes is not None)) as each,
+            closing(parent.sweep(workload, plan, zygote, memory_limited=facts.memory.limit_bytes is not None)) as each,
         ):
             pending()
             for result in each:
@@ -150,9 +152,9 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
             raise
         ran = sum(r.status != "skipped" for r in results)
         note, code = f"shmdoctor: {stop.word} after {ran} of {len(configs)} configs", stop.exit_code
-        results += plan.skipped(lambda c: run.need(workload, c).bytes)
+        results += plan.skipped(lambda c: need(workload, c).bytes)
     rec = sweep.recommend(results, available)
-    found = run.findings(workload, results, facts)
+    found = judge_bench(workload, results, facts)
     doc = render.document(workload, results, rec, found, facts, info)
     if code is None:
         code = ExitCode.FINDING if any(f.severity == "error" for f in found) else ExitCode.OK

@@ -38,7 +38,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def classify(
+def classify_end(
     error: str,
     log: str,
     returncode: int | None,

@@ -152,7 +152,7 @@ def _child(request: dict) -> None:
     import multiprocessing
 
     multiprocessing.current_process()._config.pop("tempdir", None)  # type: ignore[attr-defined]  # pymp-* folders: under the config's own
-    from .runner import main
+    from .child import main
 
     main([request["job"], request["result"]])  # ends the process
 
@@ -182,7 +182,7 @@ def serve(parent: int) -> None:
     import torch  # noqa: F401  (the point of the zygote: imported once, inherited by every child)
     import torch.utils.data  # noqa: F401
 
-    from . import runner  # noqa: F401
+    from . import child  # noqa: F401
 
     for raw in sys.stdin:
         request = json.loads(raw)

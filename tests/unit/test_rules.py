@@ -168,7 +168,7 @@ def test_rule_cases(rule_id, changes, need, fires):
 
 
 def test_every_rule_has_cases_both_ways():
-    for r in RULES:
+    for r in (r for r in RULES if r.on == "facts"):  # bench's rules: tests/unit/test_rules_bench.py
         outcomes = {case[2] for case in CASES.get(r.id, [])}
         assert outcomes == {True, False}, f"rule {r.id} needs catching and non-catching cases"
 

@@ -13,7 +13,7 @@ import pytest
 
 from shmdoctor.bench import isolate
 from shmdoctor.bench.model import Config
-from shmdoctor.bench.run import Workload, job
+from shmdoctor.bench.workload import Workload, job
 from shmdoctor.bench.zygote import Zygote
 from shmdoctor.model import SHM
 from tests.helpers import run_cli

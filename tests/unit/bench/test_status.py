@@ -4,7 +4,7 @@ import signal
 
 import pytest
 
-from shmdoctor.bench.status import classify
+from shmdoctor.bench.status import classify_end
 
 WORKER = "Caught RuntimeError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n  ...\n"
 ENOSPC = WORKER + (
@@ -48,21 +48,21 @@ ANCDATA = "RuntimeError: received 0 items of ancdata"
     ],
 )
 def test_classify(error, log, rc, present, status, says):
-    got, message = classify(error, log, rc, shm_present=present)
+    got, message = classify_end(error, log, rc, shm_present=present)
     assert got == status
     assert says in message
 
 
 def test_a_worker_the_oom_killer_ended_is_told_by_the_cgroup_counter():
     exited = "RuntimeError: DataLoader worker (pid(s) 17) exited unexpectedly"  # the real words for it
-    assert classify(exited, "", 1)[0] == "error"
-    status, message = classify(exited, "", 1, oom_killed=True)
+    assert classify_end(exited, "", 1)[0] == "error"
+    status, message = classify_end(exited, "", 1, oom_killed=True)
     assert status == "shm-exhausted" and "OOM killer" in message and "exited unexpectedly" in message
 
 
 def test_a_timeout_is_an_error_unless_shm_ran_out_first():
-    assert classify("", "", -signal.SIGKILL, timed_out=True)[0] == "error"
-    assert classify(ENOSPC, "", -signal.SIGKILL, timed_out=True)[0] == "shm-exhausted"
+    assert classify_end("", "", -signal.SIGKILL, timed_out=True)[0] == "error"
+    assert classify_end(ENOSPC, "", -signal.SIGKILL, timed_out=True)[0] == "shm-exhausted"
 
 
 @pytest.mark.parametrize(
@@ -76,6 +76,6 @@ def test_a_timeout_is_an_error_unless_shm_ran_out_first():
 def test_a_kill_for_memory_is_memory_where_no_limit_counts_the_runs_shm(error, rc, oom_killed):
     # issue 11: 23 GB of batches with num_workers=0 and no memory limit set off the host's OOM killer; that is not
     # /dev/shm running out, and nothing about /dev/shm may be said or fixed
-    status, message = classify(error, "", rc, oom_killed=oom_killed, shm_charged=False)
+    status, message = classify_end(error, "", rc, oom_killed=oom_killed, shm_charged=False)
     assert status == "out-of-memory" and "not /dev/shm" in message
-    assert classify(error, "", rc, oom_killed=oom_killed, shm_charged=True)[0] == "shm-exhausted"
+    assert classify_end(error, "", rc, oom_killed=oom_killed, shm_charged=True)[0] == "shm-exhausted"

@@ -20,7 +20,7 @@ def _document_classes() -> dict[str, type]:
     """Every class in the package that says what kind of document it is (a `kind` of its own, a ClassVar)."""
     found = {}
     for info in pkgutil.walk_packages(shmdoctor.__path__, "shmdoctor."):
-        if info.name.endswith(("__main__", "bench.runner", "bench.zygote", "bench.synthetic")):
+        if info.name.endswith(("__main__", "bench.child", "bench.zygote", "bench.synthetic")):
             continue  # run as programs, or torch at import
         module = importlib.import_module(info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from shmdoctor.bench.model import Config
-from shmdoctor.bench.run import Workload, memory_need, refusal
+from shmdoctor.bench.workload import Workload, memory_need, refusal
 from shmdoctor.sizes import GiB, MiB
 
 B = 100 * MiB
