@@ -237,7 +237,7 @@ def nofile_low(facts: Facts, need: Requirement | None) -> Hit:
         )
         return msg, (
             Fix("raise the descriptor limit", docker_args=(f"--ulimit=nofile={descriptors * 4}",)),
-            Fix("or, in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
+            Fix("in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
     return None
 

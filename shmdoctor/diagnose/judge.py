@@ -211,7 +211,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
                 Fix("use the host's /dev/shm", docker_args=("--ipc=host",), caveat=fixes.IPC_HOST_CAVEAT),
             )
         if consumer == "nccl":
-            out += (Fix("or keep NCCL off /dev/shm (slower: sockets)", shell="export NCCL_SHM_DISABLE=1"),)
+            out += (Fix("keep NCCL off /dev/shm (slower: sockets)", shell="export NCCL_SHM_DISABLE=1"),)
         if need is not None:
             out += fixes.fit_today(need, facts)
         return out
@@ -230,7 +230,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
         )
         return (
             raise_limit,
-            Fix("or, in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
+            Fix("in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
     if cause == "memory-limit":
         held = facts.shm.size_bytes if facts.shm.size_bytes is not None else (measured.peak_bytes if measured else 0)
@@ -239,7 +239,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
         if facts.memory.limit_bytes and facts.shm.size_bytes and facts.shm.size_bytes > facts.memory.limit_bytes:
             out += (
                 Fix(
-                    f"or size /dev/shm below the memory limit ({format_size(facts.memory.limit_bytes)}): a full "
+                    f"size /dev/shm below the memory limit ({format_size(facts.memory.limit_bytes)}): a full "
                     "/dev/shm then fails with an error instead of a silent OOM kill"
                 ),
             )
@@ -251,7 +251,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
                 shell="sed -i 's/^#\\?RemoveIPC=.*/RemoveIPC=no/' /etc/systemd/logind.conf && "
                 "systemctl restart systemd-logind",
             ),
-            Fix("or keep the user logged in for the job's life", shell="loginctl enable-linger $USER"),
+            Fix("keep the user logged in for the job's life", shell="loginctl enable-linger $USER"),
         )
     if cause == "shm-leak":
         return (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)

@@ -166,7 +166,9 @@ def facts_lines(report: Report) -> list[str]:
     mem = facts.memory
     limit = f"limit {format_size(mem.limit_bytes)}" if mem.limit_bytes else "no limit"
     out.append(f"  memory     {limit}, {format_size(mem.used_bytes)} used")
-    out.append(f"  ulimit -n  {facts.nofile or 'unlimited'}" + (f"    CPUs {facts.cpus:g}" if facts.cpus else ""))
+    # None: no soft limit where shmdoctor runs; not set, for a container told by its definition or inspect
+    nofile = facts.nofile or ("unlimited" if facts.target.kind == "local" else "the engine's default")
+    out.append(f"  ulimit -n  {nofile}" + (f"    CPUs {facts.cpus:g}" if facts.cpus else ""))
     return out
 
 
