@@ -29,13 +29,16 @@ from ..shm.removal import clean
 )
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
 def command(names, yes, exclusive, directory, fmt) -> int:
-    """Leaked segments (torch_<pid>_<n>_<n>, nccl-XXXXXX, sem.mp-XXXXXXXX, names matched whole) that no live
-    process holds, with their sizes; --yes removes them.
+    """Leaked segments (torch_<pid>_<n>_<n>, nccl-XXXXXX, sem.mp-XXXXXXXX, sgl_shm_mq_<pid>_<8 hex>, names matched
+    whole) that no live process holds, with their sizes; --yes removes them. Python shared_memory's psm_<8 hex>
+    (vLLM), Ray's plasmaXXXXXX and Triton's triton_python_backend_shm_region_<uuid> are listed as kept, with why:
+    they may outlive their holders by design and their names carry no creator.
 
     A segment held by a live process (descriptor or map, unlinked ones included), one whose creator is still
     alive (a batch in flight) and any file shmdoctor does not recognise are never touched. Outside the host's PID
-    namespace (in a container) a PyTorch segment's creator cannot be checked, since a peer sharing /dev/shm may
-    have it in flight: those are kept, with the reason, unless --exclusive says no other container shares it. Each
+    namespace (in a container) a PyTorch or SGLang segment's creator cannot be checked, since a peer sharing
+    /dev/shm may have it in flight: those are kept, with the reason, unless --exclusive says no other container
+    shares it. Each
     removal happens under a kernel write lease, granted only while no process has the file open or mapped, even
     one /proc does not show. NAME limits the work to those segments. Exit 1 when a leaked segment could not be
     removed.

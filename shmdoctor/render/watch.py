@@ -38,6 +38,10 @@ def _holder_lines(holders: tuple[Holder, ...]) -> list[str]:
     return out
 
 
+def _consumers_line(consumers: dict[str, int]) -> str:
+    return ", ".join(f"{term} {format_size(size)}" for term, size in consumers.items())
+
+
 def _share(part: int, whole: int | None) -> str:
     if not whole:
         return "-"
@@ -83,6 +87,7 @@ def sample_json(doc: Sample) -> str:
     if doc.holders is not None:  # present only in the samples where /proc was scanned
         out["holders"] = [_holder_dict(h) for h in doc.holders.holders]
         out["held_bytes"] = doc.holders.bytes
+        out["consumers"] = doc.consumers or {}
     return json.dumps(out)
 
 
@@ -110,6 +115,8 @@ def summary_text(doc: Summary) -> str:
             + (", biggest hold of each:" if n else "")
         )
         out += _holder_lines(doc.holders)
+        if doc.consumers:
+            out.append(f"  by name  {_consumers_line(doc.consumers)} (each consumer's biggest use seen)")
     if doc.unreadable:
         out.append(f"note: could not read {len(doc.unreadable)} process(es): {'; '.join(doc.unreadable[:3])}")
     return "\n".join(out)
@@ -131,6 +138,7 @@ def summary_json(doc: Summary) -> str:
             "budget_bytes": doc.budget_bytes,
             "peak_over_budget": doc.over_budget,
             "holders": [_holder_dict(h) for h in doc.holders],
+            "consumers": doc.consumers,
             "unreadable": list(doc.unreadable),
             "interrupted": doc.interrupted,
         }

@@ -21,6 +21,8 @@ from ..probe import holders as holders_probe
 from ..probe import local
 from ..probe.holders import Holder, Holders
 from ..sizes import MiB
+from . import segments
+from .removal import list_files
 
 HEARTBEAT_S = 5.0  # a sample is news when usage or the holders changed, and at least this often
 
@@ -52,6 +54,7 @@ class Sample:
     peak_bytes: int  # so far
     budget_bytes: int | None
     holders: Holders | None  # scanned at this sample, or None
+    consumers: dict[str, int] | None  # with a scan: the use per consumer, by name (segments.by_consumer)
     news: bool  # usage or holders changed since the last news, or HEARTBEAT_S passed: what a reader needs to see
     holders_changed: bool  # scanned, and not the same holds (pid, bytes) as the last scan that was news
 
@@ -71,6 +74,7 @@ class Summary:
     over_budget: bool | None  # None without a budget
     holders: tuple[Holder, ...]  # each process's biggest hold seen, biggest first
     unreadable: tuple[str, ...]
+    consumers: dict[str, int] = field(default_factory=dict)  # each consumer's biggest use seen, biggest first
     stopped_by: int | None = None  # the signal that ended it, None when its duration did
 
     @property
@@ -95,6 +99,7 @@ class Tally:
     samples: int = 0
     scans: int = 0
     top: dict[int, Holder] = field(default_factory=dict)  # per pid: its biggest hold seen
+    consumers: dict[str, int] = field(default_factory=dict)  # per consumer: its biggest use seen
     unreadable: set[str] = field(default_factory=set)
 
     def sample(self, t: float, size: int, used: int) -> None:
@@ -105,8 +110,10 @@ class Tally:
         if used > self.peak or self.samples == 1:
             self.peak, self.peak_t = used, t
 
-    def scanned(self, found: Holders) -> None:
+    def scanned(self, found: Holders, consumers: dict[str, int]) -> None:
         self.scans += 1
+        for term, size in consumers.items():
+            self.consumers[term] = max(size, self.consumers.get(term, 0))
         self.unreadable.update(found.unreadable)
         for h in found.holders:
             if h.pid not in self.top or h.bytes > self.top[h.pid].bytes:
@@ -114,6 +121,9 @@ class Tally:
 
     def biggest(self) -> list[Holder]:
         return sorted(self.top.values(), key=lambda h: (-h.bytes, h.pid))
+
+    def biggest_consumers(self) -> dict[str, int]:
+        return dict(sorted(self.consumers.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 class Sampler:
@@ -135,25 +145,39 @@ class Sampler:
         return Start(self.directory, interval, self.holders_every, self.budget)
 
     def sample(self, t: float) -> Sample:
-        """Read the usage now, and the holders when it changed and the last scan is holders_every old."""
+        """Read the usage now, and the holders (and the listing, for the use per consumer) when it changed and the
+        last scan is holders_every old."""
         try:
             size, used, _ = local.shm_usage(self.directory)
         except OSError as e:
             raise ProbeError(f"cannot read the usage of {self.directory} (statvfs: {e.strerror})") from None
-        fresh = None
+        fresh, files = None, None
         if self.holders_every and used != self._scan_used and t - self._scan_t >= self.holders_every:
             try:
                 fresh = holders_probe.scan(self.directory)
             except OSError as e:
                 raise ProbeError(f"cannot scan the holders of {self.directory}: {e.strerror}") from None
+            files = list_files(self.directory)
             self._scan_t, self._scan_used = t, used
-        return self.record(t, size, used, fresh)
+        return self.record(t, size, used, fresh, files=files)
 
-    def record(self, t: float, size: int, used: int, fresh: Holders | None, now: datetime | None = None) -> Sample:
-        """A reading (and a scan, if one was made), added to the tally and told as news or not."""
+    def record(
+        self,
+        t: float,
+        size: int,
+        used: int,
+        fresh: Holders | None,
+        now: datetime | None = None,
+        *,
+        files: list[segments.File] | None = None,
+    ) -> Sample:
+        """A reading (and a scan with the listing of the directory, if one was made), added to the tally and told
+        as news or not."""
         self.tally.sample(t, size, used)
+        consumers = None
         if fresh is not None:
-            self.tally.scanned(fresh)
+            consumers = segments.by_consumer(files or [], fresh)
+            self.tally.scanned(fresh, consumers)
         holds = [(h.pid, h.bytes) for h in fresh.holders] if fresh is not None else self._news_holders
         holders_changed = holds != self._news_holders
         news = used != self._news_used or t - self._news_t >= HEARTBEAT_S or holders_changed
@@ -167,6 +191,7 @@ class Sampler:
             peak_bytes=self.tally.peak,
             budget_bytes=self.budget,
             holders=fresh,
+            consumers=consumers,
             news=news,
             holders_changed=holders_changed,
         )
@@ -186,6 +211,7 @@ class Sampler:
             over_budget=None if self.budget is None else not within_budget(w.peak, self.budget),
             holders=tuple(w.biggest()),
             unreadable=tuple(sorted(w.unreadable)),
+            consumers=w.biggest_consumers(),
             stopped_by=stopped_by,
         )
 

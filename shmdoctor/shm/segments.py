@@ -15,20 +15,64 @@ from ..probe.holders import Holders
 # flight (queued between a worker and the loop) nobody maps them, so a segment whose creator is alive is never
 # leaked (see plan_removal).
 TORCH = re.compile(r"torch_([0-9]+)_[0-9]+_[0-9]+")
+# sgl_shm_mq_<creator pid>_<8 hex>: SGLang's tensor-parallel message queue (a Python SharedMemory named after its
+# creator), mapped by the creator and its readers for as long as the server runs; the creator's pid is checked
+# as torch_'s is.
+SGLANG = re.compile(r"sgl_shm_mq_([0-9]+)_[0-9a-f]{8}")
+
+
+@dataclass(frozen=True)
+class Known:
+    pattern: re.Pattern[str]
+    shape: str  # the name as documentation writes it
+    kind: str  # who makes it, in words
+    consumer: str  # the requirement's term it belongs to (Workload's), or "other"
+    kept: str = ""  # why one nobody holds is still not proven leaked: never removed (empty: removable)
+
+
 KNOWN = (
-    (TORCH, "torch_<pid>_<n>_<n>", "PyTorch"),
+    Known(TORCH, "torch_<pid>_<n>_<n>", "PyTorch", "dataloader"),
     # nccl-XXXXXX (mkstemp's six letters or digits, then fallocate): NCCL's shared-memory transport, unlinked once
     # both peers mapped it.
-    (re.compile(r"nccl-[A-Za-z0-9]{6}"), "nccl-XXXXXX", "NCCL"),
+    Known(re.compile(r"nccl-[A-Za-z0-9]{6}"), "nccl-XXXXXX", "NCCL", "nccl"),
     # sem.mp-<8 of [a-z0-9_]>: Python multiprocessing's named semaphores (synchronize.SemLock._make_name:
     # '/mp-' + tempfile._RandomNameSequence), used by DataLoader queues, mapped by every user and unlinked by
     # multiprocessing or its resource tracker; a named one nobody maps outlived a killed process.
-    (re.compile(r"sem\.mp-[a-z0-9_]{8}"), "sem.mp-XXXXXXXX", "Python multiprocessing semaphore"),
+    Known(re.compile(r"sem\.mp-[a-z0-9_]{8}"), "sem.mp-XXXXXXXX", "Python multiprocessing semaphore", "dataloader"),
+    Known(SGLANG, "sgl_shm_mq_<pid>_<8 hex>", "SGLang", "sglang"),
+    # psm_<8 hex>: multiprocessing.shared_memory.SharedMemory's own names ('/psm_' + secrets.token_hex(4)), vLLM's
+    # broadcast rings among others. Such a segment may outlive every handle by design (a producer closes it, a
+    # consumer attaches later by name; only unlink() ends it), and its name carries no creator: kept.
+    Known(
+        re.compile(r"psm_[0-9a-f]{8}"),
+        "psm_<8 hex>",
+        "Python shared_memory (vLLM)",
+        "vllm",
+        kept="Python shared_memory outlives its handles by design and its name carries no creator: "
+        "nothing proves it leaked (remove it yourself once no program of yours attaches to it by name)",
+    ),
+    # plasmaXXXXXX: Ray's object store (plasma's dlmalloc: mkstemp, then unlink at once). Seen by name only when a
+    # store died between the two; its pages are found through its holders' maps.
+    Known(
+        re.compile(r"plasma[A-Za-z0-9]{6}"),
+        "plasmaXXXXXX",
+        "Ray object store",
+        "ray",
+        kept="Ray unlinks its object store at once and its name carries no creator: nothing proves it leaked",
+    ),
+    # triton_python_backend_shm_region_<uuid>: one region per python backend model instance, kept until its stub
+    # exits; a stub may be restarted and attach to it again.
+    Known(
+        re.compile(r"triton_python_backend_shm_region_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
+        "triton_python_backend_shm_region_<uuid>",
+        "Triton python backend",
+        "triton",
+        kept="its name carries no creator, and a Triton server may restart a stub that attaches to it again: "
+        "nothing proves it leaked (it goes when its server stops)",
+    ),
 )
-# Not included, on purpose: psm_* (multiprocessing.shared_memory) may outlive every handle by design (a producer
-# closes it, a consumer attaches later by name; only unlink() ends it), so 'nobody holds it' does not mean leaked.
 # Other sem.* files and anything else belong to programs whose rules shmdoctor does not know.
-PATTERNS = ", ".join(shape for _, shape, _ in KNOWN)
+PATTERNS = ", ".join(k.shape for k in KNOWN)
 NOT_VISIBLE = (
     "its creator's pid cannot be checked outside the host's PID namespace (a peer container sharing "
     "/dev/shm may have it in flight): clean --exclusive removes it when no other container shares this /dev/shm, "
@@ -50,7 +94,7 @@ class Entry:
     name: str
     inode: int
     bytes: int
-    kind: str  # the KNOWN label
+    kind: str  # the Known kind
     why: str = ""  # why it is kept
 
 
@@ -65,21 +109,33 @@ class Plan:
         return sum(e.bytes for e in self.leaked)
 
 
+def known(name: str) -> Known | None:
+    return next((k for k in KNOWN if k.pattern.fullmatch(name)), None)
+
+
 def recognise(name: str) -> str | None:
-    return next((label for pattern, _, label in KNOWN if pattern.fullmatch(name)), None)
+    k = known(name)
+    return k.kind if k else None
+
+
+def consumer(name: str) -> str:
+    """The consumer a segment's name says it belongs to (a requirement term), or "other"."""
+    k = known(name)
+    return k.consumer if k else "other"
 
 
 def creator_pid(name: str) -> int | None:
-    """The pid a PyTorch segment's name carries (in its creator's PID namespace)."""
-    m = TORCH.fullmatch(name)
+    """The pid a PyTorch or SGLang segment's name carries (in its creator's PID namespace)."""
+    m = TORCH.fullmatch(name) or SGLANG.fullmatch(name)
     return int(m.group(1)) if m else None
 
 
 def plan_removal(files: list[File], holders: Holders, *, creators_visible: bool = True) -> Plan:
     """Leaked: a known name that no process holds and whose creator (when the name says) is not alive.
 
+    A name that carries no creator and may outlive its holders by design (psm_, plasma, Triton's) is kept, with why.
     creators_visible False: the directory may be shared with processes of PID namespaces this one cannot see, so a
-    creator's pid cannot be checked and PyTorch's segments are kept.
+    creator's pid cannot be checked and PyTorch's and SGLang's segments are kept.
     """
     held_by: dict[int, list[int]] = {}
     for h in holders.holders:
@@ -87,18 +143,37 @@ def plan_removal(files: list[File], holders: Holders, *, creators_visible: bool 
             held_by.setdefault(s.inode, []).append(h.pid)
     leaked, kept, unrecognised = [], [], []
     for f in sorted(files, key=lambda f: f.name):
-        kind = recognise(f.name)
+        k = known(f.name)
         creator = creator_pid(f.name)
-        if kind is None:
+        if k is None:
             unrecognised.append(f)
-        elif f.inode in held_by:
+            continue
+        kind = k.kind
+        if f.inode in held_by:
             pids = held_by[f.inode]
             kept.append(Entry(f.name, f.inode, f.bytes, kind, "held by pid " + ", ".join(map(str, sorted(pids)))))
+        elif k.kept:
+            kept.append(Entry(f.name, f.inode, f.bytes, kind, k.kept))
         elif creator is not None and not creators_visible:
             kept.append(Entry(f.name, f.inode, f.bytes, kind, NOT_VISIBLE))
         elif creator is not None and creator in holders.pids:
-            why = f"its creator, pid {creator}, is alive (a batch in flight)"
+            why = f"its creator, pid {creator}, is alive" + (" (a batch in flight)" if k.pattern is TORCH else "")
             kept.append(Entry(f.name, f.inode, f.bytes, kind, why))
         else:
             leaked.append(Entry(f.name, f.inode, f.bytes, kind))
     return Plan(tuple(leaked), tuple(kept), tuple(unrecognised))
+
+
+def by_consumer(files: list[File], holders: Holders) -> dict[str, int]:
+    """The directory's use per consumer, by name: every file listed and every unlinked segment a process holds
+    (PyTorch's descriptors, NCCL's and Ray's stores are seen only there), each inode once; "other" for the rest.
+    Biggest first."""
+    named = {f.inode: (f.name, f.bytes) for f in files}
+    for h in holders.holders:
+        for s in h.segments:
+            named.setdefault(s.inode, (s.name, s.bytes))
+    use: dict[str, int] = {}
+    for name, size in named.values():
+        term = consumer(name)
+        use[term] = use.get(term, 0) + size
+    return dict(sorted(use.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -207,7 +207,8 @@ def test_a_name_it_does_not_know_is_refused(made):
         assert proc.returncode == 2
         assert proc.stderr.strip().splitlines() == [
             f"shmdoctor: error: {name!r} is not a segment shmdoctor knows "
-            "(torch_<pid>_<n>_<n>, nccl-XXXXXX, sem.mp-XXXXXXXX); nothing was removed"
+            "(torch_<pid>_<n>_<n>, nccl-XXXXXX, sem.mp-XXXXXXXX, sgl_shm_mq_<pid>_<8 hex>, psm_<8 hex>, plasmaXXXXXX, "
+            "triton_python_backend_shm_region_<uuid>); nothing was removed"
         ]
     assert os.path.exists(made[0])
 

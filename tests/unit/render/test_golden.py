@@ -104,7 +104,7 @@ def test_watch_beside_a_loader():
 
     def holder(pid: int, bytes_: int, n: int) -> Holder:
         each = bytes_ // n
-        segments = tuple(Segment(pid * 100 + i, f"/torch_{pid}_{i}", each, True) for i in range(n))
+        segments = tuple(Segment(pid * 100 + i, f"torch_{pid}_{1000 + i}_{i}", each, True) for i in range(n))
         return Holder(pid, "python tests/loaders/running.py", segments)
 
     held = Holders(

@@ -15,9 +15,9 @@ def test_the_tally_adds_up_peak_and_biggest_holds():
         w.sample(t, 100, used)
     assert (w.start_used, w.peak, w.peak_t, w.samples) == (10, 30, 0.5, 3)
     seg = lambda inode, n: Segment(inode, f"torch_{inode}", n, True)  # noqa: E731
-    w.scanned(Holders((Holder(7, "a", (seg(1, 4096),)),), unreadable=("pid 1 (init): permission denied",)))
-    w.scanned(Holders((Holder(7, "a", (seg(1, 4096), seg(2, 8192))), Holder(9, "b", (seg(3, 4096),)))))
-    w.scanned(Holders(()))
+    w.scanned(Holders((Holder(7, "a", (seg(1, 4096),)),), unreadable=("pid 1 (init): permission denied",)), {})
+    w.scanned(Holders((Holder(7, "a", (seg(1, 4096), seg(2, 8192))), Holder(9, "b", (seg(3, 4096),)))), {})
+    w.scanned(Holders(()), {})
     assert [(h.pid, h.bytes) for h in w.biggest()] == [(7, 12288), (9, 4096)]
     assert w.scans == 3 and w.unreadable == {"pid 1 (init): permission denied"}
 

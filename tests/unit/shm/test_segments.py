@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
 from shmdoctor.model import SHM
 from shmdoctor.probe.holders import Holder, Holders, Segment
-from shmdoctor.shm.segments import File, creator_pid, plan_removal, recognise
+from shmdoctor.shm.segments import KNOWN, File, by_consumer, consumer, creator_pid, known, plan_removal, recognise
 
 
 @pytest.mark.parametrize(
@@ -17,7 +19,24 @@ from shmdoctor.shm.segments import File, creator_pid, plan_removal, recognise
         ("torch_123_456789_0", "PyTorch"),
         ("nccl-AbC123", "NCCL"),
         ("sem.mp-k2j3h4_x", "Python multiprocessing semaphore"),
-        ("psm_1a2b3c", None),  # multiprocessing.shared_memory: may outlive every handle by design
+        # names made for real: SharedMemory(create=True), libc mkstemp("plasmaXXXXXX"), str(uuid4()), SGLang's
+        ("psm_837bb3ad", "Python shared_memory (vLLM)"),
+        ("plasmaTvCHF2", "Ray object store"),
+        ("triton_python_backend_shm_region_3e0a540a-9144-43d7-b529-ed3f504778b5", "Triton python backend"),
+        ("sgl_shm_mq_15788_29045c08", "SGLang"),
+        ("psm_1a2b3c", None),  # too short for SharedMemory's token_hex(4)
+        ("psm_837BB3AD", None),  # token_hex is lower case
+        ("psm_837bb3ad.lock", None),
+        ("plasma", None),
+        ("plasma_store.log", None),
+        ("plasmaTvCHF", None),
+        ("triton_python_backend_shm_region_", None),
+        ("triton_python_backend_shm_region_1", None),
+        ("triton_python_backend_shm_region_3e0a540a9144443d7b529ed3f504778b5", None),
+        ("sgl_shm_mq_15788", None),
+        ("sgl_shm_mq__29045c08", None),
+        ("sgl_shm_mq_15788_29045c0", None),
+        ("sgl_shm_mq_abc_29045c08", None),
         ("sem.postgres", None),
         ("torch_", None),
         ("my_torch_1_2", None),
@@ -84,4 +103,44 @@ def test_plan_removal(name, held, alive, visible, expect):
 
 def test_creator_pid():
     assert creator_pid("torch_4242_17_3") == 4242
+    assert creator_pid("sgl_shm_mq_15788_29045c08") == 15788
+    assert creator_pid("psm_837bb3ad") is None
     assert creator_pid("nccl-123") is None
+
+
+def test_names_without_a_creator_are_kept_with_why_even_unheld():
+    # psm_, plasma and Triton's regions may outlive their holders by design, and no pid in the name proves a death.
+    names = ["psm_837bb3ad", "plasmaTvCHF2", "triton_python_backend_shm_region_3e0a540a-9144-43d7-b529-ed3f504778b5"]
+    files = [File(n, i, 4096) for i, n in enumerate(names, 1)]
+    plan = plan_removal(files, Holders((), pids=frozenset({1})))
+    assert plan.leaked == ()
+    assert {e.name: e.why for e in plan.kept} == {n: known(n).kept for n in names}
+    assert all("nothing proves it leaked" in e.why for e in plan.kept)
+
+
+def test_sglang_queue_is_leaked_only_once_its_creator_is_gone():
+    files = [File("sgl_shm_mq_15788_29045c08", 1, 4096), File("sgl_shm_mq_15799_0a1b2c3d", 2, 4096)]
+    plan = plan_removal(files, Holders((), pids=frozenset({15788})))
+    assert [e.name for e in plan.leaked] == ["sgl_shm_mq_15799_0a1b2c3d"]
+    assert [(e.name, e.why) for e in plan.kept] == [("sgl_shm_mq_15788_29045c08", "its creator, pid 15788, is alive")]
+    hidden = plan_removal(files, Holders(()), creators_visible=False)
+    assert hidden.leaked == () and len(hidden.kept) == 2
+
+
+def test_use_per_consumer_counts_listed_files_and_unlinked_holds_once():
+    files = [File("psm_837bb3ad", 1, 8192), File("notes.txt", 2, 4096), File("sem.mp-k2j3h4_x", 3, 4096)]
+    held = Holders(
+        (
+            Holder(10, "raylet", (Segment(5, "plasmaTvCHF2", 1 << 20, True),)),
+            Holder(
+                11, "python serve.py", (Segment(1, "psm_837bb3ad", 8192, False), Segment(6, "nccl-AbC123", 4096, True))
+            ),
+        )
+    )
+    assert by_consumer(files, held) == {"ray": 1 << 20, "vllm": 8192, "dataloader": 4096, "nccl": 4096, "other": 4096}
+    assert consumer("torch_1_2_3") == "dataloader" and consumer("torch_utils.py") == "other"
+
+
+def test_the_clean_schema_names_every_kind():
+    schema = json.loads((Path(__file__).parents[3] / "shmdoctor/render/schemas/clean.json").read_text())
+    assert schema["$defs"]["entry"]["properties"]["kind"]["enum"] == [k.kind for k in KNOWN]
