@@ -172,8 +172,9 @@ class Requirement:
 
     @property
     def subject(self) -> str:
-        """What the report calls it: the loader, or the workload when more than a loader takes /dev/shm."""
-        return "this loader" if [n.term for n in self.breakdown if n.bytes] in ([], ["dataloader"]) else "this job"
+        """What the report calls it: the loader, or the job when it has other consumers (even ones that take no
+        /dev/shm here, as NCCL over P2P)."""
+        return "this loader" if [n.term for n in self.breakdown] in ([], ["dataloader"]) else "this job"
 
     def term(self, name: Consumer) -> Need | None:
         return next((n for n in self.breakdown if n.term == name), None)

@@ -148,8 +148,10 @@ def labelled_requirement(base: Workload, label: str | None, facts: Facts) -> tup
     that says so. A bad label raises UsageError: each command decides what that means for its target."""
     if not label:
         return base.requirement(facts), ()
-    need = base.override(Workload.parse(label)).requirement(facts)
-    return need, (f"loader from its {LOADER_LABEL} label: {label}",)
+    own = Workload.parse(label)
+    need = base.override(own).requirement(facts)
+    what = "workload" if own.consumers.given else "loader"
+    return need, (f"{what} from its {LOADER_LABEL} label: {label}",)
 
 
 def _env_int(env: dict[str, str], name: str) -> int | None:

@@ -116,7 +116,7 @@ def report(report: Report) -> str:
         out.append("\nFindings")
         for f in report.findings:
             message = "(the verdict above)" if f.message == report.headline() else f.message
-            out.append(f"  {style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<17}{message}")
+            out.append(f"  {style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<16} {message}")
 
     out.extend(facts_lines(report))
 
@@ -128,7 +128,8 @@ def report(report: Report) -> str:
 
 
 def need_lines(need: Requirement) -> list[str]:
-    """The Need section: the sum, then one line a consumer where more than the DataLoader takes part."""
+    """The Need section: the sum, then one line a consumer where more than one takes part (a single consumer other
+    than the DataLoader: its term and formula on the sum's line)."""
     loader = need.loader
     settings = (
         f"batch_size {loader.batch_size}, num_workers {loader.num_workers}, "
@@ -137,11 +138,15 @@ def need_lines(need: Requirement) -> list[str]:
         if loader
         else ""
     )
+    terms = [n.term for n in need.breakdown]
+    if len(terms) == 1 and terms != ["dataloader"]:
+        return [f"\nNeed    {format_size(need.bytes)} for {terms[0]}: {need.breakdown[0].formula.removeprefix('0: ')}"]
     out = [f"\nNeed    {format_size(need.bytes)} = {need.formula}"]
-    if [n.term for n in need.breakdown] == ["dataloader"]:
+    if terms == ["dataloader"]:
         return out + [f"        {settings}"]
     for n in need.breakdown:
-        out.append(f"        {n.term:<11} {format_size(n.bytes):>10}  {n.formula}")
+        formula = n.formula.removeprefix("0: ")  # its 0 B is on the line already
+        out.append(f"        {n.term:<11} {format_size(n.bytes):>10}  {formula}")
         if n.term == "dataloader":
             out.append(f"        {'':<11} {'':>10}  {settings}")
     return out

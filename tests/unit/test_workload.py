@@ -8,6 +8,7 @@ from shmdoctor import consumers
 from shmdoctor.errors import UsageError
 from shmdoctor.loader import LoaderSpec
 from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
+from shmdoctor.render import render
 from shmdoctor.rules import judge
 from shmdoctor.sizes import GiB, MiB
 from shmdoctor.workload import Consumers, Workload, labelled_requirement
@@ -103,3 +104,34 @@ def test_a_label_carries_the_consumers_too():
 def test_bad_consumer_labels_are_one_line_usage_errors(label, message):
     with pytest.raises(UsageError, match=message):
         Workload.parse(label)
+
+
+def test_text_a_single_consumer_is_one_need_line_and_a_long_rule_id_keeps_its_space(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    # Ray alone in 64 MiB and 4 GiB: as `docker run --shm-size=64m --memory=4g ... check --ray-object-store auto`
+    f = facts(limit=4 * GiB)
+    text = render(judge(f, Workload(consumers=Consumers(ray_object_store="auto")).requirement(f)), "text")
+    lines = text.splitlines()
+    assert "  warning ray-object-store-fallback (the verdict above)" in lines
+    need = [line for line in lines if line.startswith("Need")]
+    # 0.3 × (4096 − 100) MiB used = 1,199 MiB
+    assert need == ["Need    1.17 GiB for ray: object store (30% of the memory available, Ray's default)"]
+    assert lines[-1] == need[0]  # no breakdown line repeating it
+
+
+def test_text_nccl_over_p2p_is_a_consumer_of_the_job_at_0_b_without_a_bare_0(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    f = facts(2 * GiB)
+    text = render(judge(f, Workload(SEED, Consumers(gpus=8)).requirement(f)), "text")
+    assert text.startswith("OK  this job needs 900 MiB")
+    nccl = next(line for line in text.splitlines() if line.lstrip().startswith("nccl"))
+    assert nccl.split(None, 3)[1:3] == ["0", "B"] and "0:" not in nccl
+    alone = render(judge(f, Workload(SEED).requirement(f)), "text")
+    assert alone.startswith("OK  this loader needs 900 MiB")
+
+
+def test_a_label_with_consumers_is_called_a_workload_and_one_without_a_loader():
+    _, notes = labelled_requirement(Workload(SEED), "serve=vllm,tensor_parallel_size=8", facts())
+    assert notes == ("workload from its shmdoctor.loader label: serve=vllm,tensor_parallel_size=8",)
+    _, notes = labelled_requirement(Workload(), "batch_size=8,num_workers=2,sample_bytes=1MiB", facts())
+    assert notes[0].startswith("loader from its shmdoctor.loader label: ")
