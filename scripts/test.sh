@@ -12,6 +12,7 @@ echo "== installing shmdoctor with torch==2.13.0"
 echo "== lint"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/mypy  # what and how strictly: [tool.mypy] in pyproject.toml
 
 need_pkgs=()
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
