@@ -29,11 +29,14 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 
-if ! docker info >/dev/null 2>&1; then
+# The engine answers: `docker version` asks the server its version only (`docker info` can stall for minutes on a
+# busy engine); a timeout so that a wedged engine is an error, not a hang.
+engine_up() { timeout 60 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+if ! engine_up; then
   echo "== starting dockerd"
   nohup dockerd --iptables=false --bridge=none >/var/log/shmdoctor-dockerd.log 2>&1 &
-  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
-  docker info >/dev/null 2>&1 || { tail -20 /var/log/shmdoctor-dockerd.log; exit 1; }
+  for _ in $(seq 60); do engine_up && break; sleep 1; done
+  engine_up || { tail -20 /var/log/shmdoctor-dockerd.log; exit 1; }
 fi
 
 echo "== test images"
