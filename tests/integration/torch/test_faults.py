@@ -68,7 +68,7 @@ def test_ctrl_c_in_bench_leaves_no_worker_and_no_segment(torch_module):
 
 
 def test_ctrl_c_in_bench_after_a_config_shows_what_finished(torch_module):
-    """The configs that ended are still reported, the one running is stopped and cleaned up: exit 130."""
+    """The configs that ended are still reported, the one running is stopped, cleaned up and said: exit 130."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -101,4 +101,7 @@ def test_ctrl_c_in_bench_after_a_config_shows_what_finished(torch_module):
     assert proc.returncode == INTERRUPTED and "Traceback" not in err
     assert "shmdoctor: interrupted after 1 of 2 configs" in err
     doc = json.loads(out)
-    assert [r["num_workers"] for r in doc["results"]] == [0] and doc["recommendation"]["num_workers"] == 0
+    # the one stopped is listed as not reached, as every config a sweep does not run is said
+    said = [(r["num_workers"], r["status"], r.get("message", "")) for r in doc["results"]]
+    assert said == [(0, "ok", ""), (2, "skipped", "not reached: the sweep was stopped")], said
+    assert doc["recommendation"]["num_workers"] == 0
