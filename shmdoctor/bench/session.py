@@ -8,10 +8,10 @@ import tempfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import UsageError
 from ..exits import ExitCode
+from .document import BenchDocument, document
 from .model import Result
 from .plan import Plan, with_persistence
 from .stop import Stopped, pending
@@ -42,7 +42,7 @@ class Request:
 
 @dataclass(frozen=True)
 class Outcome:
-    document: dict[str, Any]
+    document: BenchDocument
     exit_code: int
     note: str | None = None  # a line for stderr: how the sweep was cut short
 
@@ -88,7 +88,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
     from ..options import loader_spec
     from ..probe import local
     from ..rules_bench import judge_bench
-    from . import parent, render, sweep
+    from . import parent, sweep
     from .workload import Workload, need, refusal
 
     name, info = resolve_device(request.device)
@@ -155,7 +155,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
         results += plan.skipped(lambda c: need(workload, c).bytes)
     rec = sweep.recommend(results, available)
     found = judge_bench(workload, results, facts)
-    doc = render.document(workload, results, rec, found, facts, info)
+    doc = BenchDocument(document(workload, results, rec, found, facts, info))
     if code is None:
         code = ExitCode.FINDING if any(f.severity == "error" for f in found) else ExitCode.OK
     return Outcome(doc, int(code), note)

@@ -182,9 +182,10 @@ def command(
         from ..bench import plot as plotting
 
         plotting.require()
-    from ..bench import render, session
+    from ..bench import session
     from ..bench.progress import progress
     from ..bench.stop import Stopped, stop_on_signals
+    from ..render import render
 
     try:
         with stop_on_signals():  # SIGTERM is a stop like Ctrl-C: what ended is shown, nothing of the run is left
@@ -194,7 +195,7 @@ def command(
         return stop.exit_code
     if outcome.note:
         click.echo(outcome.note, err=True)
-    click.echo(render.render_json(outcome.document) if fmt == "json" else render.render_text(outcome.document))
+    click.echo(render(outcome.document, fmt))
     if plot:
-        plotting.write(outcome.document, plot)
+        plotting.write(outcome.document.body, plot)
     return outcome.exit_code

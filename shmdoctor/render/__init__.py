@@ -32,9 +32,10 @@ SCHEMAS: dict[str, str] = {
     "watch.summary": "shmdoctor/watch/1",
     "explain": "shmdoctor/explain/1",
     "run": "shmdoctor/run/1",  # --report's document; its text goes to stderr (the command's stdout is its own)
+    "bench": "shmdoctor/bench/1",
 }
 # Taken, for the documents still to come through here: their JSON writes these IDs.
-RESERVED = {"bench": "shmdoctor/bench/1"}
+RESERVED: dict[str, str] = {}
 
 RENDERERS: dict[tuple[str, str], str] = {
     ("check", "text"): "shmdoctor.render.check:to_text",
@@ -55,6 +56,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("explain", "json"): "shmdoctor.render.explain:to_json",
     ("run", "text"): "shmdoctor.render.run:to_text",
     ("run", "json"): "shmdoctor.render.run:to_json",
+    ("bench", "text"): "shmdoctor.render.bench:to_text",
+    ("bench", "json"): "shmdoctor.render.bench:to_json",
 }
 
 

@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import jsonschema
 import psutil
 import pytest
 
@@ -16,6 +17,7 @@ from shmdoctor.bench.model import Config
 from shmdoctor.bench.workload import Workload, job
 from shmdoctor.bench.zygote import Zygote
 from shmdoctor.model import SHM
+from shmdoctor.render import schema_file
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.usefixtures("torch_module")
@@ -101,7 +103,8 @@ def test_bench_on_this_machine_recommends_and_exits_1_when_a_config_ran_out():
     )
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1, proc.stderr
-    assert doc["schema"] == "shmdoctor/1" and doc["verdict"] == "fail" and doc["device"]["name"] == "cpu"
+    jsonschema.validate(doc, json.loads(schema_file("shmdoctor/bench/1").read_text()))
+    assert doc["schema"] == "shmdoctor/bench/1" and doc["verdict"] == "fail" and doc["device"]["name"] == "cpu"
     zero, one = doc["results"]
     assert zero["status"] == "ok" and zero["batches"] >= 6 and zero["batch_seconds"] > 0
     assert one["status"] == "shm-exhausted" and "bus error" in one["message"]

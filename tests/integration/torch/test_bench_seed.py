@@ -49,6 +49,6 @@ def test_the_seed_experiment_searched_over_0_to_8_finds_the_knee_running_fewer_c
 
 
 def bench_text(doc):
-    from shmdoctor.bench.render import render_text
+    from shmdoctor.render.bench import render_text
 
     return render_text(doc)

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from shmdoctor.bench.model import Config, Result
-from shmdoctor.bench.render import render_text
+from shmdoctor.render.bench import render_text
 from tests.helpers import REPO
 
 GPU_RUN = REPO / "docs" / "gpu-bench" / "bench-seed-workers.json"

@@ -1,97 +1,26 @@
-"""The bench's outcome as one document (schema shmdoctor/1) and as text: the recommendation first, then the fix,
-the findings and the table. The text is rendered from the document, so a saved JSON renders the same."""
+"""bench's document as text and as JSON: the recommendation first (with the transfer floor, persistent workers
+and what was skipped), then the fix, the findings and the table. Formats only: the verdict, fixes and findings are
+the document's."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
-from .. import capacity, fixes
-from ..model import SCHEMA, Facts, Finding, Fix
-from ..render.json import finding_dict as _finding
-from ..render.text import fix_lines
-from ..render.text import style as _style
-from ..sizes import docker_size, format_size
-from .model import Config, Result
-from .sweep import Recommendation
-from .workload import Workload, need
+from ..bench.document import BenchDocument
+from ..bench.model import Config
+from ..model import Fix
+from ..sizes import format_size
+from .text import fix_lines
+from .text import style as _style
 
 
-def _config(r: Result) -> dict[str, Any]:
-    c = r.config
-    return {
-        "num_workers": c.num_workers,
-        "prefetch_factor": c.prefetch_factor,
-        "pin_memory": c.pin_memory,
-        "non_blocking": c.non_blocking,
-        "persistent_workers": c.persistent_workers,
-        "batch_seconds": r.batch_seconds,
-        "predicted_shm_bytes": r.predicted_shm_bytes,
-    }
+def to_json(doc: BenchDocument) -> str:
+    return json.dumps(doc.body, indent=2)
 
 
-def recommendation_dict(rec: Recommendation | None, workload: Workload, facts: Facts) -> dict[str, Any] | None:
-    if rec is None:
-        return None
-    best = {**_config(rec.best), "fits": rec.best_fits}
-    if not rec.best_fits:  # what it takes: more memory where the limit binds, else a larger /dev/shm, never less
-        demand = need(workload, rec.best.config)
-        size = capacity.shm_size_for(demand.bytes, facts)
-        if capacity.memory_binds(facts) or size <= (facts.shm.size_bytes or 0):
-            best.update(docker_args=list(fixes.grow_memory(demand, facts).docker_args))
-        else:
-            best.update(shm_size_bytes=size, docker_args=[f"--shm-size={docker_size(size)}"])
-    return {
-        **_config(rec.choice),
-        "tolerance": rec.tolerance,
-        "available_shm_bytes": rec.capacity,
-        "best_fitting": _config(rec.best_fit),
-        "best": best,
-    }
-
-
-def document(
-    workload: Workload,
-    results: Sequence[Result],
-    rec: Recommendation | None,
-    findings: Sequence[Finding],
-    facts: Facts,
-    device: dict[str, Any],
-) -> dict[str, Any]:
-    verdict = "fail" if any(f.severity == "error" for f in findings) else ("warn" if findings else "ok")
-    return {
-        "schema": SCHEMA,
-        "verdict": verdict,
-        "device": {
-            **device,
-            "h2d_pinned_bytes_per_second": next(
-                (r.h2d_pinned_bytes_per_second for r in results if r.h2d_pinned_bytes_per_second), None
-            ),
-        },
-        "workload": {
-            "dataset": workload.dataset or "synthetic",
-            "batch_size": workload.batch_size,
-            "sample_bytes": workload.sample_bytes,
-            "batch_bytes": workload.batch_bytes,
-            "item_latency_seconds": workload.item_latency,
-            "step_time_seconds": workload.step_time,
-            "batches": workload.batches,
-            "budget_seconds": workload.budget,
-        },
-        "shm": {
-            "size_bytes": facts.shm.size_bytes,
-            "free_bytes": facts.shm.free_bytes,
-            "available_bytes": capacity.available(facts),
-        },
-        "results": [r.to_dict(workload.batch_size) for r in results],
-        "recommendation": recommendation_dict(rec, workload, facts),
-        "findings": [_finding(f) for f in findings],
-    }
-
-
-def render_json(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2)
+def to_text(doc: BenchDocument) -> str:
+    return render_text(doc.body)
 
 
 def _num(value: float | None, fmt: str, scale: float = 1) -> str:
