@@ -90,7 +90,7 @@ def remove_segments(path: str, before: set[str], pids: set[int]) -> tuple[str, .
             creator, kind = creator_pid(f.name), recognise(f.name)
             if kind is None or f.name in before or creator not in pids or psutil.pid_exists(creator):
                 continue
-            if clean.remove(path, Entry(f.name, f.inode, f.bytes, kind)) is None:
+            if not isinstance(clean.remove(path, Entry(f.name, f.inode, f.bytes, kind)), str):  # str: why it stays
                 removed.append(f.name)
     return tuple(removed)
 
