@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from ..probe.holders import Holder
+from ..shm import segments
 from ..shm.sampling import Sample, Start, Summary
 from ..sizes import format_size
 from . import schema_id
@@ -22,6 +23,7 @@ def _holder_dict(h: Holder) -> dict:
         "bytes": h.bytes,
         "segments": len(h.segments),
         "unlinked_count": h.unlinked_count,
+        "consumers": sorted({segments.consumer(s.name) for s in h.segments}),
     }
 
 

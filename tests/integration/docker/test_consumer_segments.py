@@ -83,6 +83,8 @@ def test_watch_attributes_and_clean_keeps_or_frees_each_consumers_segments(image
     assert use["vllm"] >= 2 * MiB and use["sglang"] >= 2 * MiB and use["triton"] >= 2 * MiB
     assert MiB <= use["ray"] < 2 * MiB  # the held one: unlinked, found through its holder
     assert set(use) <= {"vllm", "sglang", "ray", "triton", "other"}
+    # and each holder by what it holds: one process a consumer here
+    assert sorted(c for h in summary["holders"] for c in h["consumers"]) == ["ray", "sglang", "triton", "vllm"]
 
     # clean: only the SGLang queue whose creator (the pid in its name) is dead is proved leaked
     assert listed["rc"] == 0 and cleaned["rc"] == 0, listed["stderr"] + cleaned["stderr"]
