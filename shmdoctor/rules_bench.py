@@ -28,14 +28,19 @@ def shm_exhausted(run: BenchRun) -> Hit:
     failed = [r for r in results if r.status == "shm-exhausted"]
     if not failed:
         return None
-    worst = max(failed, key=lambda r: r.predicted_shm_bytes)
+    available = capacity.available(facts)
+    unfit = [
+        r for r in results if r.status == "skipped" and available is not None and r.predicted_shm_bytes > available
+    ]
+    worst = max(failed + unfit, key=lambda r: r.predicted_shm_bytes)  # the fix covers the grid, not only what ran
     demand = need(workload, worst.config)
     report = judge(facts, demand)
     fixes_ = tuple(fx for f in report.findings if f.severity == "error" for fx in f.fixes)
     if not fixes_ and capacity.shm_size_for(demand.bytes, facts) > (facts.shm.size_bytes or 0):
         fixes_ = fixes.grow_shm(demand, facts)  # only ever a larger /dev/shm than this one
     which = "; ".join(f"{r.config.label(workload.cuda)} ({r.message})" for r in failed)
-    available = capacity.available(facts)
+    if unfit:
+        which += f"; {len(unfit)} more predicted not to fit were not run"
     room = available is None or demand.bytes <= available * capacity.HEADROOM
     doubt = (
         ": by the formula it fits with room to spare, so look beyond /dev/shm too (a bus error from a "

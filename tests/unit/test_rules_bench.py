@@ -69,3 +69,10 @@ def test_shm_exhausted_grows_dev_shm_never_shrinks_it():
 def test_out_of_memory_offers_nothing_about_dev_shm():
     (found,) = judge_bench(WORK, [result(ZERO, "out-of-memory", "killed by SIGKILL")], FACTS)
     assert all(not fx.docker_args for fx in found.fixes) and "not for /dev/shm" in found.message
+
+
+def test_the_fix_covers_the_configs_skipped_for_not_fitting_too():
+    four = Config(4, 2, False, False)
+    skipped = Result(four, "skipped", 9 * 100 * MiB, message="predicted to need 900 MiB of /dev/shm")
+    (found,) = judge_bench(WORK, [result(TWO, "shm-exhausted", "No space left on device (28)"), skipped], FACTS)
+    assert "1 more predicted not to fit were not run" in found.message and "needs 900 MiB" in found.message
