@@ -3,7 +3,9 @@
     python tests/loaders/running.py [--seconds S] [--strategy file_system] [--kill]
 
 Prints 'ready <main pid> <worker pids...>' once the first batch arrived. --kill: SIGKILL itself right after,
-as the OOM killer or a scheduler would, leaving file_system segments behind.
+with the torch_shm_manager of its container (its cgroup), as a kill of the whole container does (an OOM kill of
+the cgroup, a scheduler's): file_system segments stay behind. (The manager alone outlives the loader, and unlinks
+them a second or two after its last client went: a leak, then, only until it does.)
 """
 
 from __future__ import annotations
@@ -29,6 +31,22 @@ class Samples(Dataset):
         return self.sample
 
 
+def _shm_managers_of_this_cgroup() -> list[int]:
+    """The torch_shm_manager processes in this process's cgroups (this container's, with --pid=host too)."""
+
+    def read(path: str) -> str:
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    ours = read("/proc/self/cgroup")
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    managers = [p for p in pids if read(f"/proc/{p}/comm").strip() == "torch_shm_manag"]  # comm: 15 characters
+    return [p for p in managers if read(f"/proc/{p}/cgroup") == ours]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
@@ -46,6 +64,8 @@ def main() -> None:
     time.sleep(0.5)  # let the workers fill the prefetch queue
     print("ready", os.getpid(), *(w.pid for w in it._workers), flush=True)
     if args.kill:
+        for pid in _shm_managers_of_this_cgroup():
+            os.kill(pid, signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
     end = time.monotonic() + args.seconds
     while time.monotonic() < end:
