@@ -54,6 +54,7 @@ def main() -> None:
         "0.2",
         "--num-workers",
         "0,1,2,3,4",
+        "--exhaustive",  # every config, each against its seed epoch (benchmarks/bench_adaptive.py: the search)
         "--format",
         "json",
     ]
