@@ -129,8 +129,8 @@ def memory_limit(facts: Facts, need: Requirement | None) -> Hit:
             f"the memory limit ({format_size(facts.memory.limit_bytes)}"
             + (f", {format_size(used)} in use" if used is not None else "")
             + f", ~{format_size(capacity.PROCESS_RESERVE * need.ranks)} for the training process) cannot hold "
-            f"{need.subject}'s {format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container "
-            "will be OOM-killed (exit 137) with no Python error"
+            f"{need.subject}'s {format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container's "
+            "processes will be OOM-killed: exit 137 with no Python error, or a worker 'killed by signal: Killed'"
         )
         return msg, (fixes.grow_memory(need, facts),) + fixes.fit_today(need, facts)
     return None
