@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from . import capacity, fixes
 from .bench.model import Result
-from .bench.workload import Workload, memory_need, need
+from .bench.workload import BenchWorkload, memory_need, need
 from .model import SEVERITY_RANK, Facts, Finding, Fix
 from .rules import RULES, Hit, judge, rule
 from .sizes import format_size
@@ -16,7 +16,7 @@ from .sizes import format_size
 
 @dataclass(frozen=True)
 class BenchRun:
-    workload: Workload
+    workload: BenchWorkload
     results: Sequence[Result]
     facts: Facts
 
@@ -80,7 +80,7 @@ def failed_otherwise(run: BenchRun) -> Hit:
     return f"{len(errors)} configs failed for another reason: {said}", ()
 
 
-def judge_bench(workload: Workload, results: Sequence[Result], facts: Facts) -> tuple[Finding, ...]:
+def judge_bench(workload: BenchWorkload, results: Sequence[Result], facts: Facts) -> tuple[Finding, ...]:
     """The bench rules' findings on one sweep, most severe first."""
     run = BenchRun(workload, tuple(results), facts)
     found = []

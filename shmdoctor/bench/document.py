@@ -13,7 +13,7 @@ from ..render.json import finding_dict as _finding
 from ..sizes import docker_size
 from .model import Result
 from .sweep import Recommendation
-from .workload import Workload, need
+from .workload import BenchWorkload, need
 
 SCHEMA = "shmdoctor/bench/1"
 
@@ -39,7 +39,7 @@ def _config(r: Result) -> dict[str, Any]:
     }
 
 
-def recommendation_dict(rec: Recommendation | None, workload: Workload, facts: Facts) -> dict[str, Any] | None:
+def recommendation_dict(rec: Recommendation | None, workload: BenchWorkload, facts: Facts) -> dict[str, Any] | None:
     if rec is None:
         return None
     best = {**_config(rec.best), "fits": rec.best_fits}
@@ -60,7 +60,7 @@ def recommendation_dict(rec: Recommendation | None, workload: Workload, facts: F
 
 
 def document(
-    workload: Workload,
+    workload: BenchWorkload,
     results: Sequence[Result],
     rec: Recommendation | None,
     findings: Sequence[Finding],

@@ -9,7 +9,7 @@ from ..model import SHM
 from . import isolate
 from .model import Config, Result
 from .plan import Plan
-from .workload import Workload, job, need
+from .workload import BenchWorkload, job, need
 from .zygote import Zygote
 
 MEASURED = (
@@ -31,7 +31,12 @@ MEASURED = (
 
 
 def run_one(
-    workload: Workload, config: Config, zygote: Zygote, memory_limited: bool, floor: bool = False, shm_path: str = SHM
+    workload: BenchWorkload,
+    config: Config,
+    zygote: Zygote,
+    memory_limited: bool,
+    floor: bool = False,
+    shm_path: str = SHM,
 ) -> Result:
     out = isolate.run(
         {**job(workload, config), "h2d_floor": floor},
@@ -54,7 +59,7 @@ def run_one(
     )
 
 
-def sweep(workload: Workload, plan: Plan, zygote: Zygote, memory_limited: bool) -> Generator[Result, None, None]:
+def sweep(workload: BenchWorkload, plan: Plan, zygote: Zygote, memory_limited: bool) -> Generator[Result, None, None]:
     """Each config's result as it ends, in the plan's order, forked by `zygote`, then a "skipped" result for each
     config the plan did not run. On CUDA the first config also measures the pinned host-to-device bandwidth."""
     floor = workload.cuda

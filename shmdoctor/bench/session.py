@@ -89,7 +89,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
     from ..probe import local
     from ..rules_bench import judge_bench
     from . import parent, sweep
-    from .workload import Workload, need, refusal
+    from .workload import BenchWorkload, need, refusal
 
     name, info = resolve_device(request.device)
     cuda = name.startswith("cuda")
@@ -102,7 +102,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
         pin_memory=False,
         ranks=1,
     ).config()
-    workload = Workload(
+    workload = BenchWorkload(
         batch_size=request.batch_size,
         sample_bytes=measured.sample_bytes,
         batch_bytes=measured.batch_bytes,

@@ -15,7 +15,10 @@ DEFAULT_BUDGET = 60.0
 
 
 @dataclass(frozen=True)
-class Workload:
+class BenchWorkload:
+    """What one bench run loads and how: the batch, the dataset, the step; not to be confused with
+    shmdoctor.workload.Workload, a workload's consumers of /dev/shm as check judges them."""
+
     batch_size: int
     batch_bytes: int  # one collated batch, page-rounded per tensor (the core's figure)
     sample_bytes: int | None
@@ -33,7 +36,7 @@ class Workload:
         return self.device.startswith("cuda")
 
 
-def need(workload: Workload, config: Config) -> Requirement:
+def need(workload: BenchWorkload, config: Config) -> Requirement:
     """The core's prediction. pin_memory only takes effect with CUDA: on the CPU the batch stays in /dev/shm."""
     return requirement(
         loader_config(
@@ -48,7 +51,7 @@ def need(workload: Workload, config: Config) -> Requirement:
     )
 
 
-def memory_need(workload: Workload, config: Config) -> int:
+def memory_need(workload: BenchWorkload, config: Config) -> int:
     """The least memory a config takes, /dev/shm included (tmpfs pages are memory, charged to a memory cgroup): its
     batches in /dev/shm, the batch the process builds itself (no workers) or copies into page-locked memory
     (pin_memory on CUDA), and each process's sample."""
@@ -56,7 +59,7 @@ def memory_need(workload: Workload, config: Config) -> int:
     return need(workload, config).bytes + own + (workload.sample_bytes or 0) * (config.num_workers + 1)
 
 
-def refusal(workload: Workload, configs: Sequence[Config], host_available: int, room: int | None) -> str | None:
+def refusal(workload: BenchWorkload, configs: Sequence[Config], host_available: int, room: int | None) -> str | None:
     """Why the sweep must not start, or None. A batch larger than the memory here (the machine's available memory,
     or the memory limit's room when lower) can never run; a config that needs more than the machine has available
     would set off the machine's OOM killer, which may pick any process. Under a memory limit the kill stays inside
@@ -79,7 +82,7 @@ def refusal(workload: Workload, configs: Sequence[Config], host_available: int, 
     return None
 
 
-def job(workload: Workload, config: Config) -> dict:
+def job(workload: BenchWorkload, config: Config) -> dict:
     return {
         "device": workload.device,
         "dataset": workload.dataset,

@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 
 from shmdoctor.bench.model import Config, Result
-from shmdoctor.bench.workload import Workload
+from shmdoctor.bench.workload import BenchWorkload
 from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
 from shmdoctor.rules import RULES
 from shmdoctor.rules_bench import judge_bench
 from shmdoctor.sizes import GiB, MiB
 
-WORK = Workload(batch_size=100, batch_bytes=100 * MiB, sample_bytes=MiB)
+WORK = BenchWorkload(batch_size=100, batch_bytes=100 * MiB, sample_bytes=MiB)
 FACTS = Facts(
     target=Target("local", "this machine"),
     shm=Shm(present=True, size_bytes=64 * MiB, used_bytes=0, free_bytes=64 * MiB, source="docker-shm"),

@@ -14,7 +14,7 @@ import pytest
 
 from shmdoctor.bench import isolate
 from shmdoctor.bench.model import Config
-from shmdoctor.bench.workload import Workload, job
+from shmdoctor.bench.workload import BenchWorkload, job
 from shmdoctor.bench.zygote import Zygote
 from shmdoctor.model import SHM
 from shmdoctor.render import schema_file
@@ -25,7 +25,7 @@ FAULTS = "tests.loaders.bench_faults"
 
 
 def run(dataset, workers):
-    work = Workload(batch_size=4, batch_bytes=16384, sample_bytes=4096, dataset=dataset, budget=20)
+    work = BenchWorkload(batch_size=4, batch_bytes=16384, sample_bytes=4096, dataset=dataset, budget=20)
     with tempfile.TemporaryDirectory() as tmp, Zygote(tmp) as zygote:
         return isolate.run(job(work, Config(workers, 2 if workers else None, False, False)), timeout=120, zygote=zygote)
 

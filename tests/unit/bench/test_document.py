@@ -10,13 +10,13 @@ import jsonschema
 from shmdoctor.bench.document import BenchDocument, document
 from shmdoctor.bench.model import Config, Result
 from shmdoctor.bench.sweep import recommend
-from shmdoctor.bench.workload import Workload
+from shmdoctor.bench.workload import BenchWorkload
 from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
 from shmdoctor.render import render, schema_file
 from shmdoctor.rules_bench import judge_bench
 from shmdoctor.sizes import MiB
 
-WORK = Workload(batch_size=100, batch_bytes=100 * MiB, sample_bytes=MiB, step_time=0.2, device="cuda:0")
+WORK = BenchWorkload(batch_size=100, batch_bytes=100 * MiB, sample_bytes=MiB, step_time=0.2, device="cuda:0")
 FACTS = Facts(
     target=Target("local", "this machine"),
     shm=Shm(present=True, size_bytes=1024 * MiB, used_bytes=0, free_bytes=1024 * MiB, source="docker-shm"),

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from shmdoctor.bench.model import Config
-from shmdoctor.bench.workload import Workload, memory_need, refusal
+from shmdoctor.bench.workload import BenchWorkload, memory_need, refusal
 from shmdoctor.sizes import GiB, MiB
 
 B = 100 * MiB
 
 
 def workload(batch_bytes=B, sample=MiB, cuda=False):
-    return Workload(
+    return BenchWorkload(
         batch_size=batch_bytes // sample,
         batch_bytes=batch_bytes,
         sample_bytes=sample,
