@@ -79,10 +79,6 @@ def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into
         into.definitions.extend(ecs.probe(doc))
     elif azureml.is_job(doc.body):
         into.definitions.extend(azureml.probe(doc))
-    elif ecs.is_task_definition(doc.body):
-        into.definitions.extend(ecs.probe(doc))
-    elif azureml.is_job(doc.body):
-        into.definitions.extend(azureml.probe(doc))
     elif kubernetes.is_manifest(doc.body):
         found, skipped = kubernetes.probe(doc)
         into.definitions.extend(found)
@@ -118,8 +114,11 @@ def read(paths: list[str], swarm: bool | None = None, env_file: str | None = Non
             if len(unknown) < len(parsed):
                 out.sources.append(source)
                 out.files.extend(unknown)
-            else:  # the file as a whole: the first reason, or why a template is not judged
-                out.files.append(helm_hint(text, source) or (unknown[0] if unknown else f"{source}: empty"))
+            else:  # the file as a whole: why a chart's template is not judged, or the first reason
+                # ({{ }} alone is no chart: Prometheus rules and Go templates of other tools use it too)
+                chart = "templates" in os.path.normpath(source).split(os.sep)
+                hint = helm_hint(text, source) if chart or not unknown else None
+                out.files.append(hint or (unknown[0] if unknown else f"{source}: empty"))
     if not out.sources:
         raise UsageError(_nothing(out.files))
     if not out.definitions and not out.objects:  # `kubectl get pods -o json` of no pod: never "0 services ... ok"
