@@ -56,6 +56,12 @@ def _loading(need: Requirement | None) -> Requirement | None:
     return need if need is not None and need.bytes > 0 else None
 
 
+def _may_load(facts: Facts) -> bool:
+    """Without a loader, whether the target may run one: this machine, or what looks like a training or inference
+    job (an ML image or command, GPUs). A web server or an exporter is fine with a small /dev/shm."""
+    return facts.target.kind == "local" or bool(facts.ml_signs) or bool(facts.gpus)
+
+
 @rule("probe-incomplete", "warning", "a fact could not be read; the verdict may miss something")
 def probe_incomplete(facts: Facts, need: Requirement | None) -> Hit:
     if facts.unreadable:
@@ -162,7 +168,7 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
         and facts.shm.source in ("docker-shm", "podman-shm", "runtime-shm")
         and size in (ENGINE_DEFAULT_SHM, PODMAN_DEFAULT_SHM)
         and not facts.shm.read_only
-        and (facts.target.kind == "local" or facts.ml_signs or facts.gpus)  # a web server is fine with it
+        and _may_load(facts)
     ):
         # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
         most = page_floor(int(size * capacity.HEADROOM) // 9)
@@ -212,7 +218,7 @@ def remove_ipc(facts: Facts, need: Requirement | None) -> Hit:
 @rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")
 def shm_over_memory(facts: Facts, need: Requirement | None) -> Hit:
     room, size = capacity.memory_room(facts), facts.shm.size_bytes
-    if need is None and room is not None and size and size > room:
+    if need is None and _may_load(facts) and room is not None and size and size > room:
         msg = (
             f"/dev/shm ({format_size(size)}) is larger than the memory limit ({format_size(facts.memory.limit_bytes)}) "
             "leaves for it beside the training process: a loader filling it gets the container OOM-killed "

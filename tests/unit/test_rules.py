@@ -107,6 +107,8 @@ CASES = {
         (dict(shm=shm(64 * MiB), memory=Memory(700 * MiB, 10 * MiB)), None, False),
         (dict(shm=shm(2 * GiB)), None, False),
         (dict(shm=shm(2 * GiB), memory=Memory(700 * MiB, 10 * MiB)), seed(), False),  # memory-limit judges a loader
+        # a service that does not look like a training or inference job: nothing to warn about
+        (dict(shm=shm(2 * GiB), memory=Memory(700 * MiB, 10 * MiB), target=Target("service", "web")), None, False),
     ],
     "nofile-low": [
         (dict(shm=shm(2 * GiB), nofile=64), seed(), True),

@@ -38,7 +38,9 @@ def _wait_for(exp, metric: str, name: str, timeout: float = 30) -> str:
 def test_use_read_from_the_host_is_what_df_says_inside(images):
     with Containers() as c:
         full, full_id = c.start("full", "--shm-size=64m", "-e", f"TOKEN={SECRET}", cmd=FILL)
-        big, _ = c.start("big", "--shm-size=256m", "--memory=192m", "--label", "team=vision")
+        # a stand-in for a training job (its command names torchrun): without a loader, only such a job is warned
+        trainer = ("sh", "-c", "sleep 600", "torchrun")
+        big, _ = c.start("big", "--shm-size=256m", "--memory=192m", "--label", "team=vision", cmd=trainer)
         none, _ = c.start("none", "--ipc=none")
         with exporter() as exp:
             text = _wait_for(exp, "shmdoctor_shm_used_bytes", full)
