@@ -2,21 +2,56 @@
 
 An explicit list of workers (`0,1,2,4`) is walked upwards, and the walk stops once the loop no longer waits for data
 and the last step did not pay: more workers cannot make such a loop faster, only take more /dev/shm and memory. A range
-(`0..32`, `0:32`) is searched: its largest worker count that fits is run first (the loop at its fastest), then the
-fewest workers within the tolerance of it are found by bisection, assuming what the seed and every run here show, a
-per-batch time that falls with workers until the loop stops waiting and is flat after. A config predicted not to fit
-the /dev/shm available is skipped, except the smallest such one, run to confirm the failure the prediction claims
+(`0..32`, `0:32`) is searched for its knee, the fewest workers at which the loop stops waiting (or is within the
+tolerance of the fastest): each run narrows a bracket (below it: waits; at it: the knee), and the next config is the
+knee a model of the loop predicts from what ran, T(w) = max(S, L/w) a batch with S the loop's own time a batch and L a
+worker's time to load one; bisection where the model cannot say or has missed too often. The model picks, the runs
+decide: the knee is always a config measured at it, next to one measured below it. A config predicted not to fit the
+/dev/shm available is skipped, except the smallest such one, run to confirm the failure the prediction claims
 (`run_failing` runs them all). `exhaustive` runs every config in the order given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..sizes import format_size
 from .model import Config, Result
 from .sweep import TOLERANCE, at_knee, waits
+
+PROBE = 3  # a search's first config: below the knee a run costs about three batch loads whatever its workers, above
+# it a settle window grows with each worker, so a few workers is the cheap first look
+MODEL_RUNS = 4  # runs in a group after which the bracket is halved, not modelled (a model that kept missing)
+
+
+def knee(results: Iterable[Result], tolerance: float = TOLERANCE) -> int | None:
+    """The fewest workers the loop's model puts within `tolerance` of its floor: T(w) = max(S, L/w), S = the loop's
+    own time a batch (the batch less the wait), L = one worker's time to load a batch. L is read from the loop that
+    waited with the most workers (it then gets a batch each L/w), else from num_workers=0 (its wait is the load),
+    else from the first batch (every worker loads its first at once). None when nothing ran usefully."""
+    runs = [(r, t, r.data_wait_seconds) for r in results if (t := timed(r)) and r.data_wait_seconds is not None]
+    if not runs:
+        return None
+    own = sorted(t - wait for _, t, wait in runs)
+    step = own[len(own) // 2]
+    waited = [(r.config.num_workers, t) for r, t, _ in runs if r.config.num_workers and waits(r)]
+    alone = [wait for r, _, wait in runs if not r.config.num_workers]
+    firsts = [
+        r.first_batch_seconds - (r.worker_startup_seconds or 0.0)
+        for r, _, _ in runs
+        if r.config.num_workers and r.first_batch_seconds is not None
+    ]
+    if waited:
+        workers, t = max(waited)
+        load = workers * t
+    elif alone or firsts:
+        load = alone[0] if alone else max(firsts)
+    else:
+        return None
+    return max(1, math.ceil(load / ((1 + tolerance) * step) - 1e-9)) if step > 0 else None
 
 
 def timed(result: Result | None) -> float | None:
@@ -79,7 +114,7 @@ class Plan:
                 (c for c in self.configs if _member(c, key) and c not in self.reasons and c != self._confirming),
                 key=lambda c: c.num_workers,
             )
-            nxt = self._bisect(group) if self.search else self._walk(group)
+            nxt = self._search(group) if self.search else self._walk(group)
             if nxt is not None:
                 return nxt
         return None
@@ -105,37 +140,43 @@ class Plan:
             previous = r
         return None
 
-    def _bisect(self, group: list[Config]) -> Config | None:
+    def _search(self, group: list[Config]) -> Config | None:
         if not group:
             return None
-        top = self.results.get(group[-1])
-        if top is None:
-            return group[-1]
-        runs = [t for t in map(timed, (self.results.get(c) for c in group)) if t is not None]
-        if not runs:  # even the most workers failed: walk the rest from the bottom instead
+        runs = {i: self.results[c] for i, c in enumerate(group) if c in self.results}
+        times = [t for t in map(timed, runs.values()) if t is not None]
+        # The floor is known once a loop ran without waiting, or waited as long with more workers (it waits on
+        # something workers do not add: cores, a disk), or the most workers ran: the knee is then bracketed.
+        waited = [(i, t) for i, r in runs.items() if (t := timed(r)) is not None and waits(r)]
+        floored = (
+            len(group) - 1 in runs
+            or any(timed(r) is not None and not waits(r) for r in runs.values())
+            or any(later >= t * (1 - self.tolerance) for (_, t), (_, later) in itertools.pairwise(waited))
+        )
+        if not floored:  # all that ran waited: go where the model puts the knee, above them; else to the top
+            above = max(runs, default=-1)
+            want = knee(runs.values(), self.tolerance) if runs else PROBE
+            return next((c for c in group[above + 1 :] if want is not None and c.num_workers >= want), group[-1])
+        if not times:  # even the most workers failed: walk the rest from the bottom instead
             return self._walk(group)
-        best = min(runs)
-        lo, hi = -1, len(group) - 1  # lo: known slower than the tolerance (or failed); hi: known within it
-
-        def within(c: Config) -> bool:
-            return at_knee(self.results[c], best, self.tolerance)
-
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            c = group[mid]
-            if c not in self.results:
-                return c
-            if within(c):
-                hi = mid
-            else:
-                lo = mid
-        knee = group[hi]
+        best = min(times)
+        hi = min(i for i, r in runs.items() if at_knee(r, best, self.tolerance))
+        lo = max((i for i in runs if i < hi), default=-1)  # every run below hi is below the knee
+        if hi - lo > 1:
+            want = knee(runs.values(), self.tolerance) if len(runs) <= MODEL_RUNS else None
+            if want is None:
+                return group[(lo + hi) // 2]
+            inside = [i for i in range(lo + 1, hi) if group[i].num_workers >= want]
+            return group[inside[0] if inside else hi - 1]  # the model's knee, or just below the one measured
+        at, below = group[hi], group[lo] if lo >= 0 else None
         for c in group:
             if c not in self.results:
                 self.reasons.setdefault(
                     c,
-                    f"searched: num_workers={knee.num_workers} is the fewest at the knee (within "
-                    f"{self.tolerance:.0%} of the fastest, or no longer waiting for data), found by bisection",
+                    f"searched: num_workers={at.num_workers} is the fewest at the knee (no longer waiting for data, "
+                    f"or within {self.tolerance:.0%} of the fastest)"
+                    + (f", num_workers={below.num_workers} below it" if below else "")
+                    + f"; {len(runs)} configs of {len(group)} run to find it",
                 )
         return None
 

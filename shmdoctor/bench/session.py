@@ -14,6 +14,7 @@ from ..exits import ExitCode
 from .document import BenchDocument, document
 from .model import Result
 from .plan import Plan, with_persistence
+from .prctl import reaping_orphans
 from .stop import Stopped, pending
 from .zygote import Zygote
 
@@ -77,7 +78,7 @@ def bench(request: Request, progress: Progress) -> Outcome:
     and the stop's exit code; one before raises Stopped. Nothing of the sweep outlives this call: the zygote starts
     first (its `import torch` runs beside this process's own) in the run's one temporary folder, and both go at the
     end, however it ends."""
-    with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, Zygote(tmp) as zygote:
+    with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, reaping_orphans(), Zygote(tmp) as zygote:
         return _bench(request, progress, zygote)
 
 

@@ -14,7 +14,6 @@ child it runs, with its workers, and the zygote.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import select
@@ -27,13 +26,13 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import ProbeError
+from .prctl import on_parent_death
 from .stop import pending
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 START_TIMEOUT = 300  # seconds for the zygote's `import torch` on a cold disk
 POLL = 0.2  # seconds between two looks for a swallowed stop while waiting
 END_TIMEOUT = 5  # seconds for the zygote to end its child and itself once told to
-PR_SET_PDEATHSIG = 1
 
 
 class ZygoteDied(ProbeError):
@@ -137,7 +136,7 @@ def _child(request: dict) -> None:
     """In the forked child: a session of its own, first in line for the OOM killer (its workers inherit that, so a
     memory limit kills the run, not the bench), the log as stdout and stderr, then the config."""
     os.setsid()
-    _on_parent_death(signal.SIGKILL)  # the zygote killed outright: the config goes too (its workers follow it)
+    on_parent_death(signal.SIGKILL)  # the zygote killed outright: the config goes too (its workers follow it)
     try:
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
@@ -157,12 +156,6 @@ def _child(request: dict) -> None:
     main([request["job"], request["result"]])  # ends the process
 
 
-def _on_parent_death(signum: int) -> None:
-    """Linux's PR_SET_PDEATHSIG: this process gets `signum` when its parent ends, however it ends."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum)
-
-
 def serve(parent: int) -> None:
     running = [0]
 
@@ -176,7 +169,7 @@ def serve(parent: int) -> None:
 
     signal.signal(signal.SIGTERM, end)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's Ctrl-C is the parent's to handle
-    _on_parent_death(signal.SIGTERM)
+    on_parent_death(signal.SIGTERM)
     if os.getppid() != parent:  # it died before that
         end(signal.SIGTERM, None)
     import torch  # noqa: F401  (the point of the zygote: imported once, inherited by every child)

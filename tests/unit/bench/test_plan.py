@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+
+import pytest
+
 from shmdoctor.bench.model import Config, Result
-from shmdoctor.bench.plan import Plan
+from shmdoctor.bench.plan import Plan, knee
+from shmdoctor.bench.sweep import recommend
 from shmdoctor.sizes import MiB
 
 B = 100 * MiB
@@ -20,17 +25,35 @@ def need(c: Config) -> int:
     return (2 * c.num_workers + 1) * B if c.num_workers else 0
 
 
-def drive(plan: Plan, fail_over: int | None = None) -> list[int]:
-    """Runs the plan against SEED; configs needing more than fail_over run out of /dev/shm. The order run."""
+def seed(c: Config) -> Result:
+    """The seed's measured figures; a worker's first batch loads in 100 x 5 ms once the workers started (0.1 s)."""
+    t, wait = SEED[c.num_workers]
+    first = {"first_batch_seconds": 0.6, "worker_startup_seconds": 0.1} if c.num_workers else {}
+    return Result(c, "ok", need(c), batch_seconds=t, data_wait_seconds=wait, **first)
+
+
+def drive(plan: Plan, fail_over: int | None = None, loop=seed) -> list[int]:
+    """Runs the plan against `loop`; configs needing more than fail_over run out of /dev/shm. The order run."""
     order = []
     while (c := plan.next()) is not None:
         order.append(c.num_workers)
-        if fail_over is not None and need(c) > fail_over:
-            plan.record(Result(c, "shm-exhausted", need(c)))
-        else:
-            t, wait = SEED[c.num_workers]
-            plan.record(Result(c, "ok", need(c), batch_seconds=t, data_wait_seconds=wait))
+        plan.record(Result(c, "shm-exhausted", need(c)) if fail_over is not None and need(c) > fail_over else loop(c))
     return order
+
+
+def modelled(load: float, step: float, cores: int | None = None):
+    """A loop as the DataLoader runs it: w workers deliver a batch each load/w seconds (no faster than `cores` of them
+    can), the loop takes `step` of its own; num_workers=0 loads then steps."""
+
+    def loop(c: Config) -> Result:
+        w = c.num_workers
+        t = load + step if not w else max(step, load / min(w, cores or w))
+        first = (
+            {"first_batch_seconds": 0.1 + load * max(1, w / (cores or w)), "worker_startup_seconds": 0.1} if w else {}
+        )
+        return Result(c, "ok", need(c), batch_seconds=t, data_wait_seconds=t - step, **first)
+
+    return loop
 
 
 def test_a_list_is_walked_until_the_loop_stops_waiting_and_more_workers_stop_paying():
@@ -41,14 +64,49 @@ def test_a_list_is_walked_until_the_loop_stops_waiting_and_more_workers_stop_pay
     assert "no longer waited for data at num_workers=4, which was no faster than num_workers=3" in skipped[0].message
 
 
-def test_a_range_is_searched_by_bisection_around_the_knee():
+def test_a_range_is_searched_where_the_model_puts_the_knee():
     plan = Plan([config(w) for w in range(33)], search=True)
     order = drive(plan)
-    assert order[0] == 32 and 3 in order and len(order) <= 7, order  # log2(33) + 1 runs, not 33
-    assert 2 in order  # the knee is bracketed: 2 waits, 3 does not
+    assert order == [3, 2]  # 3 workers first: no longer waiting, and the model's knee; 2 below it waits
     skipped = plan.skipped(need)
-    assert len(skipped) == 33 - len(order)
+    assert len(skipped) == 31
     assert all(r.message.startswith("searched: num_workers=3 is the fewest at the knee") for r in skipped)
+    assert "num_workers=2 below it; 2 configs of 33 run to find it" in skipped[0].message
+
+
+def test_without_a_first_batch_the_bracket_is_halved():
+    bare = lambda c: Result(
+        c, "ok", need(c), batch_seconds=SEED[c.num_workers][0], data_wait_seconds=SEED[c.num_workers][1]
+    )  # noqa: E731
+    assert drive(Plan([config(w) for w in range(33)], search=True), loop=bare) == [3, 1, 2]
+
+
+def test_the_model_reads_the_load_from_the_loop_that_waited_with_the_most_workers():
+    results = [modelled(4.0, 0.2)(config(w)) for w in (2, 3)]
+    assert knee(results) == 20  # 4 s a batch a worker over 0.2 s a step, within 5%: 4 / 0.21 -> 20
+    assert knee([modelled(4.0, 0.2)(config(0))]) == 20  # num_workers=0 waits the whole load
+    assert knee([modelled(0.5, 0.2)(config(8))]) == 3  # no wait at 8: the first batch's load, 0.5 s
+    assert knee([Result(config(3), "error", 0)]) is None
+
+
+@pytest.mark.parametrize(
+    ("load", "step", "cores", "top"),
+    [
+        (load, step, cores, top)
+        for load, step, cores, top in itertools.product((0.05, 0.5, 1.3, 4.0), (0.01, 0.2), (None, 2), (8, 32))
+    ],
+)
+def test_the_search_recommends_what_the_whole_grid_does(load, step, cores, top):
+    """The oracle: recommend() over every config of the grid, run; the search runs few of them to the same pick."""
+    grid = [config(w) for w in range(top + 1)]
+    loop = modelled(load, step, cores)
+    everything = recommend([loop(c) for c in grid], None)
+    plan = Plan(grid, search=True)
+    order = drive(plan, loop=loop)
+    searched = recommend([plan.results[c] for c in grid if c in plan.results], None)
+    assert searched is not None and everything is not None
+    assert searched.choice.config == everything.choice.config, order
+    assert len(order) <= 7 if top == 32 else len(order) <= 5, order
 
 
 def test_exhaustive_runs_the_grid_in_order():
