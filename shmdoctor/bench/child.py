@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from functools import partial
 from typing import Any, Callable
 
@@ -92,6 +93,19 @@ def _gate(event: Any, pids: str, worker_id: int) -> None:
     event.wait()
 
 
+def _iterate(loader: Any, device: str | None) -> tuple[Any, bool | None]:
+    """iter(loader), and whether torch said it ignores the pin_memory_device passed (torch 2.9 on: deprecated, pinned
+    memory goes to the current accelerator); None when none was passed. Any other warning is still shown."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        it = iter(loader)
+    said = [w for w in caught if "pin_memory_device" in str(w.message) and "deprecated" in str(w.message)]
+    for w in caught:
+        if w not in said:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return it, (bool(said) if device else None)
+
+
 def measure(job: dict, emit: Callable[[dict], None]) -> None:
     """Times the loop until per-batch time settles (or `batches` are timed, or the budget is spent), then emits."""
     import torch
@@ -112,6 +126,9 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
     )
     if workers:
         extra["persistent_workers"] = job.get("persistent_workers", False)
+    pin_device = job.get("pin_memory_device")
+    if pin_device:
+        extra["pin_memory_device"] = pin_device
     dataset = _dataset(job)
     indices = None
     if job.get("next_epoch") and hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"):
@@ -127,7 +144,7 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
     copies: list[float] = []
     calls: list[float] = []
     t0 = time.perf_counter()
-    it = iter(loader)
+    it, ignored = _iterate(loader, pin_device)
     startup = time.perf_counter() - t0
     after = shm_used(SHM)  # no batch yet: the workers wait at the gate
     if gate:
@@ -185,7 +202,7 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         now = shm_used(SHM)
         between = None if now is None or before is None else max(0, now - before)
         a = time.perf_counter()
-        it = iter(loader)
+        it, _ = _iterate(loader, pin_device)
         next(it)
         next_start = time.perf_counter() - a
     # Figures over the settled window (the last two), or over every timed batch when a count was asked for.
@@ -206,6 +223,7 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
             "next_epoch_start_seconds": next_start,
             "between_epochs_shm_bytes": between,
             "h2d_pinned_bytes_per_second": floor,
+            "pin_memory_device_ignored": ignored,
         }
     )
 

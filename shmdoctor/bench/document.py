@@ -34,6 +34,7 @@ def _config(r: Result) -> dict[str, Any]:
         "pin_memory": c.pin_memory,
         "non_blocking": c.non_blocking,
         "persistent_workers": c.persistent_workers,
+        "pin_memory_device": c.pin_memory_device,
         "batch_seconds": r.batch_seconds,
         "predicted_shm_bytes": r.predicted_shm_bytes,
     }

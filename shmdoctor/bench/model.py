@@ -15,6 +15,7 @@ class Config:
     pin_memory: bool
     non_blocking: bool
     persistent_workers: bool = False  # workers kept between epochs (False with num_workers=0, as PyTorch requires)
+    pin_memory_device: str | None = None  # passed to DataLoader (only with pin_memory); None: not passed
 
     @classmethod
     def of(cls, d: dict[str, Any]) -> Config:
@@ -29,6 +30,8 @@ class Config:
             text += ", persistent_workers=true"
         if device_is_cuda:
             text += f", pin_memory={str(self.pin_memory).lower()}, non_blocking={str(self.non_blocking).lower()}"
+        if self.pin_memory_device is not None:
+            text += f", pin_memory_device={self.pin_memory_device}"
         return text
 
 
@@ -53,6 +56,7 @@ class Result:
     next_epoch_start_seconds: float | None = None  # iter() again to its first batch: workers forked again, or not
     between_epochs_shm_bytes: int | None = None  # /dev/shm the loader holds between two epochs (persistent workers)
     h2d_pinned_bytes_per_second: float | None = None  # the transfer floor: pinned host-to-device copy, measured once
+    pin_memory_device_ignored: bool | None = None  # torch warned it ignores pin_memory_device (None: not passed)
     wall_seconds: float | None = None  # the child process, interpreter and torch import included
     leftover_shm_bytes: int | None = None  # /dev/shm over the baseline once the child and its workers are gone
     removed_segments: tuple[str, ...] = ()  # torch_<pid>_* files of the dead child's processes, removed

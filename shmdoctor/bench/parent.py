@@ -27,6 +27,7 @@ MEASURED = (
     "next_epoch_start_seconds",
     "between_epochs_shm_bytes",
     "h2d_pinned_bytes_per_second",
+    "pin_memory_device_ignored",
 )
 
 

@@ -60,14 +60,20 @@ def timed(result: Result | None) -> float | None:
 
 def _group(config: Config) -> tuple:
     """Everything but the workers: each group's workers are walked or searched apart."""
-    return (config.prefetch_factor, config.pin_memory, config.non_blocking, config.persistent_workers)
+    return (
+        config.prefetch_factor,
+        config.pin_memory,
+        config.non_blocking,
+        config.persistent_workers,
+        config.pin_memory_device,
+    )
 
 
 def _member(config: Config, key: tuple) -> bool:
-    """num_workers=0 has no prefetch_factor nor persistent workers: it belongs to every group of its pin_memory and
-    non_blocking."""
+    """num_workers=0 has no prefetch_factor nor persistent workers: it belongs to every group of its pin_memory,
+    non_blocking and pin_memory_device."""
     if config.num_workers == 0:
-        return (config.pin_memory, config.non_blocking) == key[1:3]
+        return (config.pin_memory, config.non_blocking, config.pin_memory_device) == (key[1], key[2], key[4])
     return _group(config) == key
 
 

@@ -27,6 +27,7 @@ def write(doc: dict[str, Any], path: str) -> None:
         f"w{r['num_workers']}"
         + (f" p{r['prefetch_factor']}" if r["prefetch_factor"] is not None else "")
         + (f"\n{'P' if r['pin_memory'] else '-'}{'N' if r['non_blocking'] else '-'}" if cuda else "")
+        + (" D" if r.get("pin_memory_device") else "")  # pin_memory_device passed
         for r in results
     ]
     x = range(len(results))

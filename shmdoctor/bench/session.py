@@ -36,6 +36,7 @@ class Request:
     budget: float = 60.0
     device: str = "auto"
     persistent_workers: tuple[bool, ...] | None = None  # None: false, and the next epoch is not timed
+    pin_memory_device: tuple[str | None, ...] = (None,)  # None: not passed; CUDA only, with pin_memory true
     search: bool = False  # the workers were given as a range: searched around the knee, not walked
     exhaustive: bool = False
     run_failing: bool = False
@@ -94,6 +95,8 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
 
     name, info = resolve_device(request.device)
     cuda = name.startswith("cuda")
+    if not cuda and any(request.pin_memory_device):
+        raise UsageError(f"--pin-memory-device: nothing is pinned on {name}; it applies to a CUDA --device")
     measured = loader_spec(  # the synthetic batch, or a --dataset's, measured
         batch_size=request.batch_size,
         num_workers=None,
@@ -119,7 +122,11 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
     default = (True, False) if cuda else (False,)
     configs = with_persistence(
         sweep.configs(
-            request.workers, request.prefetch, request.pin_memory or default, request.non_blocking or default
+            request.workers,
+            request.prefetch,
+            request.pin_memory or default,
+            request.non_blocking or default,
+            request.pin_memory_device,
         ),
         request.persistent_workers or (False,),
     )

@@ -19,12 +19,17 @@ MIN_WINDOW = 3
 
 
 def configs(
-    workers: Sequence[int], prefetch: Sequence[int], pin: Sequence[bool], non_blocking: Sequence[bool]
+    workers: Sequence[int],
+    prefetch: Sequence[int],
+    pin: Sequence[bool],
+    non_blocking: Sequence[bool],
+    pin_device: Sequence[str | None] = (None,),
 ) -> list[Config]:
-    """The product of the lists, in the order given; num_workers=0 takes no prefetch_factor, so it runs once."""
+    """The product of the lists, in the order given; num_workers=0 takes no prefetch_factor and pin_memory=false no
+    pin_memory_device (None: not passed), so each such config runs once."""
     out: list[Config] = []
-    for w, p, pm, nb in itertools.product(workers, prefetch, pin, non_blocking):
-        c = Config(w, p if w else None, pm, nb)
+    for w, p, pm, nb, d in itertools.product(workers, prefetch, pin, non_blocking, pin_device):
+        c = Config(w, p if w else None, pm, nb, pin_memory_device=d if pm else None)
         if c not in out:
             out.append(c)
     return out
@@ -46,7 +51,7 @@ def settled(times: Sequence[float], num_workers: int) -> bool:
 
 @dataclass(frozen=True)
 class Recommendation:
-    choice: Result  # the fewest workers within TOLERANCE of the fastest config that fits
+    choice: Result  # the fewest workers (then settings) within TOLERANCE of the fastest config that fits
     best_fit: Result  # the fastest config that fits the shared memory available
     best: Result  # the fastest config measured; may need more shared memory than is available
     capacity: int | None  # /dev/shm a loader can take here (free space capped by the memory limit)
@@ -86,13 +91,15 @@ def at_knee(result: Result, best: float, tolerance: float = TOLERANCE) -> bool:
 
 
 def recommend(results: Sequence[Result], capacity: int | None, tolerance: float = TOLERANCE) -> Recommendation | None:
-    """The fewest workers at the knee (at_knee) of the fastest config that ran and fits; None when none did."""
+    """The fewest workers at the knee (at_knee) of the fastest config that ran and fits, without pin_memory_device
+    when a config at the knee does without it; None when none did."""
     timed = [r for r in results if r.status == "ok" and r.batch_seconds]
     fitting = [r for r in timed if fits(r, capacity)]
     if not fitting:
         return None
     best_fit = min(fitting, key=_seconds)
     near = [r for r in fitting if at_knee(r, _seconds(best_fit), tolerance)]
-    choice = min(near, key=lambda r: (r.config.num_workers, _seconds(r)))
+    # Fewer settings: at equal workers, a config at the knee without pin_memory_device wins over any with it.
+    choice = min(near, key=lambda r: (r.config.num_workers, r.config.pin_memory_device is not None, _seconds(r)))
     best = min(timed, key=_seconds)
     return Recommendation(choice=choice, best_fit=best_fit, best=best, capacity=capacity, tolerance=tolerance)

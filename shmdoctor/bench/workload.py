@@ -98,5 +98,6 @@ def job(workload: BenchWorkload, config: Config) -> dict:
         "pin_memory": config.pin_memory,
         "non_blocking": config.non_blocking,
         "persistent_workers": config.persistent_workers,
+        "pin_memory_device": config.pin_memory_device,
         "next_epoch": workload.next_epoch and config.num_workers > 0,
     }

@@ -47,6 +47,14 @@ def bool_list(text: str, what: str) -> tuple[bool, ...]:
     return tuple(dict.fromkeys(v in TRUE for v in values))
 
 
+def pin_device_list(text: str) -> tuple[str | None, ...]:
+    """--pin-memory-device: a comma list of cuda or cuda:N, `none` (or nothing) for not passing it at all."""
+    values = [v.strip().lower() for v in text.split(",")]
+    if any(v not in ("", "none", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()) for v in values):
+        raise UsageError(f"--pin-memory-device: expected a comma list of none, cuda or cuda:N; got {text!r}")
+    return tuple(dict.fromkeys(None if v in ("", "none") else v for v in values))
+
+
 class Seconds(click.ParamType):
     """A finite number of seconds in [least, most]: nan, inf and 1e300 are usage errors, not an endless run."""
 
@@ -91,6 +99,12 @@ class Seconds(click.ParamType):
 @click.option("--prefetch-factor", default="2", show_default=True, metavar="LIST", help="prefetch_factor to sweep.")
 @click.option("--pin-memory", metavar="LIST", help="pin_memory to sweep [CUDA: true,false; CPU: false].")
 @click.option("--non-blocking", metavar="LIST", help="non_blocking copies to sweep [CUDA: true,false; CPU: false].")
+@click.option(
+    "--pin-memory-device",
+    metavar="LIST",
+    help="pin_memory_device to sweep beside pin_memory=true, e.g. none,cuda (none: not passed) [CUDA only; "
+    "torch 2.9 and later ignore it, and bench says so].",
+)
 @click.option(
     "--persistent-workers",
     metavar="LIST",
@@ -137,6 +151,7 @@ def command(
     prefetch_factor,
     pin_memory,
     non_blocking,
+    pin_memory_device,
     persistent_workers,
     exhaustive,
     run_failing,
@@ -160,6 +175,10 @@ def command(
     from ..bench.session import Request
 
     workers, search = workers_spec(num_workers)
+    pins = bool_list(pin_memory, "--pin-memory") if pin_memory else None
+    pin_devices = pin_device_list(pin_memory_device) if pin_memory_device is not None else (None,)
+    if any(pin_devices) and pins is not None and True not in pins:
+        raise UsageError("--pin-memory-device applies with pin_memory true; --pin-memory is false only")
     request = Request(
         batch_size=batch_size,
         workers=workers,
@@ -168,7 +187,8 @@ def command(
         run_failing=run_failing,
         persistent_workers=bool_list(persistent_workers, "--persistent-workers") if persistent_workers else None,
         prefetch=int_list(prefetch_factor, "--prefetch-factor", 1, MAX_PREFETCH),
-        pin_memory=bool_list(pin_memory, "--pin-memory") if pin_memory else None,
+        pin_memory=pins,
+        pin_memory_device=pin_devices,
         non_blocking=bool_list(non_blocking, "--non-blocking") if non_blocking else None,
         sample_bytes=parse_size(sample_bytes, what="--sample-bytes") if sample_bytes else None,
         dataset=dataset,

@@ -1,6 +1,6 @@
-"""bench's document as text and as JSON: the recommendation first (with the transfer floor, persistent workers
-and what was skipped), then the fix, the findings and the table. Formats only: the verdict, fixes and findings are
-the document's."""
+"""bench's document as text and as JSON: the recommendation first (with the transfer floor, persistent workers,
+pin_memory_device and what was skipped), then the fix, the findings and the table. Formats only: the verdict, fixes
+and findings are the document's."""
 
 from __future__ import annotations
 
@@ -34,10 +34,12 @@ def _size(value: int | None) -> str:
 def table(doc: dict[str, Any]) -> list[str]:
     cuda = doc["device"]["name"].startswith("cuda")
     persist = any(r.get("persistent_workers") for r in doc["results"])
+    pin_dev = any(r.get("pin_memory_device") for r in doc["results"])
     head = (
         ["WORKERS", "PREFETCH"]
         + (["PERSIST"] if persist else [])
         + (["PIN", "NB"] if cuda else [])
+        + (["PIN DEV"] if pin_dev else [])
         + [
             "STATUS",
             "S/BATCH",
@@ -57,6 +59,7 @@ def table(doc: dict[str, Any]) -> list[str]:
             [str(r["num_workers"]), "-" if r["prefetch_factor"] is None else str(r["prefetch_factor"])]
             + ([str(r["persistent_workers"]).lower()] if persist else [])
             + ([str(r["pin_memory"]).lower(), str(r["non_blocking"]).lower()] if cuda else [])
+            + ([r.get("pin_memory_device") or "-"] if pin_dev else [])
             + [
                 r["status"] + ("" if r["stable"] or r["status"] != "ok" else " (unsettled)"),
                 _num(r["batch_seconds"], ".3f"),
@@ -125,6 +128,32 @@ def _persistence_lines(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _pin_device_lines(doc: dict[str, Any], cuda: bool) -> list[str]:
+    """Where pin_memory_device was swept: each config that passed it against the same config without it, measured,
+    and whether torch ignored it (2.9 on: deprecated, warned at iter())."""
+    out = []
+    ran = [r for r in doc["results"] if r["status"] == "ok"]
+    for given in (r for r in ran if r.get("pin_memory_device")):
+        bare = Config.of({**given, "pin_memory_device": None})
+        twin = next((r for r in ran if Config.of(r) == bare), None)
+        mine = f"{given['batch_seconds']:.3f} s a batch and {_num(given['h2d_seconds'], '.2f', 1000)} ms H2D"
+        against = (
+            f", against {twin['batch_seconds']:.3f} s and {_num(twin['h2d_seconds'], '.2f', 1000)} ms without it"
+            if twin
+            else " (the same config without it did not run)"
+        )
+        ignored = (
+            f"; torch {doc['device']['torch']} ignores it (deprecated; pinned memory goes to the current "
+            "accelerator): leave it out"
+            if given.get("pin_memory_device_ignored")
+            else ""
+        )
+        out.append(
+            f"           pin_memory_device={given['pin_memory_device']} at {bare.label(cuda)}: {mine}{against}{ignored}"
+        )
+    return out
+
+
 def _skipped_lines(doc: dict[str, Any], cuda: bool) -> list[str]:
     by_reason: dict[str, list[str]] = {}
     for r in doc["results"]:
@@ -163,6 +192,7 @@ def render_text(doc: dict[str, Any]) -> str:
             )
         out.extend(_transfer_lines(doc, rec))
     out.extend(_persistence_lines(doc))
+    out.extend(_pin_device_lines(doc, cuda))
     out.extend(_skipped_lines(doc, cuda))
     fixes_ = [Fix(**{**fx, "docker_args": tuple(fx["docker_args"])}) for f in doc["findings"] for fx in f["fixes"]]
     if fixes_:

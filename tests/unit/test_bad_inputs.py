@@ -389,6 +389,20 @@ CASES = [
         "--pin-memory: expected a comma list of true/false",
     ),
     (
+        "bench pin_memory_device not a CUDA device",
+        ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--pin-memory-device", "none,tpu"],
+        {},
+        USAGE,
+        "--pin-memory-device: expected a comma list of none, cuda or cuda:N",
+    ),
+    (
+        "bench pin_memory_device where nothing is pinned",
+        ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--pin-memory", "false", "--pin-memory-device", "cuda"],
+        {},
+        USAGE,
+        "--pin-memory-device applies with pin_memory true; --pin-memory is false only",
+    ),
+    (
         "bench on a device nobody has",
         ["bench", "--batch-size", "8", "--sample-bytes", "1m", "--device", "tpu"],
         {},

@@ -4,6 +4,7 @@ one output layer: every status a result can have, a recommendation, the findings
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import jsonschema
 
@@ -62,3 +63,19 @@ def test_the_document_is_valid_against_its_schema_and_renders_through_the_layer(
     assert text.startswith("RECOMMEND  num_workers=3")
     assert "transfer floor: pinned host→device 54.6 GB/s" in text and "skipped num_workers=5: searched" in text
     assert {f["id"] for f in body["findings"]} == {"bench-shm-exhausted", "bench-out-of-memory", "bench-error"}
+
+
+def test_a_config_passing_pin_memory_device_is_in_the_document_with_what_torch_did_with_it(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    rs = results()
+    three = rs[1]
+    given = replace(three, config=replace(three.config, pin_memory_device="cuda"), pin_memory_device_ignored=True)
+    rs.append(given)
+    body = document(WORK, rs, recommend(rs, 1024 * MiB), [], FACTS, DEVICE)
+    jsonschema.validate(body, json.loads(schema_file("shmdoctor/bench/1").read_text()))
+    row = body["results"][-1]
+    assert row["pin_memory_device"] == "cuda" and row["pin_memory_device_ignored"] is True
+    assert body["results"][1]["pin_memory_device"] is None and body["results"][1]["pin_memory_device_ignored"] is None
+    assert body["recommendation"]["pin_memory_device"] is None  # as fast without it: it is left out
+    assert Config.of(row) == given.config
+    assert "torch 2.11.0 ignores it" in render(BenchDocument(body), "text")

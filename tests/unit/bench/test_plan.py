@@ -8,7 +8,7 @@ import pytest
 
 from shmdoctor.bench.model import Config, Result
 from shmdoctor.bench.plan import Plan, knee
-from shmdoctor.bench.sweep import recommend
+from shmdoctor.bench.sweep import configs, recommend
 from shmdoctor.sizes import MiB
 
 B = 100 * MiB
@@ -123,3 +123,12 @@ def test_configs_predicted_not_to_fit_are_skipped_but_the_smallest_confirms_the_
     reasons = {r.config.num_workers: r.message for r in plan.skipped(need)}
     assert all("predicted to need" in reasons[w] and "--run-failing" in reasons[w] for w in (5, 6, 7, 8))
     assert drive(Plan(grid, need=need, capacity=capacity, run_failing=True), fail_over=capacity)[-1] == 8
+
+
+def test_pin_memory_device_is_walked_apart_from_the_same_configs_without_it():
+    grid = configs([0, 1, 2, 3, 4, 6], [2], [True], [False], [None, "cuda"])
+    plan = Plan(grid)
+    order = drive(plan)
+    assert order == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]  # each walk stops at 4, as one alone does
+    ran = {c for c in grid if c in plan.results}
+    assert {c.pin_memory_device for c in ran if c.num_workers == 0} == {None, "cuda"}

@@ -38,3 +38,39 @@ def test_plot_without_matplotlib_says_what_it_needs(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 2 and "--plot needs matplotlib" in proc.stderr and not out.exists()
+
+
+def with_pin_device(ignored: bool | None) -> tuple[dict, dict]:
+    """The GPU run, its recommended config run again passing pin_memory_device: a row of the shape a sweep writes;
+    (the document, the row without it)."""
+    doc = json.loads(GPU_RUN.read_text())
+    bare = next(r for r in doc["results"] if Config.of(r) == Config.of(doc["recommendation"]))
+    given = {**bare, "pin_memory_device": "cuda:0", "pin_memory_device_ignored": ignored, "h2d_seconds": 0.00533}
+    doc["results"].append(given)
+    return doc, bare
+
+
+def test_pin_memory_device_has_its_column_and_its_line_only_where_it_was_swept(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = render_text(json.loads(GPU_RUN.read_text()))
+    assert "PIN DEV" not in plain and "pin_memory_device" not in plain
+    doc, bare = with_pin_device(ignored=True)
+    lines = render_text(doc).splitlines()
+    header = next(line for line in lines if line.startswith("WORKERS"))
+    assert header.split()[:6] == ["WORKERS", "PREFETCH", "PIN", "NB", "PIN", "DEV"]
+    rows = [line.split() for line in lines if line.split()[:1] and line.split()[0].isdigit()]
+    assert [row[4] for row in rows].count("cuda:0") == 1 and [row[4] for row in rows].count("-") == 20
+    said = [i for i, line in enumerate(lines) if line.strip().startswith("pin_memory_device=")]
+    assert len(said) == 1 and said[0] < lines.index(header)
+    t, h2d = bare["batch_seconds"], bare["h2d_seconds"] * 1000
+    assert lines[said[0]].strip() == (
+        "pin_memory_device=cuda:0 at num_workers=3, prefetch_factor=2, pin_memory=true, non_blocking=false: "
+        f"{t:.3f} s a batch and 5.33 ms H2D, against {t:.3f} s and {h2d:.2f} ms without it; torch 2.11.0+cu130 "
+        "ignores it (deprecated; pinned memory goes to the current accelerator): leave it out"
+    )
+
+
+def test_a_torch_that_honours_pin_memory_device_is_not_told_to_leave_it_out(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    said = [x for x in render_text(with_pin_device(ignored=False)[0]).splitlines() if "pin_memory_device=" in x]
+    assert len(said) == 1 and "without it" in said[0] and "ignores" not in said[0]

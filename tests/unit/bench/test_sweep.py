@@ -1,5 +1,7 @@
 """The sweep's pure parts: which configs run, when per-batch time has settled, which config is recommended."""
 
+from dataclasses import replace
+
 import pytest
 
 from shmdoctor.bench.model import Config, Result
@@ -85,3 +87,42 @@ def test_peak_ratio_leaves_the_iterators_own_pages_out():
     r = Result(Config(2, 2, False, False), "ok", 5 * B, peak_shm_bytes=5 * B + 57344, loader_overhead_bytes=57344)
     assert r.peak_ratio == 1.0
     assert Result(Config(0, None, False, False), "ok", 0, peak_shm_bytes=0).peak_ratio is None
+
+
+def test_pin_memory_device_goes_only_with_pin_memory_and_runs_once_without():
+    got = configs([0, 2], [2], [True, False], [True], [None, "cuda"])
+    assert got == [
+        Config(0, None, True, True),
+        Config(0, None, True, True, pin_memory_device="cuda"),
+        Config(0, None, False, True),  # pin_memory=false takes no device: once, not twice
+        Config(2, 2, True, True),
+        Config(2, 2, True, True, pin_memory_device="cuda"),
+        Config(2, 2, False, True),
+    ]
+    assert configs([2], [2], [True], [True]) == [Config(2, 2, True, True)]  # not swept: never passed
+
+
+def test_a_config_is_labelled_with_its_pin_memory_device_only_when_it_passes_one():
+    assert Config(2, 2, True, True).label() == "num_workers=2, prefetch_factor=2, pin_memory=true, non_blocking=true"
+    assert (
+        Config(2, 2, True, True, pin_memory_device="cuda:1")
+        .label()
+        .endswith("pin_memory=true, non_blocking=true, pin_memory_device=cuda:1")
+    )
+
+
+def with_device(r: Result, seconds: float) -> Result:
+    return Result(replace(r.config, pin_memory_device="cuda"), "ok", r.predicted_shm_bytes, batch_seconds=seconds)
+
+
+def test_pin_memory_device_is_never_recommended_when_the_same_config_without_it_is_within_tolerance():
+    bare = result(3, 0.204, pin=True)
+    rec = recommend([result(2, 0.290, pin=True), bare, with_device(bare, 0.200), result(4, 0.203, pin=True)], None)
+    assert rec.best_fit.config.pin_memory_device == "cuda"  # the fastest passes it, 2% ahead: noise
+    assert rec.choice is bare
+
+
+def test_pin_memory_device_is_recommended_when_it_measurably_pays():
+    bare = result(3, 0.240, pin=True)
+    rec = recommend([bare, with_device(bare, 0.200)], None)
+    assert rec.choice.config == Config(3, 2, True, False, pin_memory_device="cuda")
