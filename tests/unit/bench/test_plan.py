@@ -75,9 +75,10 @@ def test_a_range_is_searched_where_the_model_puts_the_knee():
 
 
 def test_without_a_first_batch_the_bracket_is_halved():
-    bare = lambda c: Result(
-        c, "ok", need(c), batch_seconds=SEED[c.num_workers][0], data_wait_seconds=SEED[c.num_workers][1]
-    )  # noqa: E731
+    def bare(c: Config) -> Result:
+        t, wait = SEED[c.num_workers]
+        return Result(c, "ok", need(c), batch_seconds=t, data_wait_seconds=wait)
+
     assert drive(Plan([config(w) for w in range(33)], search=True), loop=bare) == [3, 1, 2]
 
 
