@@ -46,25 +46,15 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-class EpochEnd:
-    """A sequential sampler that can end its epoch early: stop() hands out no more indices, so the loader drains what
-    it already asked for and ends the epoch as a real one ends. A new epoch starts from the top."""
-
-    def __init__(self, length: int):
-        self.length, self.stopped = length, False
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __iter__(self):
-        self.stopped = False
-        for i in range(self.length):
-            if self.stopped:
-                return
-            yield i
-
-    def stop(self) -> None:
-        self.stopped = True
+def _quiet(path: str, span: float, limit: float = 10.0) -> None:
+    """Wait until /dev/shm has not changed for `span` seconds (at most `limit`): the batches already asked for have
+    arrived."""
+    last, since, end = shm_used(path), time.perf_counter(), time.perf_counter() + limit
+    while time.perf_counter() < end and time.perf_counter() - since < span:
+        time.sleep(0.01)
+        now = shm_used(path)
+        if now != last:
+            last, since = now, time.perf_counter()
 
 
 def _h2d_floor(nbytes: int, device: str, torch: Any) -> float:
@@ -129,12 +119,8 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
     pin_device = job.get("pin_memory_device")
     if pin_device:
         extra["pin_memory_device"] = pin_device
-    dataset = _dataset(job)
-    indices = None
-    if job.get("next_epoch") and hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"):
-        indices = extra["sampler"] = EpochEnd(len(dataset))  # the measured loop can end its epoch where it stops
     loader = DataLoader(
-        dataset, batch_size=job["batch_size"], num_workers=workers, pin_memory=job["pin_memory"], **extra
+        _dataset(job), batch_size=job["batch_size"], num_workers=workers, pin_memory=job["pin_memory"], **extra
     )
     floor = _h2d_floor(job.get("batch_bytes") or 0, device, torch) if cuda and job.get("h2d_floor") else None
     step, fixed, budget = job.get("step_time") or 0.0, job.get("batches"), job["budget"]
@@ -193,12 +179,14 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
             break
     loop = time.perf_counter() - t0
     between = next_start = None
-    if indices is not None:  # the epoch ends here, then the next one starts: workers forked again, or kept
-        indices.stop()
+    if job.get("next_epoch") and workers:
+        # The epoch is cut short here, as a loop of so many steps an epoch breaks out of it, and the batches already
+        # asked for still arrive (each within about a first batch's time). Persistent workers keep them, in /dev/shm
+        # or pinned, until the next epoch starts and drains them; otherwise the loop's iterator goes, its workers and
+        # their batches with it (the loader keeps only a persistent iterator).
         batch = None
-        for _ in it:  # the batches already asked for, as the last steps of an epoch take them
-            pass
-        del it  # without persistent workers this shuts them down, as the end of an epoch does
+        _quiet(SHM, first or 0.1)
+        del it
         now = shm_used(SHM)
         between = None if now is None or before is None else max(0, now - before)
         a = time.perf_counter()

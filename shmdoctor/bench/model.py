@@ -54,7 +54,7 @@ class Result:
     loop_seconds: float | None = None  # the whole measured loop, first batch included
     loader_overhead_bytes: int | None = None  # /dev/shm of the iterator itself (semaphores), not of batches
     next_epoch_start_seconds: float | None = None  # iter() again to its first batch: workers forked again, or not
-    between_epochs_shm_bytes: int | None = None  # /dev/shm the loader holds between two epochs (persistent workers)
+    between_epochs_shm_bytes: int | None = None  # /dev/shm held from an epoch cut short to the next one's start
     h2d_pinned_bytes_per_second: float | None = None  # the transfer floor: pinned host-to-device copy, measured once
     pin_memory_device_ignored: bool | None = None  # torch warned it ignores pin_memory_device (None: not passed)
     wall_seconds: float | None = None  # the child process, interpreter and torch import included

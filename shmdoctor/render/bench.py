@@ -122,8 +122,11 @@ def _persistence_lines(doc: dict[str, Any]) -> list[str]:
         )
         out.append(
             f"           persistent_workers=true at num_workers={kept['num_workers']}: each next epoch starts in "
-            f"{kept['next_epoch_start_seconds']:.2f} s instead of {twin['next_epoch_start_seconds']:.2f} s and keeps "
-            f"{_size(kept['between_epochs_shm_bytes'])} of /dev/shm between epochs; {pays}"
+            f"{kept['next_epoch_start_seconds']:.2f} s instead of {twin['next_epoch_start_seconds']:.2f} s; an "
+            "epoch cut short (a loop that breaks after so many steps) leaves its batches in flight with the kept "
+            f"workers: "
+            f"{_size(kept['between_epochs_shm_bytes'])} of /dev/shm held until the next epoch starts "
+            f"({_size(twin['between_epochs_shm_bytes'])} without); {pays}"
         )
     return out
 
