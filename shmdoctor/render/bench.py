@@ -99,7 +99,7 @@ def _transfer_lines(doc: dict[str, Any], rec: dict[str, Any]) -> list[str]:
 
 def _persistence_lines(doc: dict[str, Any]) -> list[str]:
     """Where persistent_workers was swept: what it saves at each next epoch's start, and what it keeps meanwhile."""
-    out = []
+    out, cuda = [], doc["device"]["name"].startswith("cuda")
     timed = [r for r in doc["results"] if r["status"] == "ok" and r.get("next_epoch_start_seconds") is not None]
     for kept in (r for r in timed if r["persistent_workers"]):
         twin = next(
@@ -115,18 +115,18 @@ def _persistence_lines(doc: dict[str, Any]) -> list[str]:
         saved = twin["next_epoch_start_seconds"] - kept["next_epoch_start_seconds"]
         epoch = saved / (0.05 * kept["batch_seconds"]) if saved > 0 and kept["batch_seconds"] else None
         pays = (
-            f"it pays when epochs are short: under ~{epoch:.0f} batches ({epoch * kept['batch_seconds']:.0f} s) "
-            "the start it saves is 5% of an epoch or more"
+            f"{saved:.2f} s saved an epoch, 5% or more of an epoch under ~{epoch:.0f} batches, "
+            f"{epoch * kept['batch_seconds']:.1f} s: it pays for epochs that short, or workers slower to start"
             if epoch
-            else "it does not pay here"
+            else "nothing saved: it does not pay here"
         )
+        pinned = "; pin_memory's thread has moved them on, to pinned host memory" if kept["pin_memory"] and cuda else ""
         out.append(
-            f"           persistent_workers=true at num_workers={kept['num_workers']}: each next epoch starts in "
-            f"{kept['next_epoch_start_seconds']:.2f} s instead of {twin['next_epoch_start_seconds']:.2f} s; an "
-            "epoch cut short (a loop that breaks after so many steps) leaves its batches in flight with the kept "
-            f"workers: "
-            f"{_size(kept['between_epochs_shm_bytes'])} of /dev/shm held until the next epoch starts "
-            f"({_size(twin['between_epochs_shm_bytes'])} without); {pays}"
+            f"           persistent_workers=true at num_workers={kept['num_workers']}: the next epoch starts in "
+            f"{kept['next_epoch_start_seconds']:.2f} s instead of {twin['next_epoch_start_seconds']:.2f} s ({pays}); "
+            "an epoch cut short (a loop that breaks after so many steps) leaves its batches in flight with the kept "
+            f"workers: {_size(kept['between_epochs_shm_bytes'])} of /dev/shm held until the next epoch starts "
+            f"({_size(twin['between_epochs_shm_bytes'])} without){pinned}"
         )
     return out
 

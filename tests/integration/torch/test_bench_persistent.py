@@ -30,5 +30,5 @@ def test_kept_workers_hold_the_cut_short_epochs_batches_in_shm_until_the_next_ep
     assert forked["between_epochs_shm_bytes"] < batch  # the iterator went, and its batches with it
     assert kept["next_epoch_start_seconds"] > 0 and forked["next_epoch_start_seconds"] > 0
     text = render_text(doc)
-    assert "persistent_workers=true at num_workers=2: each next epoch starts in" in text
+    assert "persistent_workers=true at num_workers=2: the next epoch starts in" in text
     assert "of /dev/shm held until the next epoch starts" in text

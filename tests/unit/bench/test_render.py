@@ -74,3 +74,20 @@ def test_a_torch_that_honours_pin_memory_device_is_not_told_to_leave_it_out(monk
     monkeypatch.setenv("NO_COLOR", "1")
     said = [x for x in render_text(with_pin_device(ignored=False)[0]).splitlines() if "pin_memory_device=" in x]
     assert len(said) == 1 and "without it" in said[0] and "ignores" not in said[0]
+
+
+def test_persistent_workers_lines_from_the_gpu_run_say_the_next_epochs_start_and_what_is_held(monkeypatch):
+    """docs/gpu-bench/bench-persistent.json: 3 and 4 workers, pinned, persistent_workers true and false, on the H200."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    doc = json.loads((REPO / "docs" / "gpu-bench" / "bench-persistent.json").read_text())
+    kept = {r["num_workers"]: r for r in doc["results"] if r["persistent_workers"]}
+    lines = [line.strip() for line in render_text(doc).splitlines() if "persistent_workers=true at" in line]
+    assert len(lines) == len(kept) == 2
+    for line, (workers, r) in zip(lines, sorted(kept.items())):
+        assert line.startswith(f"persistent_workers=true at num_workers={workers}: the next epoch starts in ")
+        assert f"{r['next_epoch_start_seconds']:.2f} s instead of" in line
+        assert "pin_memory's thread has moved them on, to pinned host memory" in line  # pinned: not in /dev/shm
+    saved = {w: r["next_epoch_start_seconds"] for w, r in kept.items()}
+    twins = {r["num_workers"]: r["next_epoch_start_seconds"] for r in doc["results"] if not r["persistent_workers"]}
+    for line, w in zip(lines, sorted(kept)):
+        assert ("nothing saved: it does not pay here" in line) == (twins[w] <= saved[w])
