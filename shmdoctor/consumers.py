@@ -16,14 +16,15 @@ NcclMode = Literal["auto", "shm", "p2p", "off"]
 Server = Literal["vllm", "sglang"]
 
 
-# --- NCCL (2.30.7 src/transport/shm.cc, src/os/linux.cc, init.cc) -------------------------------------------------
+# --- NCCL (2.30.7 src/transport/shm.cc, src/os/linux.cc, init.cc; measured on two H200s with NCCL 2.28.9,
+# docs/gpu-nccl.md: every figure below to the byte) ------------------------------------------------------------------
 
 NCCL_DEFAULT_BUFFSIZE = 4 * MiB  # SIMPLE protocol buffer, NCCL_BUFFSIZE
 NCCL_LL = 524_288  # LL protocol buffer
 NCCL_LL128 = 4_915_200  # LL128 protocol buffer
 NCCL_SEND_SIDE = 4096  # the sender's own small segment
 NCCL_FILE_HEADER = 4  # each segment file is 4 B longer than its buffers (errors print 9637892 for 9,637,888)
-NCCL_CHANNELS = 2  # rings NCCL builds between the GPUs of one host, typically
+NCCL_CHANNELS = 4  # channels NCCL built between two H200s over SHM (4 coll, 4 p2p); FACTS.md read 2 as typical
 # The proxy ops pool each rank maps per communicator once it talks to other nodes, by NCCL version (newest first).
 NCCL_PROXY_POOL = ((2, 28, 34_210_176), (2, 24, 14_156_128), (2, 21, 7_340_384), (0, 0, 4_194_656))
 
@@ -40,18 +41,26 @@ def nccl_connection_bytes(buffsize: int = NCCL_DEFAULT_BUFFSIZE) -> int:
 
 
 def nccl_connections(ranks: int, channels: int = NCCL_CHANNELS, all_to_all: bool = False) -> int:
-    """SHM connections of one communicator of `ranks` local GPUs: the rings (R·C), the trees ((R−1)·C) and, with
-    all-to-all (send/recv), two per ordered pair of peers. R=8, C=2: 30, 142 with all-to-all."""
+    """SHM connections of one communicator of `ranks` local GPUs: the rings (R·C), the trees ((R−1)·C, from three
+    ranks: with two, a tree's peer is the ring's, both ways) and, with all-to-all (send/recv), two per ordered pair
+    of peers. Measured R=2, C=4: 8, 12 with all-to-all. R=8, C=4: 60, 172 with all-to-all."""
     if ranks < 2:
         return 0
-    return ranks * channels + (ranks - 1) * channels + (2 * ranks * (ranks - 1) if all_to_all else 0)
+    trees = (ranks - 1) * channels if ranks > 2 else 0
+    return ranks * channels + trees + (2 * ranks * (ranks - 1) if all_to_all else 0)
 
 
 def nccl_proxy_pool(version: tuple[int, int] | None) -> int:
-    """The proxy ops pool of one rank for one multi-node communicator; the newest NCCL's when the version is unknown."""
+    """The proxy ops pool one rank maps per communicator whose transport goes through NCCL's proxy thread (SHM off
+    cuMem, sockets, other nodes); the newest NCCL's when the version is unknown."""
     if version is None:
         return NCCL_PROXY_POOL[0][2]
     return next(size for major, minor, size in NCCL_PROXY_POOL if version >= (major, minor))
+
+
+def nccl_proxy_bytes(version: tuple[int, int] | None) -> int:
+    """tmpfs one proxy pool takes: its file is 4 B longer, page-rounded (34,213,888 B measured, NCCL 2.28.9)."""
+    return page_round(nccl_proxy_pool(version) + NCCL_FILE_HEADER)
 
 
 def nccl_transport(mode: NcclMode, env: dict[str, str]) -> tuple[Transport, str]:
@@ -59,11 +68,15 @@ def nccl_transport(mode: NcclMode, env: dict[str, str]) -> tuple[Transport, str]
     in the reason: a value is never repeated), the user's --nccl otherwise; auto assumes P2P (NVLink, PCIe peers)."""
     on = {name for name, value in env.items() if value.strip().lower() not in ("", "0", "false", "no")}
     if "NCCL_SHM_DISABLE" in on and mode in ("auto", "shm"):
-        return "off", "NCCL_SHM_DISABLE is set: SHM off, sockets instead"
+        return "off", "NCCL_SHM_DISABLE is set: SHM off, sockets instead (their proxy still maps a pool a rank)"
     if {"NCCL_CUMEM_ENABLE", "NCCL_CUMEM_HOST_ENABLE"} <= on and mode in ("auto", "shm"):
         return "cumem-host", "NCCL_CUMEM_ENABLE and NCCL_CUMEM_HOST_ENABLE are set: cuMem host memory, not /dev/shm"
     if "NCCL_P2P_DISABLE" in on and mode == "auto":
-        return "shm", "NCCL_P2P_DISABLE is set: GPUs of one host talk through /dev/shm"
+        return "shm", (
+            "NCCL_P2P_DISABLE is set: GPUs of one host talk through /dev/shm (NCCL 2.24 and later use cuMem host "
+            "memory instead where the driver lets them: 0 B measured on two H200s; NCCL_CUMEM_ENABLE set to 0 "
+            "forces /dev/shm)"
+        )
     if mode == "auto":
         return "p2p", "assumed P2P (NVLink or PCIe peers); without it NCCL falls back to /dev/shm"
     return mode, f"--nccl {mode}"
@@ -79,17 +92,17 @@ def nccl(
     nodes: int = 1,
     version: tuple[int, int] | None = None,
 ) -> Need:
-    """NCCL's /dev/shm on one host: SHM connections when that is the transport, and the proxy pool per rank when the
-    job spans nodes (always /dev/shm)."""
+    """NCCL's /dev/shm on one host: the SHM connections when that is the transport (off cuMem), and a proxy ops pool
+    per rank wherever the proxy thread carries the traffic: SHM off cuMem, sockets (NCCL_SHM_DISABLE), other nodes."""
     parts, total = [], 0
     if transport == "shm" and ranks > 1:
         conns, each = nccl_connections(ranks, channels, all_to_all), nccl_connection_bytes(buffsize)
-        what = "rings + trees" + (" + all-to-all" if all_to_all else "")
+        what = "rings" + (" + trees" if ranks > 2 else "") + (" + all-to-all" if all_to_all else "")
         parts.append(f"{conns} connections ({what}, R={ranks}, C={channels}) × {format_size(each)}")
         total += conns * each
-    if nodes > 1:
-        pool = nccl_proxy_pool(version)
-        parts.append(f"{ranks} ranks × {format_size(pool)} proxy pool (multi-node)")
+    if (transport in ("shm", "off") and ranks > 1) or nodes > 1:
+        pool = nccl_proxy_bytes(version)
+        parts.append(f"{ranks} ranks × {format_size(pool)} proxy pool")
         total += ranks * pool
     if not parts:
         return Need("nccl", 0, f"0: {transport} transport, no /dev/shm between the {ranks} local GPUs")

@@ -7,10 +7,11 @@ import signal
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from .. import capacity, fixes
+from .. import capacity, consumers, fixes
 from ..exits import ExitCode
 from ..model import ENGINE_DEFAULT_SHM, Facts, Finding, Fix, Report, Requirement
 from ..sizes import GiB, MiB, docker_size, format_size, nice_size
+from ..workload import Consumers, Workload
 from .catalogue import BY_ID, SHM_CAUSES
 from .scan import Diagnosis
 
@@ -18,12 +19,11 @@ from .scan import Diagnosis
 # network volume truncated under it: XPixelGroup/BasicSR#59 had 64 GiB of shm). No DataLoader of common settings
 # holds this much in flight; give the loader (or run it under `shmdoctor run`) to judge a bigger one.
 PLENTY_FREE = 16 * GiB
-# NCCL's SHM transport takes ~9.2 MiB a connection: 276 MiB for 8 ranks, 1.28 GiB with all-to-all (FACTS.md). A
-# /dev/shm at least this big does not run out for NCCL alone: its 'unhandled system error' is something else.
+# NCCL's SHM transport off cuMem, 8 ranks with all-to-all: 172 connections of ~9.2 MiB and a proxy pool a rank, 1.8 GiB
+# (consumers.nccl, measured to the byte for two ranks): the size to ask when none is known. A /dev/shm at least
+# NCCL_ROOM does not run out for NCCL alone: its 'unhandled system error' is something else.
+NCCL_ALL_TO_ALL_8 = consumers.nccl(8, "shm", all_to_all=True).bytes
 NCCL_ROOM = 2 * GiB
-NCCL_ALL_TO_ALL_8 = (
-    1_374_683_136  # 8 ranks, every ordered pair over SHM, 2 channels: the size to ask when none is known
-)
 FULL_SLACK = 2 * MiB  # a measured peak within this of the size filled it (page and rounding slack)
 
 
@@ -178,14 +178,17 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
 
 def _need_bytes(ds: list[Diagnosis], facts: Facts, measured: Measured | None, need: Requirement | None) -> int | None:
     """What /dev/shm must hold: the loader's computed need; else what was in use at the peak plus the segment the
-    text says could not be had."""
+    text says could not be had, and no less than NCCL's whole SHM need where its GPUs are known here (a segment NCCL
+    could not have is one of many: two H200s failed at 9.2 MiB short of 139 MiB)."""
     if need is not None:
         return need.bytes
     asked = max((d.bytes_needed for d in ds if d.bytes_needed), default=None)
     base = measured.peak_bytes if measured else None
-    if asked is not None:
-        return (base or 0) + asked if base is not None else asked
-    return None
+    seen = None if asked is None else (base or 0) + asked
+    if any(d.consumer == "nccl" for d in ds):
+        whole = Workload(consumers=Consumers(nccl="shm")).requirement(facts)
+        return max(seen or 0, whole.bytes if whole else 0) or seen
+    return seen
 
 
 def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tuple[Fix, ...]:

@@ -39,7 +39,7 @@ RAY_4G = replace(BASE, memory=Memory(4 * GiB, 100 * MiB))
 
 CASES = {
     "nccl-shm-fallback": [
-        # 8 GPUs taken to use P2P: were they not, 276 MiB more would not fit beside the loader in 1 GiB
+        # 8 GPUs taken to use P2P: were they not, 813 MiB more would not fit beside the loader in 1 GiB
         (dict(shm=shm(1 * GiB)), job(BASE, gpus=8), True),
         (dict(shm=shm(2 * GiB)), job(BASE, gpus=8), False),
         (dict(shm=shm(1 * GiB)), job(BASE, gpus=8, nccl="p2p"), False),  # P2P said: no fallback to fear

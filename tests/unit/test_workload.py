@@ -38,16 +38,19 @@ def test_nothing_given_is_no_requirement():
     assert Workload().requirement(facts(gpus=8)) is None
 
 
+NCCL_8 = 60 * 9_650_176 + 8 * 34_213_888  # R=8, C=4: rings and trees, and a proxy pool a rank
+
+
 def test_eight_gpus_detected_with_p2p_disabled_add_ncclss_rings_and_trees():
     need = Workload(SEED).requirement(facts(gpus=8, env=[("NCCL_P2P_DISABLE", "1")]))
-    assert need.term("nccl").bytes == 30 * 9_650_176
-    assert need.bytes == 900 * MiB + 30 * 9_650_176
+    assert need.term("nccl").bytes == NCCL_8
+    assert need.bytes == 900 * MiB + NCCL_8
     assert need.nccl_fallback == 0
 
 
 def test_auto_assumes_p2p_and_keeps_the_fallback_for_a_warning():
     need = Workload(SEED, Consumers(gpus=8)).requirement(facts(2 * GiB))
-    assert need.term("nccl").bytes == 0 and need.nccl_fallback == 30 * 9_650_176
+    assert need.term("nccl").bytes == 0 and need.nccl_fallback == NCCL_8
     report = judge(facts(1024 * MiB), need)
     assert "nccl-shm-fallback" in [f.id for f in report.findings]
     assert "nccl-shm-fallback" not in [f.id for f in judge(facts(4 * GiB), need).findings]
@@ -55,7 +58,7 @@ def test_auto_assumes_p2p_and_keeps_the_fallback_for_a_warning():
 
 def test_nccl_buffsize_from_the_environment():
     need = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(facts(env=[("NCCL_BUFFSIZE", "524288")]))
-    assert need.term("nccl").bytes == 6 * (5_971_968 + 8192)  # R=2, C=2: 4 ring + 2 tree connections
+    assert need.term("nccl").bytes == 8 * (5_971_968 + 8192) + 2 * 34_213_888  # R=2, C=4: 8 ring connections
 
 
 def test_vllm_at_tensor_parallel_8_in_the_default_64_mib_is_refused_at_its_first_buffer():

@@ -60,7 +60,7 @@ def test_nccl_system_error_is_shm_in_64_mib_and_not_in_a_big_one():
     assert causes(NCCL, inspected("default")) == ["shm-space"]
     assert causes(NCCL, inspected("shm2g")) == ["not-shm"]
     fixes = judge(scan_text(NCCL).diagnoses(), inspected("default")).report.findings[0].fixes
-    assert fixes[0].docker_args == ("--shm-size=2g",)  # 8 ranks all-to-all, 1.28 GiB + 25%
+    assert fixes[0].docker_args == ("--shm-size=3g",)  # 8 ranks all-to-all, 1.8 GiB + 25%
     assert any(f.shell == "export NCCL_SHM_DISABLE=1" for f in fixes)
 
 
@@ -129,3 +129,19 @@ def test_a_certain_text_whose_need_fits_here_says_the_log_comes_from_elsewhere()
     finding = ex.report.findings[0]
     assert ex.diagnoses[0].cause == "shm-space" and "the log comes from a place with less" in finding.message
     assert [f.docker_args for f in finding.fixes] == [("--shm-size=1536m",)]  # no loader cut for a place that fits
+
+
+def test_a_segment_nccl_could_not_have_asks_for_all_of_ncclss_shm_where_its_gpus_are_known():
+    """Two H200s in a 32 MiB /dev/shm, P2P and cuMem off (docs/gpu-nccl.md, under `shmdoctor run`): NCCL failed at
+    one 9.2 MiB segment with 27.6 MiB in use; its whole need is 139 MiB, and 192m is the size that then ran."""
+    text = (
+        "misc/shmutils.cc:132 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-GAxtlc "
+        "(size 9637888), error: No space left on device (28)"
+    )
+    env = (("NCCL_P2P_DISABLE", "1"), ("NCCL_CUMEM_ENABLE", "0"))
+    there = replace(machine(32 * MiB), gpu_count=2, nccl_env=env)
+    measured = Measured(peak_bytes=28_940_697, size_bytes=32 * MiB, peak_t=3.8, elapsed=4.3)
+    fixes = judge(scan_text(text).diagnoses(), there, measured=measured).report.findings[0].fixes
+    assert fixes[0].shell == "mount -o remount,size=192m /dev/shm", fixes[0]  # a machine: its /dev/shm grows
+    alone = judge(scan_text(text).diagnoses(), machine(32 * MiB), measured=measured).report.findings[0].fixes
+    assert alone[0].shell == "mount -o remount,size=64m /dev/shm"  # no GPUs known: what was in use and the segment
