@@ -34,7 +34,9 @@ def pending() -> None:
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM raise Stopped the first time, nothing after; the previous handlers come back at the end."""
+    """SIGINT and SIGTERM raise Stopped the first time, nothing after; the previous handlers come back at the end,
+    unless a stop came: then the command only prints what ended and exits, and more signals are ignored till then
+    (Ctrl-C pressed three times lands its last press after the sweep, while the results print)."""
     _stopped.clear()
 
     def handler(signum: int, frame: object) -> None:
@@ -49,4 +51,4 @@ def stop_on_signals() -> Iterator[None]:
         yield
     finally:
         for s, h in previous.items():
-            signal.signal(s, h)
+            signal.signal(s, signal.SIG_IGN if _stopped else h)
