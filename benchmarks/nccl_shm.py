@@ -25,7 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from shmdoctor.bench.sampler import shm_used  # noqa: E402
 from shmdoctor.consumers import nccl, nccl_transport  # noqa: E402
+from shmdoctor.model import SHM  # noqa: E402
 from shmdoctor.sizes import MiB  # noqa: E402
 
 BASE = {"NCCL_NVLS_ENABLE": "0", "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ALLOC"}
@@ -59,9 +61,8 @@ def rank_main(rank: int, ops: str) -> None:
     dist.destroy_process_group()
 
 
-def used(path: str = "/dev/shm") -> int:
-    st = os.statvfs(path)
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
+def used() -> int:
+    return shm_used(SHM) or 0
 
 
 def run_case(name: str, ops: str, port: int, wrap: list[str] | None = None) -> dict:
