@@ -4,6 +4,7 @@ come from capacity)."""
 from __future__ import annotations
 
 from .capacity import HEADROOM, available, memory_for, shm_size_for
+from .consumers import nccl_connection_bytes, nccl_proxy_bytes
 from .loader import batches_in_flight
 from .model import Facts, Fix, Requirement
 from .sizes import MiB, docker_size, format_size, k8s_quantity, page_floor, parse_size
@@ -184,17 +185,20 @@ def env_fix(summary: str, name: str, value: str, caveat: str | None = None) -> F
 
 def nccl_fixes(facts: Facts) -> tuple[Fix, ...]:
     """NCCL's own ways out of /dev/shm, each with its cost."""
+    default, small = nccl_connection_bytes(), nccl_connection_bytes(MiB)
     return (
         env_fix(
             "turn NCCL's SHM transport off",
             "NCCL_SHM_DISABLE",
             "1",
-            caveat="NCCL talks through sockets between these GPUs instead: much slower collectives",
+            caveat="NCCL talks through sockets between these GPUs instead: much slower collectives; "
+            f"each rank's proxy pool ({format_size(nccl_proxy_bytes(None))}) stays in /dev/shm",
         ),
         env_fix(
-            "smaller NCCL buffers: 1 MiB instead of 4 MiB cuts each connection from 9.2 to 6.2 MiB",
+            f"smaller NCCL buffers: 1 MiB instead of 4 MiB cuts each connection from {format_size(default)} "
+            f"to {format_size(small)}",
             "NCCL_BUFFSIZE",
-            "1048576",
+            str(MiB),
             caveat="less bandwidth on large messages",
         ),
     )

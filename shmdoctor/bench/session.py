@@ -15,7 +15,7 @@ from .document import BenchDocument, document
 from .model import Result
 from .plan import Plan, with_persistence
 from .prctl import reaping_orphans
-from .stop import Stopped, pending
+from .stop import Stopped, deferred, pending
 from .zygote import Zygote
 
 Progress = Callable[[int, bool], AbstractContextManager[Callable[[Result], None]]]
@@ -57,8 +57,9 @@ def resolve_device(name: str) -> tuple[str, dict]:
     if name not in ("auto", "cpu") and not (name.startswith("cuda:") and index.isdigit()):
         raise UsageError(f"--device {name!r}: expected auto, cpu, cuda or cuda:N")
     try:
-        import torch
-        import torch.multiprocessing as mp
+        with deferred():
+            import torch
+            import torch.multiprocessing as mp
     except ImportError:
         raise UsageError("shmdoctor bench needs torch: pip install 'shmdoctor[bench]'") from None
 
