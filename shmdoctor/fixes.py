@@ -183,17 +183,18 @@ def env_fix(summary: str, name: str, value: str, caveat: str | None = None) -> F
     )
 
 
+NCCL_SHM_OFF = "turn NCCL's SHM transport off"
+NCCL_SHM_OFF_CAVEAT = (
+    "NCCL talks through sockets between these GPUs instead: much slower collectives; "
+    f"each rank's proxy pool ({format_size(nccl_proxy_bytes(None))}) stays in /dev/shm"
+)
+
+
 def nccl_fixes(facts: Facts) -> tuple[Fix, ...]:
     """NCCL's own ways out of /dev/shm, each with its cost."""
     default, small = nccl_connection_bytes(), nccl_connection_bytes(MiB)
     return (
-        env_fix(
-            "turn NCCL's SHM transport off",
-            "NCCL_SHM_DISABLE",
-            "1",
-            caveat="NCCL talks through sockets between these GPUs instead: much slower collectives; "
-            f"each rank's proxy pool ({format_size(nccl_proxy_bytes(None))}) stays in /dev/shm",
-        ),
+        env_fix(NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=NCCL_SHM_OFF_CAVEAT),
         env_fix(
             f"smaller NCCL buffers: 1 MiB instead of 4 MiB cuts each connection from {format_size(default)} "
             f"to {format_size(small)}",

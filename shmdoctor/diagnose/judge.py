@@ -214,7 +214,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
                 Fix("use the host's /dev/shm", docker_args=("--ipc=host",), caveat=fixes.IPC_HOST_CAVEAT),
             )
         if consumer == "nccl":
-            out += (Fix("keep NCCL off /dev/shm (slower: sockets)", shell="export NCCL_SHM_DISABLE=1"),)
+            out += (Fix(fixes.NCCL_SHM_OFF, shell="export NCCL_SHM_DISABLE=1", caveat=fixes.NCCL_SHM_OFF_CAVEAT),)
         if need is not None:
             out += fixes.fit_today(need, facts)
         return out
