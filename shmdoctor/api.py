@@ -34,8 +34,8 @@ def preflight(
 
     if ranks is None:
         env = os.environ.get("LOCAL_WORLD_SIZE", "1")
-        if not env.isdigit():
-            raise UsageError(f"LOCAL_WORLD_SIZE={env!r}: expected the number of local ranks")
+        if not (env.isascii() and env.isdigit()):
+            raise UsageError("LOCAL_WORLD_SIZE is not a number of local ranks")
         ranks = int(env)
     if loader is not None:
         from .measure import loader_settings
