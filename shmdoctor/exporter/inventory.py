@@ -124,7 +124,7 @@ class EngineInventory(Inventory):
     def __init__(self, timeout: float, retry: float = 5.0, proc: str = "/proc") -> None:
         super().__init__()
         self.timeout, self.retry, self.proc = timeout, retry, proc
-        self.host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        self.host = docker.printable(docker.address())
         self._by_id: dict[str, Entry] = {}
         self._oom: set[str] = set()  # containers the engine reported an OOM kill in, while they run
         self._local = False

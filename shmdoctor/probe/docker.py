@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
+import re
 import socket
 import struct
 from collections.abc import Iterable
@@ -295,7 +296,7 @@ def _reason(error: BaseException) -> str:
     ):
         if needle in text:
             return reason
-    return text.splitlines()[0][:160] if text else type(error).__name__
+    return printable(text.splitlines()[0][:160]) if text else type(error).__name__
 
 
 def _peer_pid(path: str) -> int:
@@ -334,6 +335,12 @@ def address() -> str:
     return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
+def printable(text: str) -> str:
+    """An engine address (or an error naming one) fit to print: a password in it masked, the whole cut short."""
+    text = re.sub(r"(//[^/@:\s]*):[^/@\s]*@", r"\1:***@", text)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
 class Engine:
     """The Docker engine named by DOCKER_HOST (or the local socket), through the Docker SDK."""
 
@@ -344,10 +351,11 @@ class Engine:
         except ImportError:
             raise ProbeError("the Docker SDK for Python is not installed: pip install docker") from None
         self._errors = docker.errors
-        self.host = address()
+        where = address()
+        self.host = printable(where)  # what messages name
         try:  # the SDK's own version round trip: it also proves the engine answers
             # ssh:// through the system's ssh client, as the docker CLI does (~/.ssh/config applies; no paramiko)
-            ssh = self.host.startswith("ssh://")
+            ssh = where.startswith("ssh://")
             # timeout: the stubs say int; the SDK hands it to requests, which takes seconds as a float
             api = docker.from_env(max_pool_size=CONCURRENCY, timeout=timeout, use_ssh_client=ssh)  # type: ignore[arg-type]
             self.api = api.api
@@ -357,10 +365,10 @@ class Engine:
             raise ProbeError(
                 f"cannot reach the Docker engine at {self.host}: {_reason(e)}; check DOCKER_HOST and that dockerd runs"
             ) from None
-        if self.host.startswith("unix://"):  # no proxy applies to a socket: spare requests its per-call env lookups
+        if where.startswith("unix://"):  # no proxy applies to a socket: spare requests its per-call env lookups
             self.api.trust_env = False
         _one_pool_per_adapter(self.api, BaseHTTPAdapter)
-        self.host_shm = engine_host_shm(self.host)
+        self.host_shm = engine_host_shm(where)
         self.runtime = self._runtime()
 
     def _runtime(self) -> Runtime:

@@ -18,7 +18,7 @@ from shmdoctor.render import render
 from shmdoctor.sizes import GiB, MiB
 from shmdoctor.workload import Workload
 from tests.helpers import DATA as TEST_DATA
-from tests.helpers import validate
+from tests.helpers import run_cli, validate
 
 DATA = TEST_DATA / "inspect"
 HOST_SHM = 23 * GiB  # what the engine host's /dev/shm would be
@@ -295,3 +295,31 @@ def test_an_inspect_with_any_value_anywhere_is_read_never_a_crash(path, value):
     report = _judge(probed, SEED, "error")
     assert report.verdict in ("ok", "warn", "fail")
     assert render(report, "text") and render(report, "json")
+
+
+@pytest.mark.parametrize(
+    "host, masked",
+    [
+        ("tcp://admin:hunter2@10.0.0.1:2376", "tcp://admin:***@10.0.0.1:2376"),
+        ("ssh://deploy:hunter2@gpu-01", "ssh://deploy:***@gpu-01"),
+        ("ssh://deploy@gpu-01", "ssh://deploy@gpu-01"),
+        ("unix:///var/run/docker.sock", "unix:///var/run/docker.sock"),
+        ("tcp://10.0.0.1:2376", "tcp://10.0.0.1:2376"),
+    ],
+)
+def test_an_engine_address_is_printed_without_its_password(host, masked):
+    assert probe.printable(host) == masked
+    assert probe.printable(f"Invalid bind address format: {host}") == f"Invalid bind address format: {masked}"
+
+
+def test_a_long_engine_address_is_cut_short():
+    assert len(probe.printable("unix://" + "x" * 10_000)) == 200
+
+
+def test_a_bad_docker_host_is_a_one_line_usage_error_without_its_password():
+    proc = run_cli("audit", env={"DOCKER_HOST": "tcp://admin:hunter2@10.0.0.1:2376"})
+    assert proc.returncode == 2 and proc.stdout == "" and "hunter2" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        "shmdoctor: error: DOCKER_HOST='tcp://admin:***@10.0.0.1:2376' is not an engine address: "
+        "Invalid bind address format: tcp://admin:***@10.0.0.1:2376"
+    ]
