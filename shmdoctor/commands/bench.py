@@ -30,13 +30,13 @@ def workers_spec(text: str) -> tuple[tuple[int, ...], bool]:
     """--num-workers: a comma list (walked) or a range A..B / A:B (searched); (the worker counts, searched)."""
     for sep in ("..", ":"):
         if sep in text:
-            low, _, high = text.partition(sep)
-            bounds = int_list(f"{low},{high}", "--num-workers", 0, MAX_WORKERS)
-            if len(bounds) != 2 or bounds[0] >= bounds[1]:
+            low, _, high = (part.strip() for part in text.partition(sep))
+            if not (len(text) < 16 and low.isdecimal() and high.isdecimal() and int(low) < int(high) <= MAX_WORKERS):
                 raise UsageError(
-                    f"--num-workers: a range goes from a lower to a higher count, e.g. 0..32; got {text!r}"
+                    f"--num-workers: a range is two counts from 0 to {MAX_WORKERS}, the lower first, e.g. 0..32; "
+                    f"got {text!r}"
                 )
-            return tuple(range(bounds[0], bounds[1] + 1)), True
+            return tuple(range(int(low), int(high) + 1)), True
     return int_list(text, "--num-workers", 0, MAX_WORKERS), False
 
 

@@ -218,6 +218,7 @@ def render_text(doc: dict[str, Any]) -> str:
     )
     out.append(
         "S/BATCH: one loop iteration (wait + copy + step) once settled; WAIT: blocked in next(); "
-        "STARTUP: iter() to the first batch; PEAK SHM: statvfs peak over the baseline"
+        "STARTUP: iter() to the first batch; PEAK SHM: statvfs peak over the baseline; "
+        "PEAK/PRED: that peak less the iterator's own pages, over the prediction"
     )
     return "\n".join(out)

@@ -51,3 +51,25 @@ def test_pin_memory_device_lists(asked, text, devices):
 def test_pin_memory_device_takes_only_cuda_devices(text):
     with pytest.raises(UsageError, match="--pin-memory-device: expected a comma list of none, cuda or cuda:N"):
         pin_device_list(text)
+
+
+@pytest.mark.parametrize(
+    "text, workers, search",
+    [
+        ("0..8", tuple(range(9)), True),
+        (" 2 : 4 ", (2, 3, 4), True),
+        ("0,2,4,2", (0, 2, 4), False),
+        ("6", (6,), False),
+    ],
+)
+def test_num_workers_is_a_list_walked_or_a_range_searched(asked, text, workers, search):
+    request = asked("--num-workers", text)
+    assert (request.workers, request.search) == (workers, search)
+
+
+@pytest.mark.parametrize("text", ["8..0", "2..2", "-1..3", "a..b", "0..100000", "0:32:0", "0..", "0.." + "1" * 5000])
+def test_a_range_that_is_not_two_counts_lower_first_is_a_usage_error_quoting_it_as_typed(asked, capsys, text):
+    assert main(["bench", "--sample-bytes", "1m", "--batch-size", "8", "--num-workers", text]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("shmdoctor: error: --num-workers: a range is two counts from 0 to 1024, the lower first")
+    assert repr(text)[:40] in err
