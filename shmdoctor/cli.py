@@ -32,11 +32,15 @@ def cli() -> None:
     """Will this PyTorch DataLoader fit in this container's /dev/shm? Facts, verdict and the exact fix."""
 
 
+MAX_ERROR = 1000  # characters: a message quoting a huge value stays one readable line
+
+
 def _error(message: str) -> None:
     """One line on stderr; the message quotes names and values from input: escaped, as all text output is."""
     from .render.escape import escape
 
-    click.echo(f"shmdoctor: error: {escape(message)}", err=True)
+    line = escape(message)
+    click.echo(f"shmdoctor: error: {line if len(line) <= MAX_ERROR else line[: MAX_ERROR - 1] + '…'}", err=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -892,3 +892,9 @@ def test_audit_text_escapes_a_container_named_with_terminal_escapes(fake_engines
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     assert "evil\\x1b]0;pwned\\x07\\x1b[2J" in proc.stdout
+
+
+def test_an_error_quoting_a_huge_value_stays_one_bounded_line(bad_files):
+    proc = bounded_run(["lint", "x" * 100_000], cwd=bad_files, env={})
+    assert_one_line_error(proc, USAGE, "shmdoctor: error: xxx")
+    assert len(proc.stderr.strip()) == len("shmdoctor: error: ") + 1000 and proc.stderr.strip().endswith("…")
