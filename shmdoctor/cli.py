@@ -37,10 +37,10 @@ MAX_ERROR = 1000  # characters: a message quoting a huge value stays one readabl
 
 def _error(message: str) -> None:
     """One line on stderr; the message quotes names and values from input: escaped, as all text output is."""
+    from .limits import clip
     from .render.escape import escape
 
-    line = escape(message)
-    click.echo(f"shmdoctor: error: {line if len(line) <= MAX_ERROR else line[: MAX_ERROR - 1] + '…'}", err=True)
+    click.echo(f"shmdoctor: error: {clip(escape(message), MAX_ERROR)}", err=True)
 
 
 def main(argv: list[str] | None = None) -> int:

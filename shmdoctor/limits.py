@@ -39,6 +39,11 @@ def bounded(name: str, value: object, least: int, most: int) -> int:
     return value
 
 
+def clip(text: str, most: int) -> str:
+    """text cut to at most `most` characters, an ellipsis marking the cut."""
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def shown(value: object) -> str:
     """A value for an error message, never 400 digits long: its repr, or its start and its length."""
     text = repr(value)

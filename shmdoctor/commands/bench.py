@@ -7,6 +7,7 @@ import math
 import click
 
 from ..errors import UsageError
+from ..limits import shown
 from ..options import FORMATS
 from ..sizes import parse_size
 
@@ -20,9 +21,9 @@ def int_list(text: str, what: str, least: int, most: int) -> tuple[int, ...]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise UsageError(f"{what}: expected a comma list of integers, e.g. 0,1,2,4; got {text!r}") from None
+        raise UsageError(f"{what}: expected a comma list of integers, e.g. 0,1,2,4; got {shown(text)}") from None
     if not values or min(values) < least or max(values) > most:
-        raise UsageError(f"{what}: expected integers from {least} to {most}, got {text!r}")
+        raise UsageError(f"{what}: expected integers from {least} to {most}, got {shown(text)}")
     return tuple(dict.fromkeys(values))
 
 
@@ -30,11 +31,11 @@ def workers_spec(text: str) -> tuple[tuple[int, ...], bool]:
     """--num-workers: a comma list (walked) or a range A..B / A:B (searched); (the worker counts, searched)."""
     for sep in ("..", ":"):
         if sep in text:
-            low, _, high = (part.strip() for part in text.partition(sep))
+            low, _, high = (part.strip() for part in text.partition(sep))  # short: int() refuses 4,301 digits
             if not (len(text) < 16 and low.isdecimal() and high.isdecimal() and int(low) < int(high) <= MAX_WORKERS):
                 raise UsageError(
                     f"--num-workers: a range is two counts from 0 to {MAX_WORKERS}, the lower first, e.g. 0..32; "
-                    f"got {text!r}"
+                    f"got {shown(text)}"
                 )
             return tuple(range(int(low), int(high) + 1)), True
     return int_list(text, "--num-workers", 0, MAX_WORKERS), False
@@ -43,7 +44,7 @@ def workers_spec(text: str) -> tuple[tuple[int, ...], bool]:
 def bool_list(text: str, what: str) -> tuple[bool, ...]:
     values = [v.strip().lower() for v in text.split(",") if v.strip()]
     if not values or any(v not in TRUE + FALSE for v in values):
-        raise UsageError(f"{what}: expected a comma list of true/false, got {text!r}")
+        raise UsageError(f"{what}: expected a comma list of true/false, got {shown(text)}")
     return tuple(dict.fromkeys(v in TRUE for v in values))
 
 
@@ -51,7 +52,7 @@ def pin_device_list(text: str) -> tuple[str | None, ...]:
     """--pin-memory-device: a comma list of cuda or cuda:N, `none` (or nothing) for not passing it at all."""
     values = [v.strip().lower() for v in text.split(",")]
     if any(v not in ("", "none", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()) for v in values):
-        raise UsageError(f"--pin-memory-device: expected a comma list of none, cuda or cuda:N; got {text!r}")
+        raise UsageError(f"--pin-memory-device: expected a comma list of none, cuda or cuda:N; got {shown(text)}")
     return tuple(dict.fromkeys(None if v in ("", "none") else v for v in values))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..limits import clip
 from ..model import Report
 
 LABEL_MAX = 128  # characters of a label value: names and images are the user's, their length is not
@@ -11,8 +12,7 @@ LABEL_MAX = 128  # characters of a label value: names and images are the user's,
 
 def bounded(value: str | None) -> str:
     """A label value: never longer than LABEL_MAX, never None."""
-    value = value or ""
-    return value if len(value) <= LABEL_MAX else value[: LABEL_MAX - 1] + "…"
+    return clip(value or "", LABEL_MAX)
 
 
 @dataclass(frozen=True)

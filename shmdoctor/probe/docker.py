@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import TypeGuard  # Python 3.10: only in annotations, which are strings here
 
 from ..errors import ProbeError, UsageError
-from ..limits import ENGINE_TIMEOUT, MAX_BYTES
+from ..limits import ENGINE_TIMEOUT, MAX_BYTES, clip
 from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
@@ -337,8 +337,7 @@ def address() -> str:
 
 def printable(text: str) -> str:
     """An engine address (or an error naming one) fit to print: a password in it masked, the whole cut short."""
-    text = re.sub(r"(//[^/@:\s]*):[^/@\s]*@", r"\1:***@", text)
-    return text if len(text) <= 200 else text[:199] + "…"
+    return clip(re.sub(r"(//[^/@:\s]*):[^/@\s]*@", r"\1:***@", text), 200)
 
 
 class Engine:
