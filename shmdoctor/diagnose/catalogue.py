@@ -29,6 +29,18 @@ MiB, GB = 2**20, 10**9
 
 Needed = Callable[["re.Match[str]"], "int | None"]
 
+# Every pattern is linear on any line. How a new one stays so: every repetition is bounded (`{0,GAP}`, `{1,NAME}`,
+# never `*` or `+`), none is nested in another, and a repetition is followed by something it cannot match itself
+# (`\S{1,NAME} to`: the space ends it; not `\S*nccl\S*`, which tries every split). A condition over the same
+# characters goes in a lookahead, which is never re-entered (`(?=\S{0,NAME}nccl)\S{1,NAME}`). Each place a match
+# may start then costs at most the sum of the bounds, and a line (at most scan.MAX_LINE) that times its length.
+# tests/unit/diagnose/test_catalogue_linear.py checks both: no unbounded repetition, and no super-linear growth.
+NAME = 255  # a file name, a key, a path's part (NAME_MAX)
+GAP = 1000  # free text between two parts of one message
+NUM = 40  # digits of a number, each side of its point
+NUMBER = rf"[0-9]{{1,{NUM}}}(?:\.[0-9]{{1,{NUM}}})?"  # ASCII digits only ('²' and '１' are not numbers here)
+PLAUSIBLE = 2**50  # 1 PiB: no /dev/shm segment or store is bigger; a log that says more is not read as a size
+
 
 @dataclass(frozen=True)
 class Signature:
@@ -48,25 +60,35 @@ class Signature:
     superseded_by: tuple[str, ...] = ()
 
 
-def _int(group: int | str) -> Needed:
-    return lambda m: int(m.group(group))
+class Implausible(ValueError):
+    """A number a log gives that no machine has: said in the diagnosis, never turned into a fix."""
 
 
-def _mib(group: str) -> Needed:
-    return lambda m: int(float(m.group(group)) * MiB)
+def number(text: str, unit: int = 1) -> int | None:
+    """The one way a number is read from a log: `text` × `unit`, in bytes. Malformed (not NUMBER) → None; above
+    PLAUSIBLE → Implausible. Bounded: at most NUM digits each side, so no int() of thousands of digits."""
+    if re.fullmatch(NUMBER, text) is None:
+        return None
+    value = int(float(text) * unit)
+    if value > PLAUSIBLE:
+        raise Implausible(f"the log says {text} × {unit} bytes, more than 1 PiB: not a size to give /dev/shm")
+    return value
 
 
-def _gb(group: str) -> Needed:
-    return lambda m: int(float(m.group(group)) * GB)
+def _bytes(group: str, unit: int = 1) -> Needed:
+    return lambda m: number(m.group(group), unit)
 
 
 def _ray_shm_size(m: re.Match[str]) -> int | None:
     # Ray prints '--shm-size=X.XXgb' with X = object store bytes * 1.1 / 2**30 (ray-project/ray#40736)
-    return int(float(m.group("gb")) * 2**30) if m.group("gb") else None
+    return number(m.group("gb"), 2**30) if m.group("gb") else None
 
 
-_TORCH_FILE = r"</?(?:dev/shm/)?torch_[\w]+>"
+_TORCH_FILE = rf"</?(?:dev/shm/)?torch_\w{{1,{NAME}}}>"
 _NCCL_DENIED = re.compile(r"Cuda failure 'invalid argument'")
+_PIDS = rf"DataLoader worker \(pids?\(?s?\)? [0-9, ]{{1,{GAP}}}\) is killed by signal"
+_EXIT = rf"(?:exited with code|[Ee]xit [Cc]ode:?|exit status|returned non-zero exit status) {{1,{NUM}}}"
+_SHELL = rf"line [0-9]{{1,{NUM}}}: {{1,{NUM}}}[0-9]{{1,{NUM}}} |^\[[0-9]{{1,{NUM}}}\][+-]? {{1,{NUM}}}"
 
 SIGNATURES: tuple[Signature, ...] = (
     Signature(
@@ -75,8 +97,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "dataloader",
         "No space left on device",
         re.compile(
-            r"unable to (?:allocate shared memory\(shm\)|write to file|resize file|mmap \d+ bytes from file)"
-            rf"(?: for file)? {_TORCH_FILE}.*No space left on device \(28\)"
+            r"unable to (?:allocate shared memory\(shm\)|write to file|resize file|"
+            rf"mmap [0-9]{{1,{NUM}}} bytes from file)"
+            rf"(?: for file)? {_TORCH_FILE}.{{0,{GAP}}}No space left on device \(28\)"
         ),
         "PyTorch MapAllocator (posix_fallocate since 2.10; 'unable to write to file' before): idiap/ESLAM#20",
         "a DataLoader worker could not allocate a batch in /dev/shm: it is full",
@@ -108,7 +131,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "dataloader",
         "is killed by signal: Bus error",
-        re.compile(r"DataLoader worker \(pids?\(?s?\)? [\d, ]+\) is killed by signal: Bus error"),
+        re.compile(rf"{_PIDS}: Bus error"),
         "PyTorch's main process on a worker's SIGBUS: pytorch#5040, XPixelGroup/BasicSR#59",
         "a DataLoader worker was killed by a bus error",
         ambiguous=True,
@@ -119,7 +142,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "memory-limit",
         "dataloader",
         "is killed by signal: Killed",
-        re.compile(r"DataLoader worker \(pids?\(?s?\)? [\d, ]+\) is killed by signal: Killed"),
+        re.compile(rf"{_PIDS}: Killed"),
         "PyTorch's main process on a worker's SIGKILL (the OOM killer): pytorch#1355 and many threads",
         "a DataLoader worker was killed (SIGKILL): the OOM killer, whose count includes /dev/shm pages",
         ambiguous=True,
@@ -130,7 +153,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "dataloader",
         "No such file or directory",
         re.compile(
-            r"(?:FileNotFoundError: \[Errno 2\] No such file or directory(?:: '/dev/shm[^']*')?\s*$"
+            r"(?:FileNotFoundError: \[Errno 2\] No such file or directory"
+            rf"(?:: '/dev/shm[^']{{0,{NAME}}}')?\s{{0,{GAP}}}$"
             rf"|unable to open shared memory object {_TORCH_FILE} in read-write mode: No such file or directory)"
         ),
         "Python's SemLock / PyTorch's shm_open without a /dev/shm (--ipc=none), seen here; FACTS.md",
@@ -152,7 +176,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "dataloader",
         "Too many open files",
         re.compile(
-            rf"(?:unable to open shared memory object {_TORCH_FILE}.*Too many open files"
+            rf"(?:unable to open shared memory object {_TORCH_FILE}.{{0,{GAP}}}Too many open files"
             r"|OSError: \[Errno 24\] Too many open files|Too many open files\. Communication with the workers)"
         ),
         "PyTorch shm_open / DataLoader's fd diagnosis (pytorch#34768), pytorch#11201",
@@ -164,7 +188,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "remove-ipc",
         "dataloader",
         "could not unlink the shared memory file",
-        re.compile(r"could not unlink the shared memory file /torch_\w+"),
+        re.compile(rf"could not unlink the shared memory file /torch_\w{{1,{NAME}}}"),
         "PyTorch THRefcountedMapAllocator: mlcommons/storage#528 (systemd-logind RemoveIPC=yes), pytorch#30225",
         "a segment of the file_system strategy was deleted under the job: systemd-logind's RemoveIPC at logout",
     ),
@@ -173,7 +197,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-leak",
         "unknown",
         "leaked shared_memory objects",
-        re.compile(r"resource_tracker: There appear to be \d+ leaked shared_memory objects"),
+        re.compile(rf"resource_tracker: There appear to be [0-9]{{1,{NUM}}} leaked shared_memory objects"),
         "CPython multiprocessing.resource_tracker at shutdown",
         "segments of multiprocessing.shared_memory were left in /dev/shm by processes that did not unlink them",
     ),
@@ -182,20 +206,22 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "nccl",
         "failed to extend",
-        re.compile(r"failed to extend (?P<file>\S*nccl\S*) to (?P<bytes>\d+) bytes"),
+        re.compile(rf"failed to extend (?=\S{{0,{NAME}}}nccl)(?P<file>\S{{1,{NAME}}}) to (?P<bytes>{NUMBER}) bytes"),
         "NCCL src/misc/shmutils.cc (FACTS.md)",
         "NCCL could not size its shared-memory transport segment",
-        needed=_int("bytes"),
+        needed=_bytes("bytes"),
     ),
     Signature(
         "nccl-shm-create",
         "shm-space",
         "nccl",
         "Error while creating shared memory segment",
-        re.compile(r"Error while creating shared memory segment (?P<file>\S+) \(size (?P<bytes>\d+)\)"),
+        re.compile(
+            rf"Error while creating shared memory segment (?P<file>\S{{1,{NAME}}}) \(size (?P<bytes>{NUMBER})\)"
+        ),
         "NCCL shm.h / shmutils.cc: NVIDIA/nccl#342, ai-dynamo/dynamo#1408, genmoai/mochi#36",
         "NCCL could not create a shared-memory transport segment",
-        needed=_int("bytes"),
+        needed=_bytes("bytes"),
         not_after=_NCCL_DENIED,  # cudaHostRegister failed, not space (nccl#1518)
         superseded_by=("nccl-shm-extend",),
     ),
@@ -223,7 +249,10 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "nccl",
         "unhandled system error",
-        re.compile(r"(?:NCCL error|NCCL failure|ncclSystemError).*unhandled system error|unhandled system error.*NCCL"),
+        re.compile(
+            rf"(?:NCCL error|NCCL failure|ncclSystemError).{{0,{GAP}}}unhandled system error"
+            rf"|unhandled system error.{{0,{GAP}}}NCCL"
+        ),
         "NCCL via PyTorch ProcessGroupNCCL: NVIDIA/nccl#473, vllm-project/vllm#10626, pytorch/ci-infra#490",
         "NCCL failed a system call; with a small /dev/shm that is its shared-memory transport (NCCL_DEBUG=INFO says)",
         ambiguous=True,
@@ -235,18 +264,19 @@ SIGNATURES: tuple[Signature, ...] = (
         "vllm",
         "Insufficient space in /dev/shm",
         re.compile(
-            r"Insufficient space in /dev/shm for (?P<name>\S+): (?P<mib>[\d.]+) MiB required, (?P<free>[\d.]+) MiB free"
+            rf"Insufficient space in /dev/shm for (?P<name>\S{{1,{NAME}}}): (?P<mib>{NUMBER}) MiB required, "
+            rf"(?P<free>{NUMBER}) MiB free"
         ),
         "vLLM 0.33 distributed/device_communicators/shm_broadcast.py (FACTS.md)",
         "vLLM could not create a shared-memory ring buffer",
-        needed=_mib("mib"),
+        needed=_bytes("mib", MiB),
     ),
     Signature(
         "sglang-shm-fallback",
         "shm-space",
         "sglang",
         "Consider increasing /dev/shm size",
-        re.compile(r"(?i:fall(?:ing)? ?back).{0,200}Consider increasing /dev/shm size"),
+        re.compile(rf"(?i:fall(?:ing)? ?back).{{0,{GAP}}}Consider increasing /dev/shm size"),
         "SGLang 0.5.23 multimodal tensor transport (FACTS.md)",
         "SGLang fell back from /dev/shm for multimodal tensors (slower): posix_fallocate failed",
     ),
@@ -256,8 +286,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "ray",
         "instead of /dev/shm because /dev/shm has only",
         re.compile(
-            r"object store is using (?P<dir>\S+) instead of /dev/shm because /dev/shm has only (?P<avail>\d+) bytes"
-            r"(?:.*?--shm-size=(?P<gb>[\d.]+)gb)?"
+            rf"object store is using (?P<dir>\S{{1,{NAME}}}) instead of /dev/shm because /dev/shm has only "
+            rf"(?P<avail>{NUMBER}) bytes(?:.{{0,{GAP}}}?--shm-size=(?P<gb>{NUMBER})gb)?"
         ),
         "Ray _private/services.py: ray-project/ray#11951, ray-project/ray#14616, InftyAI/llmaz#238; seen here",
         "Ray put its object store on disk instead of /dev/shm (it works, slowly)",
@@ -269,11 +299,11 @@ SIGNATURES: tuple[Signature, ...] = (
         "ray",
         "exceeds /dev/shm size",
         re.compile(
-            r"The configured object store size \((?P<gb>[\d.]+) GB\) exceeds /dev/shm size \((?P<shm>[\d.]+) GB\)"
+            rf"The configured object store size \((?P<gb>{NUMBER}) GB\) exceeds /dev/shm size \((?P<shm>{NUMBER}) GB\)"
         ),
         "Ray _private/services.py: ray-project/ray#16308",
         "Ray refused to start: its object store does not fit in /dev/shm",
-        needed=_gb("gb"),
+        needed=_bytes("gb", GB),
     ),
     Signature(
         "triton-shm-pool",
@@ -282,7 +312,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "If you are running Triton inside docker",
         re.compile(
             r"(?:Failed to increase the shared memory pool size for|Unable to initialize shared memory) key "
-            r"'(?P<key>[^']+)' to (?:requested size \()?(?P<bytes>\d+) bytes.*Error: No space left on device"
+            rf"'(?P<key>[^']{{1,{NAME}}})' to (?:requested size \()?(?P<bytes>{NUMBER}) bytes.{{0,{GAP}}}"
+            r"Error: No space left on device"
         ),
         "Triton python backend: triton-inference-server/server#5681, #6156, #6195",
         "a Triton python-backend instance could not grow its shared-memory region",
@@ -292,7 +323,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "unknown",
         "Bus error",
-        re.compile(r"^\s*Bus error(?: \(core dumped\))?\s*$|line \d+: +\d+ Bus error\b|^\[\d+\][+-]? +Bus error\b"),
+        re.compile(rf"^\s{{0,{GAP}}}Bus error(?: \(core dumped\))?\s{{0,{GAP}}}$|(?:{_SHELL})Bus error\b"),
         "the shell's report of a process killed by SIGBUS (exit 135)",
         "a process died of a bus error: a page of a mapped file could not be had (a full tmpfs, a truncated file)",
         ambiguous=True,
@@ -303,7 +334,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "memory-limit",
         "unknown",
         "Killed",
-        re.compile(r"^\s*Killed\s*$|line \d+: +\d+ Killed\b|^\[\d+\][+-]? +Killed\b"),
+        re.compile(rf"^\s{{0,{GAP}}}Killed\s{{0,{GAP}}}$|(?:{_SHELL})Killed\b"),
         "the shell's report of a process killed by SIGKILL (exit 137)",
         "a process was killed (SIGKILL): the OOM killer, whose count includes /dev/shm pages, or a kill from outside",
         ambiguous=True,
@@ -319,7 +350,7 @@ STATUSES: tuple[Signature, ...] = (
         "memory-limit",
         "unknown",
         "137",
-        re.compile(r"(?:exited with code|[Ee]xit [Cc]ode:?|exit status|returned non-zero exit status) +137\b"),
+        re.compile(rf"{_EXIT}137\b"),
         "docker compose / kubectl describe / subprocess reports of an exit by SIGKILL",
         "a process exited with 137 (SIGKILL): the OOM killer, whose count includes /dev/shm pages, or a kill",
         ambiguous=True,
@@ -329,7 +360,7 @@ STATUSES: tuple[Signature, ...] = (
         "shm-space",
         "unknown",
         "135",
-        re.compile(r"(?:exited with code|[Ee]xit [Cc]ode:?|exit status|returned non-zero exit status) +135\b"),
+        re.compile(rf"{_EXIT}135\b"),
         "docker compose / kubectl describe / subprocess reports of an exit by SIGBUS",
         "a process exited with 135 (SIGBUS): a page of a mapped file could not be had",
         ambiguous=True,
@@ -339,7 +370,7 @@ STATUSES: tuple[Signature, ...] = (
         "memory-limit",
         "unknown",
         "OOMKilled",
-        re.compile(r"(?:Reason|reason)\W+OOMKilled\b"),
+        re.compile(rf"(?:Reason|reason)\W{{1,{NUM}}}OOMKilled\b"),
         "kubectl describe pod / the pod status: the container's memory limit was hit",
         "the container was OOM-killed: /dev/shm (an emptyDir of medium Memory) counts against its memory limit",
     ),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .catalogue import BY_ID, SIGNATURES, Cause, Consumer, Signature
+from .catalogue import BY_ID, SIGNATURES, Cause, Consumer, Implausible, Signature
 
 MAX_LINE = 64 * 1024  # bytes of a line that are matched; the rest of an overlong line is not looked at
 EXCERPT = 240  # characters of the matched line kept in a diagnosis: never more of the log than that line
@@ -82,7 +82,10 @@ class Scanner:
         prev_number, prev_text = self._prev
         if sig.not_after is not None and prev_number == number - 1 and sig.not_after.search(prev_text):
             cause, reason = "not-shm", f"the line before says {sig.not_after.pattern!r}: a failed registration"
-        needed = sig.needed(m) if sig.needed else None
+        try:
+            needed = sig.needed(m) if sig.needed else None
+        except Implausible as e:
+            needed, reason = None, "; ".join(filter(None, (reason, str(e))))
         self.found.setdefault(sig.id, []).append(
             Diagnosis(sig.id, cause, sig.consumer, number, excerpt(text, m.start(), m.end()), needed, reason)
         )

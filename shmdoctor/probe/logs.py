@@ -4,15 +4,19 @@ where it is installed; a plain Python loop otherwise (slower, same lines)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from ..diagnose.scan import MAX_LINE, Scanner, anchors
 from ..errors import UsageError
 from .regular import open_regular
+
+CHUNK = 2**20  # bytes read at a time by the copy that feeds grep
 
 
 def open_log(path: str) -> BinaryIO:
@@ -47,9 +51,51 @@ def _python_lines(f: BinaryIO, keys: list[bytes]) -> Iterator[tuple[int, bytes]]
             yield number, raw
 
 
+def _cut_lines(f: BinaryIO, out: IO[bytes]) -> None:
+    """Copy the log with each line cut to its first MAX_LINE bytes, its newline kept (so grep numbers lines alike):
+    grep holds a whole line in memory, and a file without newlines is one line (2 GB of it took 4.2 GB)."""
+    run, skipping = 0, False  # bytes of the current line already copied; past MAX_LINE, looking for its end
+    while chunk := f.read(CHUNK):
+        pos, n = 0, len(chunk)
+        while pos < n:
+            if skipping:
+                nl = chunk.find(b"\n", pos)
+                if nl < 0:
+                    break
+                out.write(b"\n")
+                run, skipping, pos = 0, False, nl + 1
+                continue
+            end = min(n, pos + MAX_LINE - run)
+            nl = chunk.rfind(b"\n", pos, end)  # every line before the last newline in reach fits
+            if nl >= 0:
+                out.write(chunk[pos : nl + 1])
+                run, pos = 0, nl + 1
+            else:
+                out.write(chunk[pos:end])
+                run, skipping, pos = run + end - pos, end < n, end
+
+
 def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int, bytes]]:
     argv = [grep, "-F", "-n", "-a", *[arg for k in keys for arg in ("-e", k.decode())]]
-    proc = subprocess.Popen(argv, stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"LC_ALL": "C"})
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"LC_ALL": "C"}
+    )
+    failed: list[OSError] = []
+
+    def feed() -> None:
+        assert proc.stdin is not None
+        try:
+            _cut_lines(f, proc.stdin)
+        except BrokenPipeError:
+            pass  # grep ended (or was ended): what it said decides
+        except OSError as e:
+            failed.append(e)
+        finally:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+
+    feeder = threading.Thread(target=feed, name="shmdoctor-log-feed", daemon=True)
+    feeder.start()
     try:
         assert proc.stdout is not None
         while True:
@@ -60,6 +106,9 @@ def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int
                 _skip_rest(proc.stdout.readline)
             number, _, line = raw.partition(b":")
             yield int(number), line
+        feeder.join()
+        if failed:
+            raise UsageError(f"cannot read the log: {failed[0].strerror or failed[0]}")
         if proc.wait() > 1:  # 1: nothing matched
             err = proc.stderr.read(500).decode(errors="replace").strip() if proc.stderr else ""
             raise UsageError(f"cannot read the log: {err.splitlines()[-1] if err else 'grep failed'}")

@@ -116,6 +116,13 @@ FILES = {
     "command: python train.py\nenvironment: e\nresources:\n  shm_size: plenty\n",
     "env-compose/docker-compose.yml": "services:\n  a:\n    image: x\n    shm_size: ${SHM}\n",
     "env-compose/.env": "SHM=2g\nAPI_TOKEN hunter2\n",
+    # Logs built against the catalogue: NCCL's pattern was quadratic on this line (5 s each), numbers raised.
+    "nccl-64k.log": ("failed to extend " + "nccl" * 16_000 + "\n") * 4,
+    "numbers.log": "".join(
+        f"Insufficient space in /dev/shm for buf: {n} MiB required, 1.0 MiB free\n"
+        for n in ("1.2.3", "1..5", "9" * 400, "9" * 5000, "１２")
+    )
+    + f"NCCL WARN Error: failed to extend /dev/shm/nccl-Ab12Cd to {10**30} bytes, error: No space left on device\n",
 }
 USAGE, PROBE = 2, 3
 TIME_BOUND = 60  # seconds, a row: the slowest rows (an engine's deadline, a YAML at its size limit) take ~10
@@ -892,6 +899,25 @@ def test_audit_text_escapes_a_container_named_with_terminal_escapes(fake_engines
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     assert "evil\\x1b]0;pwned\\x07\\x1b[2J" in proc.stdout
+
+
+def test_explain_of_lines_built_against_the_catalogue_ends_in_bounds(bad_files):
+    proc = bounded_run(["explain", "nccl-64k.log"], cwd=bad_files, env={})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr  # nothing matched: no size, no traceback
+    proc = bounded_run(["explain", "numbers.log", "--format", "json"], cwd=bad_files, env={})
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+    (d,) = json.loads(proc.stdout)["diagnoses"]
+    assert d["signature"] == "nccl-shm-extend" and d["bytes_needed"] is None and d["line"] == 6
+    assert "more than 1 PiB" in proc.stdout and not re.search(r"--shm-size=\d{6,}", proc.stdout)
+
+
+def test_explain_of_2_gib_without_a_newline_holds_no_line_in_memory(tmp_path):
+    """GNU grep holds a whole line: 2 GiB of one line took 4.2 GB, past MEMORY_BOUND its 'memory exhausted'."""
+    log = tmp_path / "one-line.log"
+    with open(log, "wb") as f:
+        f.truncate(2 * 2**30)  # sparse: no disk, 2 GiB of NUL bytes and no newline
+    proc = bounded_run(["explain", str(log)], cwd=tmp_path, env={})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
 def test_an_error_quoting_a_huge_value_stays_one_bounded_line(bad_files):

@@ -145,3 +145,19 @@ def test_a_segment_nccl_could_not_have_asks_for_all_of_ncclss_shm_where_its_gpus
     assert fixes[0].shell == "mount -o remount,size=192m /dev/shm", fixes[0]  # a machine: its /dev/shm grows
     alone = judge(scan_text(text).diagnoses(), machine(32 * MiB), measured=measured).report.findings[0].fixes
     assert alone[0].shell == "mount -o remount,size=64m /dev/shm"  # no GPUs known: what was in use and the segment
+
+
+def test_a_size_above_1_pib_in_a_log_is_said_implausible_and_never_a_fix():
+    text = f"NCCL WARN Error: failed to extend /dev/shm/nccl-Ab12Cd to {10**30} bytes, error: No space left on device"
+    ex = judge(scan_text(text).diagnoses(), inspected("default"))
+    (d,) = ex.diagnoses
+    assert d.signature == "nccl-shm-extend" and d.bytes_needed is None and "more than 1 PiB" in d.reason
+    assert "more than 1 PiB" in ex.report.findings[0].message
+    sizes = [a for f in ex.report.findings[0].fixes for a in f.docker_args if a.startswith("--shm-size")]
+    assert sizes and all(len(a) < len("--shm-size=99999g") for a in sizes)  # NCCL's own need, not 10^30 bytes
+
+
+def test_malformed_numbers_in_a_log_are_no_match():
+    for bad in ("1.2.3", "1..5", "9" * 400, "9" * 5000, "１２"):
+        text = f"Insufficient space in /dev/shm for buf: {bad} MiB required, 1.0 MiB free. Increase /dev/shm"
+        assert scan_text(text).diagnoses() == (), bad

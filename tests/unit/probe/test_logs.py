@@ -70,3 +70,12 @@ def test_open_log_refuses_what_is_not_a_readable_file(tmp_path):
         logs.open_log(str(tmp_path / "fifo.log"))
     with pytest.raises(UsageError, match="a device is not a regular file"):
         logs.open_log("/dev/zero")  # would be read without end
+
+
+@pytest.mark.parametrize("chunk", [7, MAX_LINE - 1, MAX_LINE, 2**20])
+def test_the_copy_fed_to_grep_cuts_each_line_and_keeps_its_number(monkeypatch, chunk):
+    monkeypatch.setattr(logs, "CHUNK", chunk)
+    lines = [b"a" * MAX_LINE, b"b" * (MAX_LINE + 1), b"", b"c" * (5 * MAX_LINE), b"short", b"d" * (MAX_LINE - 1)]
+    out = io.BytesIO()
+    logs._cut_lines(io.BytesIO(b"\n".join(lines) + b"\n" + b"e" * (2 * MAX_LINE)), out)  # the last: no newline
+    assert out.getvalue().split(b"\n") == [line[:MAX_LINE] for line in lines] + [b"e" * MAX_LINE]

@@ -1,0 +1,136 @@
+"""Every pattern of the catalogue is linear on any line: no unbounded repetition (read from the compiled pattern's
+own parse), and no super-linear growth on long adversarial lines built from its literals and every kind of
+character its classes take (timed, with a generous growth bound: 8x the line may cost 24x, not the 64x of a
+quadratic; a hang bound of seconds on the longest line). A log number is read by one bounded function."""
+
+from __future__ import annotations
+
+import re
+import time
+from re import _constants as sre_constants  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+import pytest
+
+from shmdoctor.diagnose import SIGNATURES, scan_text
+from shmdoctor.diagnose.catalogue import PLAUSIBLE, Implausible, number
+from shmdoctor.diagnose.scan import MAX_LINE
+
+PATTERNS = {s.id: s.pattern for s in SIGNATURES if s.anchor} | {
+    f"{s.id}.not_after": s.not_after for s in SIGNATURES if s.not_after is not None
+}
+ANCHORS = {s.id: s.anchor for s in SIGNATURES if s.anchor}
+# One of each kind of character a class may take or refuse: word, digit, point, comma, space, tab, quote, slash,
+# brackets, punctuation, a control character, non-ASCII letters and digits.
+ALPHABET = list("a1.,' \t/_-:()<>[]=\x00é²１")
+
+
+def _walk(parsed):
+    for op, arg in parsed:
+        yield op, arg
+        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            yield from _walk(arg[2])
+        elif op is sre_constants.SUBPATTERN:
+            yield from _walk(arg[3])
+        elif op is sre_constants.BRANCH:
+            for branch in arg[1]:
+                yield from _walk(branch)
+        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            yield from _walk(arg[1])
+
+
+def _literals(pattern: re.Pattern[str]) -> set[str]:
+    """The runs of literal characters in a pattern, each as it would appear in a line."""
+    found, run = set(), ""
+    for op, arg in _walk(sre_parse.parse(pattern.pattern, pattern.flags)):
+        if op is sre_constants.LITERAL:
+            run += chr(arg)
+            continue
+        if run:
+            found.add(run)
+        run = ""
+    return found | ({run} if run else set())
+
+
+@pytest.mark.parametrize("name", PATTERNS)
+def test_every_repetition_is_bounded(name):
+    unbounded = [
+        arg
+        for op, arg in _walk(sre_parse.parse(PATTERNS[name].pattern, PATTERNS[name].flags))
+        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT) and arg[1] is sre_constants.MAXREPEAT
+    ]
+    assert unbounded == [], f"{name}: an unbounded repetition (* or +) in {PATTERNS[name].pattern!r}"
+
+
+def _lines(name: str, length: int) -> list[str]:
+    """Adversarial lines of about `length` characters: a literal of the pattern then one kind of character or
+    another literal repeated, or the pair repeated (a start on every repeat), for every literal and character."""
+    fragments = _literals(PATTERNS[name]) | ({ANCHORS[name]} if name in ANCHORS else set())
+    lines = []
+    for head in fragments:
+        for body in [*fragments, *ALPHABET]:
+            lines.append((head + body * length)[:length])
+            lines.append(((head + body) * (length // (len(head) + len(body)) + 1))[:length])
+    return lines
+
+
+def _seconds(pattern: re.Pattern[str], line: str, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        pattern.search(line)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize("name", PATTERNS)
+def test_long_adversarial_lines_cost_linear_time(name):
+    pattern = PATTERNS[name]
+    # The costliest shapes at a small size, then each of them at 2x and 16x that.
+    shapes = sorted(_lines(name, 4096), key=lambda line: _seconds(pattern, line, 1), reverse=True)[:3]
+    for shape in shapes:
+        head = max(_literals(pattern) | {""}, key=lambda f: shape.startswith(f) and len(f))
+        body = shape[len(head) :][:64] or head  # the shape grows by repeating its body
+        short = (head + body * (MAX_LINE // 8 // len(body) + 1))[: MAX_LINE // 8]
+        long = (head + body * (MAX_LINE // len(body) + 1))[:MAX_LINE]
+        t_short, t_long = _seconds(pattern, short, 5), _seconds(pattern, long, 5)
+        assert t_long < 2.0, f"{name}: {t_long:.2f} s on a {MAX_LINE}-character line {long[:60]!r}…"
+        assert t_long < 24 * t_short + 0.005, (
+            f"{name}: super-linear, {t_short * 1e3:.1f} ms at {len(short)} characters, {t_long * 1e3:.1f} ms at "
+            f"{len(long)}: {long[:60]!r}…"
+        )
+
+
+def test_a_log_of_adversarial_lines_is_scanned_within_a_bound():
+    """Every anchor then every kind of character, each a whole MAX_LINE line, through the scanner as `run` does."""
+    lines = [(anchor + ch * MAX_LINE)[:MAX_LINE] for anchor in set(ANCHORS.values()) for ch in ALPHABET]
+    start = time.perf_counter()
+    scan_text("\n".join(lines))
+    assert time.perf_counter() - start < 60
+
+
+@pytest.mark.parametrize(
+    "text, unit, expected",
+    [
+        ("9637892", 1, 9637892),
+        ("12.0", 10**9, 12 * 10**9),
+        ("5.04", 2**30, int(5.04 * 2**30)),
+        ("1.2.3", 1, None),
+        ("1..5", 1, None),
+        (".5", 1, None),
+        ("9" * 41, 1, None),  # more digits than a number has here: not read
+        ("²", 1, None),
+        ("１２", 1, None),
+        ("", 1, None),
+        (str(2**50), 1, 2**50),
+    ],
+)
+def test_a_log_number_is_read_by_one_bounded_function(text, unit, expected):
+    assert number(text, unit) == expected
+
+
+def test_a_number_above_1_pib_is_implausible_and_said_so():
+    with pytest.raises(Implausible, match="more than 1 PiB"):
+        number(str(PLAUSIBLE + 1))
+    with pytest.raises(Implausible):
+        number("9" * 40, 2**30)
