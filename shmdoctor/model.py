@@ -48,6 +48,8 @@ class Target:
     kind: Literal["local", "container", "service", "workload"]
     name: str
     id: str | None = None
+    file: str | None = None  # lint: the file that defines it, as given or found ("<stdin>" for stdin)
+    line: int | None = None  # and the line its definition starts on (None: JSON keeps no lines)
 
 
 @dataclass(frozen=True)

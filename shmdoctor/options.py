@@ -33,15 +33,23 @@ def loader_options(f: Callable) -> Callable:
     return f
 
 
-def output_options(f: Callable) -> Callable:
-    f = click.option(
-        "--fail-on",
-        type=click.Choice(["error", "warning"]),
-        default="error",
-        show_default=True,
-        help="Lowest severity that makes the verdict fail (exit 1).",
-    )(f)
-    return click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")(f)
+def output_options(kind: str) -> Callable[[Callable], Callable]:
+    """--format (the formats `kind`'s document renders to) and --fail-on."""
+
+    def add(f: Callable) -> Callable:
+        f = click.option(
+            "--fail-on",
+            type=click.Choice(["error", "warning"]),
+            default="error",
+            show_default=True,
+            help="Lowest severity that makes the verdict fail (exit 1).",
+        )(f)
+        formats = click.Choice(list(render.formats(kind)))
+        return click.option("--format", "fmt", type=formats, default="text", show_default=True, help="Output format.")(
+            f
+        )
+
+    return add
 
 
 def loader_spec(

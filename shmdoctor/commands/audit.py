@@ -42,7 +42,7 @@ from ..render import render
 )
 @loader_options
 @consumer_options
-@output_options
+@output_options("audit")
 def command(containers, filters, include_exited, exec_df, timeout, fmt, fail_on, **loader) -> int:
     """Every running container (or those named), from the host, through the Docker engine (DOCKER_HOST).
 

@@ -13,7 +13,7 @@ from ..rules import judge
 @click.command()
 @loader_options
 @consumer_options
-@output_options
+@output_options("check")
 def command(fmt, fail_on, **loader) -> int:
     """Where /dev/shm comes from, its size and use, the IPC mode and memory limit; with a loader, whether it fits.
 

@@ -23,7 +23,7 @@ from ..render import render
 )
 @loader_options
 @consumer_options
-@output_options
+@output_options("lint")
 def command(paths, swarm, env_file, fmt, fail_on, **loader) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources included), ECS task
     and Batch job definitions, Azure ML jobs, Podman Quadlet units. One report per service or container.

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UsageError
-from ..model import SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
+from ..model import SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm
 from ..sizes import parse_size
-from .documents import Definition, Document, where
+from .documents import Definition, Document, target, where
 from .workload import ml_signs
 
 JOB_TYPES = ("command", "sweep")
@@ -52,7 +52,7 @@ def _facts(doc: Document, name: str, job: dict) -> Facts:
     if not isinstance(trial, dict):  # a sweep's command is its trial's
         trial = job
     return Facts(
-        target=Target("workload", f"{doc.source}:{name}"),
+        target=target("workload", doc.source, name, job),
         shm=shm,
         ipc=Ipc("private"),
         memory=Memory(None, None),

@@ -26,9 +26,9 @@ from typing import Any
 from ..errors import UsageError
 from ..limits import MAX_INTERPOLATION_DEPTH, MAX_IPC_CHAIN
 from ..loader import LOADER_LABEL
-from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm, Target
+from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm
 from ..sizes import parse_size, parse_tmpfs_size
-from .documents import Definition, Document, where
+from .documents import Definition, Document, target, where
 from .workload import env_pairs, ml_signs, nccl_env
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
@@ -416,7 +416,7 @@ class ComposeFile:
                 f"the variables {', '.join(sorted(svc.unset))} (not set here: compose would substitute an empty string)"
             )
         facts = Facts(
-            target=Target("service", f"{self.doc.source}:{svc.name}", id=svc.get("container_name")),
+            target=target("service", self.doc.source, svc.name, svc.body, id=svc.get("container_name")),
             shm=shm,
             ipc=ipc,
             memory=memory,

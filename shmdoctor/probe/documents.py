@@ -12,11 +12,11 @@ import re
 import sys
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import UsageError
 from ..limits import MAX_DEPTH, MAX_DIGITS, MAX_JSON_BYTES, MAX_NODES, MAX_YAML_BYTES
-from ..model import Facts
+from ..model import Facts, Target
 from .regular import open_regular
 
 SUFFIXES = (".yml", ".yaml", ".json", ".container")  # .container: a Podman Quadlet unit
@@ -41,6 +41,11 @@ def where(source: str, node: Any = None) -> str:
     """'file:line' for an error message, or 'file' when the line is not known (JSON)."""
     line = line_of(node)
     return f"{source}:{line}" if line else source
+
+
+def target(kind: Literal["service", "workload"], source: str, name: str, node: Any, id: str | None = None) -> Target:
+    """A target defined in a file: named <source>:<name>, with the file and the line of `node`, its definition."""
+    return Target(kind, f"{source}:{name}", id, file=source, line=line_of(node))
 
 
 @dataclass(frozen=True)

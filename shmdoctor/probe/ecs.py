@@ -13,9 +13,9 @@ from typing import Any
 
 from ..errors import UsageError
 from ..limits import MAX_BYTES, MAX_DIGITS, shown
-from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, Target
+from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm
 from ..sizes import MiB
-from .documents import Definition, Document
+from .documents import Definition, Document, target
 from .workload import ml_signs
 
 FARGATE_IGNORES = "Fargate does not support linuxParameters.sharedMemorySize"
@@ -101,7 +101,7 @@ class _Container:
         if self.fargate and self.params.get("sharedMemorySize") not in (None, ""):
             flags.add("shm-size-ignored")
         return Facts(
-            target=Target("workload", f"{self.source}:{name}"),
+            target=target("workload", self.source, name, self.body),
             shm=shm,
             ipc=ipc,
             memory=Memory(limit_bytes=memory or task_memory, used_bytes=None),

@@ -21,9 +21,9 @@ from typing import Any
 
 from ..errors import UsageError
 from ..loader import LOADER_LABEL
-from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
+from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm
 from ..sizes import format_size, parse_quantity
-from .documents import Definition, Document, line_of, where
+from .documents import Definition, Document, line_of, target, where
 from .workload import env_pairs, ml_signs, nccl_env
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
@@ -225,7 +225,9 @@ class _Pod:
             unreadable: list[str] = []
             name = self.name + (f"/{container.get('name')}" if len(self.containers) > 1 else "")
             facts = Facts(
-                target=Target("workload", f"{self.doc.source}:{name}", id=self.id),
+                target=target(
+                    "workload", self.doc.source, name, container if line_of(container) else self.template, self.id
+                ),
                 shm=self.shm(container, unreadable),
                 ipc=Ipc("host") if self.host_ipc else Ipc("private"),
                 memory=Memory(limit_bytes=self.memory_limit(container), used_bytes=None),

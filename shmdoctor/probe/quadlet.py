@@ -57,6 +57,11 @@ class _Unit:
             except ValueError as e:
                 raise UsageError(f"{source}:{line}: PodmanArgs: {e}") from None
 
+    @property
+    def first_line(self) -> int:
+        """The line of [Container]'s first key: where the container is defined."""
+        return min(line for values in self.keys.values() for line, _ in values)
+
     def last(self, key: str) -> tuple[int, str] | None:
         return self.keys[key][-1] if self.keys.get(key) else None
 
@@ -140,7 +145,7 @@ class _Unit:
         gpus = next((d.split("=", 1)[1] or "all" for d in devices if d.startswith("nvidia.com/gpu")), None)
         exec_ = self.last("Exec")
         return Facts(
-            target=Target("service", f"{self.source}:{name}"),
+            target=Target("service", f"{self.source}:{name}", file=self.source, line=self.first_line),
             shm=shm,
             ipc=ipc,
             memory=Memory(memory, None),

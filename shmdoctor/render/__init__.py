@@ -8,8 +8,9 @@ verdict, the fixes and the exit code are the document's, computed before it is r
 
 Each kind has a JSON schema ID (SCHEMAS), which its JSON renderer writes as the document's "schema" field, and a JSON
 Schema file, schemas/<kind>.json, whose $id is that ID. To add a document: give its class a `kind`, add the kind to
-SCHEMAS, one RENDERERS entry per format in FORMATS, and schemas/<kind>.json; tests/unit/render/test_registry.py
-proves the mapping total and every schema file present.
+SCHEMAS, one RENDERERS entry per format in formats(kind), and schemas/<kind>.json; tests/unit/render/test_registry.py
+proves the mapping total and every schema file present. SARIF (code scanning's format) is for the documents whose
+findings sit in files or containers: lint's and audit's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any, Callable
 
 from .escape import escaped
 
-FORMATS = ("text", "json")
+FORMATS = ("text", "json")  # every document's
+SARIF_KINDS = ("lint", "audit")
 
 SCHEMAS: dict[str, str] = {
     "check": "shmdoctor/check/1",
@@ -42,8 +44,10 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("check", "json"): "shmdoctor.render.check:to_json",
     ("audit", "text"): "shmdoctor.render.audit:to_text",
     ("audit", "json"): "shmdoctor.render.audit:to_json",
+    ("audit", "sarif"): "shmdoctor.render.sarif:to_sarif",
     ("lint", "text"): "shmdoctor.render.lint:to_text",
     ("lint", "json"): "shmdoctor.render.lint:to_json",
+    ("lint", "sarif"): "shmdoctor.render.sarif:to_sarif",
     ("clean", "text"): "shmdoctor.render.clean:to_text",
     ("clean", "json"): "shmdoctor.render.clean:to_json",
     ("watch.start", "text"): "shmdoctor.render.watch:start_text",
@@ -59,6 +63,11 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("bench", "text"): "shmdoctor.render.bench:to_text",
     ("bench", "json"): "shmdoctor.render.bench:to_json",
 }
+
+
+def formats(kind: str) -> tuple[str, ...]:
+    """The formats a kind renders to."""
+    return FORMATS + (("sarif",) if kind in SARIF_KINDS else ())
 
 
 def schema_id(kind: str) -> str:
@@ -77,7 +86,7 @@ def renderer(kind: str, fmt: str) -> Callable[[Any], str]:
 
 
 def render(document: Any, fmt: str) -> str:
-    """The document as `fmt` ("text" or "json"): a string to print, "" when there is nothing to print. Text is
+    """The document as `fmt` (one of formats(kind)): a string to print, "" when there is nothing to print. Text is
     rendered from the document with its control characters escaped (escape.py): a name cannot drive the terminal."""
     if fmt == "text":
         document = escaped(document)

@@ -1,0 +1,121 @@
+"""lint's and audit's documents as SARIF 2.1.0, for code scanning (GitHub's upload-sarif, GitLab, IDEs).
+
+One run; its driver names shmdoctor, its version and every rule of the catalogue (rules.RULES, in words from
+rule_help.HELP, each with helpUri: the Documentation URL of the installed package's metadata, at the rule's anchor).
+One result per finding, with the fix in its message. Code scanning refuses a result without a physical location:
+lint's is the file as given and the line the workload's definition starts on (1 where the format keeps no lines:
+JSON); stdin and audit's containers have no file, so theirs is a placeholder artifact that says so, and the target
+(service, workload or container) is the result's logical location in every case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import metadata
+from typing import Any
+from urllib.parse import quote
+
+from ..model import Audit, Finding, Fix, Lint, Report, Reports, Severity
+from ..probe.documents import STDIN
+from ..rule_help import HELP
+from ..rules import RULES
+
+VERSION = "2.1.0"
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+LEVELS: dict[Severity, str] = {"error": "error", "warning": "warning", "info": "note"}
+# The artifacts of targets that have no file: a relative URI code scanning accepts, said to be none in its description.
+NO_FILE = {"stdin": "shmdoctor-stdin", "audit": "shmdoctor-container-engine"}
+
+
+def _urls() -> dict[str, str]:
+    """[project.urls] of the installed package ({} where it is run from a tree that was never installed)."""
+    try:
+        pairs = metadata.metadata("shmdoctor").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return {}
+    labelled = (pair.partition(",") for pair in pairs)  # "Documentation, https://..."
+    return {label.strip(): url.strip() for label, _, url in labelled if url}
+
+
+def _version() -> str:
+    try:
+        return metadata.version("shmdoctor")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def rule_descriptors(docs: str | None) -> list[dict[str, Any]]:
+    out = []
+    for rule in RULES:
+        help_ = HELP[rule.id]
+        descriptor: dict[str, Any] = {
+            "id": rule.id,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": help_.description},
+            "help": {"text": help_.fix},
+            "defaultConfiguration": {"level": LEVELS[rule.severity]},
+        }
+        if docs:
+            descriptor["helpUri"] = f"{docs}#rule-{rule.id}"
+        out.append(descriptor)
+    return out
+
+
+def _fix(fix: Fix) -> str:
+    loader = f" (DataLoader {', '.join(f'{k}={v}' for k, v in fix.loader.items())})" if fix.loader else ""
+    return fix.summary + loader + (f" (caveat: {fix.caveat})" if fix.caveat else "")
+
+
+def _message(finding: Finding) -> str:
+    """The finding, then its fixes: code scanning shows the message alone."""
+    fixes = "; or: ".join(_fix(fix) for fix in finding.fixes)
+    return finding.message + (f". Fix: {fixes}" if fixes else "")
+
+
+def _uri(path: str) -> str:
+    """A path as given, as a URI reference: relative stays relative (code scanning resolves it against the
+    repository), absolute becomes file://."""
+    return ("file://" if os.path.isabs(path) else "") + quote(path.replace(os.sep, "/"))
+
+
+def _location(report: Report, doc: Reports) -> dict[str, Any]:
+    target = report.facts.target
+    if isinstance(doc, Lint) and target.file and target.file != STDIN:
+        artifact: dict[str, Any] = {"uri": _uri(target.file)}
+    elif isinstance(doc, Lint):
+        artifact = {"uri": NO_FILE["stdin"], "description": {"text": "no file: the definition was read from stdin"}}
+    else:
+        engine = f" on {doc.engine}" if isinstance(doc, Audit) and doc.engine else ""
+        text = f"no file: a running container{engine}, read through the engine (see the logical location)"
+        artifact = {"uri": NO_FILE["audit"], "description": {"text": text}}
+    return {
+        "physicalLocation": {"artifactLocation": artifact, "region": {"startLine": target.line or 1}},
+        "logicalLocations": [{"name": target.name, "fullyQualifiedName": target.name, "kind": "resource"}],
+    }
+
+
+def to_sarif(doc: Reports) -> str:
+    urls = _urls()
+    index = {rule.id: i for i, rule in enumerate(RULES)}
+    results = []
+    for report in doc.reports:
+        for finding in report.findings:
+            results.append(
+                {
+                    "ruleId": finding.id,
+                    "ruleIndex": index[finding.id],
+                    "level": LEVELS[finding.severity],
+                    "message": {"text": _message(finding)},
+                    "locations": [_location(report, doc)],
+                }
+            )
+    driver: dict[str, Any] = {
+        "name": "shmdoctor",
+        "version": _version(),
+        "rules": rule_descriptors(urls.get("Documentation")),
+    }
+    if urls.get("Homepage"):
+        driver["informationUri"] = urls["Homepage"]
+    run = {"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints"}
+    return json.dumps({"$schema": SCHEMA, "version": VERSION, "runs": [run]}, indent=2)
