@@ -33,6 +33,8 @@ class InsufficientSharedMemoryError(ShmDoctorError):
 
     def __init__(self, report: Report):
         self.report = report
-        fix = next((x for f in report.findings if f.severity == "error" for x in f.fixes if x.docker_args), None)
-        hint = f"; fix: docker run {' '.join(fix.docker_args)}" if fix else ""
+        from .render import forms
+
+        fix = next((x for f in report.findings if f.severity == "error" for x in f.fixes if x.sets), None)
+        hint = f"; fix: {forms.line(fix, report.facts)}" if fix else ""
         super().__init__(report.headline() + hint)

@@ -32,8 +32,11 @@ ShmSource = Literal[
     "unknown",
 ]
 IpcMode = Literal["host", "private", "shareable", "container", "none", "unknown"]
-# ecs: an ECS task or Batch job definition; azureml: an Azure ML job; sagemaker: inside a SageMaker job
-Runtime = Literal["docker", "podman", "kubernetes", "container", "compose", "ecs", "azureml", "sagemaker", "none"]
+# ecs: an ECS task definition; batch: an AWS Batch job definition; azureml: an Azure ML job; sagemaker: inside a
+# SageMaker job
+Runtime = Literal[
+    "docker", "podman", "kubernetes", "container", "compose", "ecs", "batch", "azureml", "sagemaker", "none"
+]
 # Remarks of one source the rules and fixes read: the container was OOM-killed (inspect's State.OOMKilled); a
 # compose service sets its memory limit under deploy.resources (fixes go there).
 # shm-fixed: the platform gives a /dev/shm nobody can size (Fargate, SageMaker): no fix may ask for another size;
@@ -182,15 +185,30 @@ class Requirement:
         return next((n for n in self.breakdown if n.term == name), None)
 
 
+# The forms a fix is said in: where the target is defined, in that place's own language (render/forms.py has one
+# renderer for each, a test proves the map total). shell: the machine itself; swarm: a compose file for docker stack.
+Form = Literal["shell", "docker", "podman", "compose", "swarm", "kubernetes", "quadlet", "ecs", "batch", "azureml"]
+
+
 @dataclass(frozen=True)
 class Fix:
+    """A remedy, said by what it sets, whatever the target: render/forms.py says it in each target's own language,
+    and lint --fix writes the same values into the file."""
+
     summary: str
-    docker_args: tuple[str, ...] = ()
-    compose: str | None = None  # a snippet in compose's own language
-    kubernetes: str | None = None  # a snippet in a manifest's own language
+    shm_bytes: int | None = None  # a /dev/shm of this size, where the target's /dev/shm comes from
+    memory_bytes: int | None = None  # a memory limit of this size
+    ipc: Literal["private", "host"] | None = None  # the IPC namespace to run in
+    env: tuple[tuple[str, str], ...] = ()  # variables for the job's processes
+    nofile: int | None = None  # the descriptor limit (soft and hard)
     loader: dict[str, int] | None = None  # loader settings that fit today
     shell: str | None = None  # a command for the machine itself (not in a container)
     caveat: str | None = None
+
+    @property
+    def sets(self) -> bool:
+        """It changes the target's definition (a size, a limit, the IPC namespace, a variable)."""
+        return bool(self.shm_bytes or self.memory_bytes or self.ipc or self.env or self.nofile)
 
 
 @dataclass(frozen=True)

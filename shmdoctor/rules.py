@@ -83,12 +83,12 @@ def no_shm(facts: Facts, need: Requirement | None) -> Hit:
     if not facts.shm.present and (loading or need is None):
         why = " (--ipc=none)" if facts.ipc.mode == "none" else ""
         grow = (
-            fixes.grow_shm(loading, facts)
+            fixes.grow_shm(loading.bytes, facts, loading.ranks)
             if loading
             else (
                 Fix(
                     "run with a private /dev/shm sized for your loader (give shmdoctor the loader for the size)",
-                    docker_args=("--ipc=private", "--shm-size=<size>"),
+                    ipc="private",
                 ),
             )
         )
@@ -121,7 +121,9 @@ def shm_too_small(facts: Facts, need: Requirement | None) -> Hit:
         msg = f"{need.subject} needs {format_size(need.failing_bytes)} of /dev/shm; {has}: " + consumers_fail(
             need, available
         )
-        return msg, fixes.grow_shm(need, facts) + fixes.consumer_fixes(need, facts) + fixes.fit_today(need, facts)
+        return msg, fixes.grow_shm(need.bytes, facts, need.ranks) + fixes.consumer_fixes(need, facts) + fixes.fit_today(
+            need, facts
+        )
     return None
 
 
@@ -138,7 +140,7 @@ def memory_limit(facts: Facts, need: Requirement | None) -> Hit:
             f"{need.subject}'s {format_size(need.bytes)} of /dev/shm, whose pages are charged to it: the container's "
             "processes will be OOM-killed: exit 137 with no Python error, or a worker 'killed by signal: Killed'"
         )
-        return msg, (fixes.grow_memory(need, facts),) + fixes.fit_today(need, facts)
+        return msg, (fixes.grow_memory(need.bytes, facts, need.ranks),) + fixes.fit_today(need, facts)
     return None
 
 
@@ -154,8 +156,8 @@ def thin_headroom(facts: Facts, need: Requirement | None) -> Hit:
             "would not fit"
         )
         if capacity.memory_binds(facts, need.ranks):
-            return msg, (fixes.grow_memory(need, facts),)
-        return msg, fixes.grow_shm(need, facts)[:1]
+            return msg, (fixes.grow_memory(need.bytes, facts, need.ranks),)
+        return msg, fixes.grow_shm(need.bytes, facts, need.ranks)[:1]
     return None
 
 
@@ -242,7 +244,7 @@ def nofile_low(facts: Facts, need: Requirement | None) -> Hit:
             f"(~{descriptors} with the process's own): expect 'received 0 items of ancdata' or 'Too many open files'"
         )
         return msg, (
-            Fix("raise the descriptor limit", docker_args=(f"--ulimit=nofile={descriptors * 4}",)),
+            Fix("raise the descriptor limit", nofile=descriptors * 4),
             Fix("in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
     return None
@@ -252,7 +254,7 @@ def nofile_low(facts: Facts, need: Requirement | None) -> Hit:
 def oom_killed(facts: Facts, need: Requirement | None) -> Hit:
     if "oom-killed" in facts.flags:
         loading = _loading(need)
-        grow = (fixes.grow_memory(loading, facts),) if loading else ()
+        grow = (fixes.grow_memory(loading.bytes, facts, loading.ranks),) if loading else ()
         return (
             "the container was OOM-killed (State.OOMKilled, exit 137): /dev/shm pages count against its memory limit",
             grow,
@@ -287,10 +289,8 @@ def swarm_ignores_shm_size(facts: Facts, need: Requirement | None) -> Hit:
     loading = _loading(need)
     size = capacity.shm_size_for(loading.bytes, facts) if loading else swarm.ignored_shm_size
     if size:
-        return msg, (
-            Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", compose=fixes.compose_shm(size, facts)),
-        )
-    return msg, (Fix("bind the host's /dev/shm instead", compose=fixes.SWARM_HOST_SHM, caveat=fixes.HOST_SHM_CAVEAT),)
+        return msg, (Fix(f"mount a {format_size(size)} tmpfs at /dev/shm instead", shm_bytes=size),)
+    return msg, (Fix("bind the host's /dev/shm instead", ipc="host", caveat=fixes.HOST_SHM_CAVEAT),)
 
 
 @rule("shm-on-disk", "warning", "/dev/shm is a disk-backed emptyDir, not memory")
@@ -304,10 +304,8 @@ def shm_on_disk(facts: Facts, need: Requirement | None) -> Hit:
     loading = _loading(need)
     size = capacity.shm_size_for(loading.bytes, facts) if loading else facts.shm.size_bytes
     if size:
-        return msg, (Fix(f"make it memory-backed, {format_size(size)}", kubernetes=fixes.kubernetes_volume(size)),)
-    return msg, (
-        Fix("make it memory-backed", kubernetes="emptyDir: {medium: Memory}  # and a sizeLimit for your loader"),
-    )
+        return msg, (Fix(f"make it memory-backed, {format_size(size)}", shm_bytes=size),)
+    return msg, (Fix("make it memory-backed: emptyDir: {medium: Memory}, with a sizeLimit for your loader"),)
 
 
 @rule("shm-full", "warning", "/dev/shm is (nearly) full before the loader starts")
@@ -369,7 +367,7 @@ def nccl_shm_fallback(facts: Facts, need: Requirement | None) -> Hit:
         f"{format_size(worst)} in all, of the {format_size(available)} there is: 'unhandled system error'. Say "
         "--nccl shm or --nccl p2p when you know"
     )
-    return msg, fixes.grow_shm_to(worst, facts, need.ranks)[:1] + fixes.nccl_fixes(facts)
+    return msg, fixes.grow_shm(worst, facts, need.ranks)[:1] + fixes.nccl_fixes(facts)
 
 
 @rule("ray-object-store-fallback", "warning", "Ray's object store will not fit /dev/shm: it falls back to /tmp, slowly")
@@ -391,7 +389,7 @@ def ray_object_store_fallback(facts: Facts, need: Requirement | None) -> Hit:
         if cap >= consumers.RAY_MIN_STORE  # Ray refuses a store below its minimum
         else ()
     )
-    return msg, fixes.grow_shm_to(need.bytes, facts, need.ranks)[:1] + smaller
+    return msg, fixes.grow_shm(need.bytes, facts, need.ranks)[:1] + smaller
 
 
 def judge(facts: Facts, need: Requirement | None, *, fail_on: Severity = "error") -> Report:

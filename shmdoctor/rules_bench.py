@@ -37,7 +37,7 @@ def shm_exhausted(run: BenchRun) -> Hit:
     report = judge(facts, demand)
     fixes_ = tuple(fx for f in report.findings if f.severity == "error" for fx in f.fixes)
     if not fixes_ and capacity.shm_size_for(demand.bytes, facts) > (facts.shm.size_bytes or 0):
-        fixes_ = fixes.grow_shm(demand, facts)  # only ever a larger /dev/shm than this one
+        fixes_ = fixes.grow_shm(demand.bytes, facts, demand.ranks)  # only ever a larger /dev/shm than this one
     which = "; ".join(f"{r.config.label(workload.cuda)} ({r.message})" for r in failed)
     if unfit:
         which += f"; {len(unfit)} more predicted not to fit were not run"

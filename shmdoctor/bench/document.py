@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from .. import capacity, fixes
 from ..model import Facts, Finding
+from ..render.forms import run_args
 from ..render.json import finding_dict as _finding
 from ..sizes import docker_size
 from .model import Result
@@ -48,7 +49,7 @@ def recommendation_dict(rec: Recommendation | None, workload: BenchWorkload, fac
         demand = need(workload, rec.best.config)
         size = capacity.shm_size_for(demand.bytes, facts)
         if capacity.memory_binds(facts) or size <= (facts.shm.size_bytes or 0):
-            best.update(docker_args=list(fixes.grow_memory(demand, facts).docker_args))
+            best.update(docker_args=list(run_args(fixes.grow_memory(demand.bytes, facts, demand.ranks), facts)))
         else:
             best.update(shm_size_bytes=size, docker_args=[f"--shm-size={docker_size(size)}"])
     return {
@@ -95,5 +96,5 @@ def document(
         },
         "results": [r.to_dict(workload.batch_size) for r in results],
         "recommendation": recommendation_dict(rec, workload, facts),
-        "findings": [_finding(f) for f in findings],
+        "findings": [_finding(f, facts) for f in findings],
     }

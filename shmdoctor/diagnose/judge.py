@@ -10,7 +10,7 @@ from typing import ClassVar
 from .. import capacity, consumers, fixes
 from ..exits import ExitCode
 from ..model import ENGINE_DEFAULT_SHM, Facts, Finding, Fix, Report, Requirement
-from ..sizes import GiB, MiB, docker_size, format_size, nice_size
+from ..sizes import GiB, MiB, format_size, nice_size
 from ..workload import Consumers, Workload
 from .catalogue import BY_ID, SHM_CAUSES
 from .scan import Diagnosis
@@ -202,19 +202,19 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
             # It fits where explain runs: the log comes from a place with less. A size for there, in docker's words.
             size = nice_size(int(wanted * capacity.MARGIN))
             where = f"give /dev/shm {format_size(size)} where it ran: {format_size(wanted)} needed + 25%"
-            return (Fix(where, docker_args=(f"--shm-size={docker_size(size)}",)),)
+            return (Fix(where, shm_bytes=size),)
         if wanted is not None:
-            out = fixes.grow_shm_to(wanted, facts, need.ranks if need else 1)
+            out = fixes.grow_shm(wanted, facts, need.ranks if need else 1)
         else:
             out = (
                 Fix(
                     "size /dev/shm for the loader: `shmdoctor check --batch-size B --num-workers W --sample-bytes S` "
                     "computes it, `shmdoctor run -- CMD` measures it"
                 ),
-                Fix("use the host's /dev/shm", docker_args=("--ipc=host",), caveat=fixes.IPC_HOST_CAVEAT),
+                Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT),
             )
         if consumer == "nccl":
-            out += (Fix(fixes.NCCL_SHM_OFF, shell="export NCCL_SHM_DISABLE=1", caveat=fixes.NCCL_SHM_OFF_CAVEAT),)
+            out += (fixes.env_fix(fixes.NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=fixes.NCCL_SHM_OFF_CAVEAT),)
         if need is not None:
             out += fixes.fit_today(need, facts)
         return out
@@ -224,21 +224,16 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
                 Fix("make /dev/shm writable for every user, as a tmpfs is by default", shell="chmod 1777 /dev/shm"),
             )
         wanted = need.bytes if need else ENGINE_DEFAULT_SHM
-        return fixes.grow_shm_to(wanted, facts)[:1] + (Fix("load in the training process", loader={"num_workers": 0}),)
+        return fixes.grow_shm(wanted, facts)[:1] + (Fix("load in the training process", loader={"num_workers": 0}),)
     if cause == "fd-limit":
-        raise_limit = (
-            Fix("raise the descriptor limit (soft and hard)", shell="ulimit -n 65536")
-            if facts.runtime == "none"
-            else Fix("raise the descriptor limit (soft and hard)", docker_args=("--ulimit=nofile=65536:65536",))
-        )
         return (
-            raise_limit,
+            Fix("raise the descriptor limit (soft and hard)", nofile=65536),
             Fix("in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
     if cause == "memory-limit":
         held = facts.shm.size_bytes if facts.shm.size_bytes is not None else (measured.peak_bytes if measured else 0)
         shm_bytes = need.bytes if need else (held or 0)
-        out = (fixes.grow_memory_for(shm_bytes, facts),) if need or shm_bytes else ()
+        out = (fixes.grow_memory(shm_bytes, facts),) if need or shm_bytes else ()
         if facts.memory.limit_bytes and facts.shm.size_bytes and facts.shm.size_bytes > facts.memory.limit_bytes:
             out += (
                 Fix(

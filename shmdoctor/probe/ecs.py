@@ -59,8 +59,8 @@ def _requirement(container: dict, kind: str) -> str | None:
 
 
 class _Container:
-    def __init__(self, source: str, definition: str, body: dict, fargate: bool, ipc_mode: str | None):
-        self.source, self.definition, self.body = source, definition, body
+    def __init__(self, source: str, definition: str, body: dict, fargate: bool, ipc_mode: str | None, batch: bool):
+        self.source, self.definition, self.body, self.batch = source, definition, body, batch
         self.fargate, self.ipc_mode = fargate, ipc_mode
         self.where = f"{source}: {definition}"
         params = body.get("linuxParameters")
@@ -105,7 +105,7 @@ class _Container:
             shm=shm,
             ipc=ipc,
             memory=Memory(limit_bytes=memory or task_memory, used_bytes=None),
-            runtime="ecs",
+            runtime="batch" if self.batch else "ecs",
             gpus=_requirement(self.body, "GPU"),
             unreadable=tuple(unreadable),
             flags=frozenset(flags),
@@ -125,7 +125,7 @@ def probe(doc: Document) -> list[Definition]:
             task_memory = _mib(body.get("memory"), "memory", f"{doc.source}: {name}")
             for container in body["containerDefinitions"]:
                 if isinstance(container, dict):
-                    unit = _Container(doc.source, name, container, fargate, body.get("ipcMode"))
+                    unit = _Container(doc.source, name, container, fargate, body.get("ipcMode"), batch=False)
                     out.append(Definition(unit.facts(f"{name}/{container.get('name', '?')}", task_memory)))
         else:
             name = str(body.get("jobDefinitionName") or "job")
@@ -137,5 +137,9 @@ def probe(doc: Document) -> list[Definition]:
             ]
             for label, container in containers:
                 if isinstance(container, dict):
-                    out.append(Definition(_Container(doc.source, name, container, fargate, None).facts(label, None)))
+                    out.append(
+                        Definition(
+                            _Container(doc.source, name, container, fargate, None, batch=True).facts(label, None)
+                        )
+                    )
     return out

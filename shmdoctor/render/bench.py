@@ -9,9 +9,8 @@ from typing import Any
 
 from ..bench.document import BenchDocument
 from ..bench.model import Config
-from ..model import Fix
 from ..sizes import format_size
-from .text import fix_lines
+from .text import said_lines
 from .text import style as _style
 
 
@@ -197,10 +196,10 @@ def render_text(doc: dict[str, Any]) -> str:
     out.extend(_persistence_lines(doc))
     out.extend(_pin_device_lines(doc, cuda))
     out.extend(_skipped_lines(doc, cuda))
-    fixes_ = [Fix(**{**fx, "docker_args": tuple(fx["docker_args"])}) for f in doc["findings"] for fx in f["fixes"]]
-    if fixes_:
+    said = [(fx.get("text"), fx["summary"], fx["caveat"]) for f in doc["findings"] for fx in f["fixes"]]
+    if said:  # each as the document says it, in the form of the place bench ran
         out.append("")
-        out.extend(fix_lines(fixes_, "docker"))
+        out.extend(said_lines(said))
     if doc["findings"]:
         out.append("\nFindings")
         for f in doc["findings"]:

@@ -51,7 +51,7 @@ def to_text(ex: Explanation) -> str:
     top = next((f for f in report.findings if f.severity == "error" and f.fixes), None)
     if top:
         out.append("")
-        out.extend(text.fix_lines(list(top.fixes), text._language(report)))
+        out.extend(text.fix_lines(list(top.fixes), report.facts))
     if ex.diagnoses:
         out.extend(_diagnosis_lines(ex))
     out.extend(text.facts_lines(report))

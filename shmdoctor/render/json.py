@@ -5,13 +5,28 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ..model import Finding, Report
+from ..model import Facts, Finding, Fix, Report
+from . import forms
 
 
-def finding_dict(f: Finding) -> dict[str, Any]:
-    d = asdict(f)
-    d["fixes"] = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(fix).items()} for fix in f.fixes]
-    return d
+def fix_dict(fix: Fix, facts: Facts) -> dict[str, Any]:
+    """What a fix sets, then said in the target's own form (`form`, `text`; text null where that form has no such
+    setting), as docker flags, and again under `compose` or `kubernetes` for a target defined there."""
+    form = forms.form_of(facts)
+    text = forms.block(fix, facts)
+    return {
+        **asdict(fix),
+        "env": dict(fix.env),
+        "form": form,
+        "text": text,
+        "docker_args": list(forms.run_args(fix, facts)),
+        "compose": text if form in ("compose", "swarm") and fix.sets else None,
+        "kubernetes": text if form == "kubernetes" and fix.sets else None,
+    }
+
+
+def finding_dict(f: Finding, facts: Facts) -> dict[str, Any]:
+    return {**asdict(f), "fixes": [fix_dict(fix, facts) for fix in f.fixes]}
 
 
 def report_dict(report: Report) -> dict[str, Any]:
@@ -37,6 +52,6 @@ def report_dict(report: Report) -> dict[str, Any]:
             "ranks": need.ranks,
             "nccl_fallback": need.nccl_fallback,
         },
-        "findings": [finding_dict(f) for f in report.findings],
+        "findings": [finding_dict(f, facts) for f in report.findings],
         "notes": list(report.notes),
     }

@@ -8,9 +8,9 @@ import os
 
 import click
 
-from ..fixes import in_platform
-from ..model import ENGINE_DEFAULT_SHM, Fix, IpcMode, Report, Requirement, ShmSource
+from ..model import ENGINE_DEFAULT_SHM, Facts, Fix, IpcMode, Report, Requirement, ShmSource
 from ..sizes import format_size
+from . import forms
 
 _VERDICT_STYLE = {"ok": ("OK", "green"), "warn": ("WARN", "yellow"), "fail": ("FAIL", "red")}
 _SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
@@ -43,45 +43,20 @@ def style(text: str, color: str, bold: bool = False) -> str:
     return text if os.environ.get("NO_COLOR") else click.style(text, fg=color, bold=bold)
 
 
-def _language(report: Report) -> str:
-    target, runtime = report.facts.target, report.facts.runtime
-    if target.kind == "local" and runtime == "none":
-        return "shell"
-    if runtime in ("ecs", "azureml"):
-        return runtime
-    if runtime == "podman" and target.kind == "service":
-        return "quadlet"
-    if target.kind == "service":
-        return "compose"
-    if target.kind == "workload" or runtime == "kubernetes":
-        return "kubernetes"
-    return "podman" if runtime == "podman" else "docker"
+def fix_lines(fixes: list[Fix], facts: Facts) -> list[str]:
+    """Each fix said in the target's own form (render/forms.py), one it cannot say left out."""
+    return said_lines(
+        [(forms.block(fix, facts), fix.summary, fix.caveat) for fix in fixes if forms.applies(fix, facts)]
+    )
 
 
-def fix_body(fix: Fix, language: str) -> str:
-    """What to paste, in the target's own language: a docker run line, a compose or manifest snippet, loader args."""
-    if language == "compose" and fix.compose:
-        return fix.compose
-    if language == "kubernetes" and fix.kubernetes:
-        return fix.kubernetes.rstrip()
-    if language in ("ecs", "azureml", "quadlet") and fix.docker_args:  # flags these do not take: the summary alone
-        return in_platform(fix, language) or ""
-    if fix.shell:
-        return fix.shell
-    if fix.docker_args:
-        return f"{'podman' if language == 'podman' else 'docker'} run " + " ".join(fix.docker_args) + " ..."
-    if fix.loader:
-        return "DataLoader(" + ", ".join(f"{k}={v}" for k, v in fix.loader.items()) + ", ...)"
-    return ""
-
-
-def fix_lines(fixes: list[Fix], language: str) -> list[str]:
-    """'Fix  <body>  <why>' then ' or  ...': a one-line body and its reason side by side, snippets as blocks."""
+def said_lines(said: list[tuple[str | None, str, str | None]]) -> list[str]:
+    """'Fix  <body>  <why>' then ' or  ...' for (body, summary, caveat): a one-line body and its reason side by
+    side, a longer one as a block under its reason."""
     out = []
-    for i, fix in enumerate(fixes):
+    for i, (body, summary, caveat) in enumerate(said):
         lead = "Fix   " if i == 0 else " or   "
-        body = fix_body(fix, language)
-        why = fix.summary + (f" (caveat: {fix.caveat})" if fix.caveat else "")
+        why = summary + (f" (caveat: {caveat})" if caveat else "")
         if not body:
             out.append(lead + why)
         elif "\n" in body:
@@ -106,11 +81,10 @@ def report(report: Report) -> str:
     label, color = _VERDICT_STYLE[report.verdict]
     out = [f"{style(label, color, bold=True)}  {report.headline()}"]
 
-    language = _language(report)
     top = next((f for f in report.findings if f.severity != "info" and f.fixes), None)
     if top:
         out.append("")
-        out.extend(fix_lines(list(top.fixes), language))
+        out.extend(fix_lines(list(top.fixes), report.facts))
 
     if report.findings:
         out.append("\nFindings")
@@ -181,7 +155,9 @@ def table(reports: list[Report], title: str) -> str:
     """audit and lint: one row per target (verdict, shm, IPC, need, first fix), then each target's findings."""
     rows = [("VERDICT", "TARGET", "SHM", "IPC", "NEED", "FIX")]
     for r in reports:
-        fix = next((fx for f in r.findings if f.severity != "info" for fx in f.fixes), None)
+        fix = next(
+            (fx for f in r.findings if f.severity != "info" for fx in f.fixes if forms.applies(fx, r.facts)), None
+        )
         rows.append(
             (
                 _VERDICT_STYLE[r.verdict][0],
@@ -189,7 +165,7 @@ def table(reports: list[Report], title: str) -> str:
                 shm_summary(r),
                 r.facts.ipc.mode + (f":{r.facts.ipc.owner}" if r.facts.ipc.owner else ""),
                 format_size(r.requirement.bytes) if r.requirement else "-",
-                _short_fix(fix, _language(r)) if fix else "-",
+                forms.line(fix, r.facts) if fix else "-",
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
@@ -217,20 +193,5 @@ def fixes_by_target(reports: list[Report]) -> str:
         top = next((f for f in r.findings if f.severity != "info" and f.fixes), None)
         if top:
             out.append(f"\n{r.facts.target.name}  ({top.id})")
-            out.extend("  " + line for line in fix_lines(list(top.fixes), _language(r)))
+            out.extend("  " + line for line in fix_lines(list(top.fixes), r.facts))
     return "\n".join(out)
-
-
-def _short_fix(fix: Fix, language: str) -> str:
-    platform = in_platform(fix, language) if language in ("ecs", "azureml", "quadlet") else None
-    if platform and "\n" not in platform:
-        return platform
-    if language == "compose" and fix.compose and "\n" not in fix.compose:
-        return fix.compose
-    if language in ("compose", "kubernetes") and (fix.compose or fix.kubernetes):  # a snippet: its summary
-        return fix.summary
-    if fix.docker_args:
-        return " ".join(fix.docker_args)
-    if fix.loader:
-        return ", ".join(f"{k}={v}" for k, v in fix.loader.items())
-    return fix.summary

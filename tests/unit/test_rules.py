@@ -7,6 +7,7 @@ import pytest
 from shmdoctor import fixes
 from shmdoctor.loader import LoaderSpec, loader_config, requirement
 from shmdoctor.model import Facts, Ipc, Memory, Shm, Swarm, Target
+from shmdoctor.render import forms
 from shmdoctor.rules import RULES, judge
 from shmdoctor.sizes import GiB, MiB
 from shmdoctor.workload import Consumers, Workload
@@ -187,9 +188,9 @@ def test_verdicts_and_exit_codes():
 def test_shm_fix_is_computed_with_margin_and_its_alternatives():
     report = judge(replace(BASE, shm=shm(64 * MiB)), seed())
     fixes = report.findings[0].fixes
-    assert fixes[0].docker_args == ("--shm-size=1536m",)  # 900 MiB × 1.25 → 1125 MiB → 1.5 GiB
-    assert fixes[0].compose == 'shm_size: "1536m"' and "sizeLimit: 1536Mi" in fixes[0].kubernetes
-    assert fixes[1].docker_args == ("--ipc=host",) and fixes[1].caveat
+    assert (fixes[0].shm_bytes, fixes[0].memory_bytes, fixes[0].ipc) == (1536 * MiB, None, None)  # 900 MiB × 1.25
+    assert forms.run_args(fixes[0], report.facts) == ("--shm-size=1536m",)  # → 1125 MiB → 1.5 GiB
+    assert (fixes[1].ipc, fixes[1].shm_bytes) == ("host", None) and fixes[1].caveat
     assert {tuple(f.loader) for f in fixes[2:]} == {("batch_size",)}  # no worker count fits 64 MiB
     assert fixes[2].loader == {"batch_size": 5}  # 9 batches of 5 MiB: 45 of 64 MiB, within the headroom
 
@@ -197,8 +198,8 @@ def test_shm_fix_is_computed_with_margin_and_its_alternatives():
 def test_tmpfs_override_gets_a_tmpfs_fix_and_memory_limit_grows_with_shm():
     report = judge(replace(BASE, shm=shm(512 * MiB, source="tmpfs"), memory=Memory(1 * GiB, 0)), seed())
     grow = next(f for f in report.findings if f.id == "shm-too-small").fixes[0]
-    assert grow.docker_args[:2] == ("--tmpfs", "/dev/shm:size=1536m")
-    assert any(a.startswith("--memory=") for a in grow.docker_args)
+    assert forms.run_args(grow, report.facts) == ("--tmpfs", "/dev/shm:size=1536m", "--memory=1536m")
+    assert (grow.shm_bytes, grow.memory_bytes) == (1536 * MiB, 1536 * MiB)  # 256 MiB + 1125 MiB, rounded up
 
 
 def test_largest_loader_that_fits_today():
@@ -240,22 +241,23 @@ def test_a_loader_that_fits_today_fits_with_room_to_spare(changes):
 def test_the_shm_fix_is_said_for_where_dev_shm_comes_from(source, ipc, runtime, args):
     facts = replace(BASE, shm=Shm(True, 512 * MiB, 400 * MiB, 112 * MiB, source), ipc=Ipc(ipc), runtime=runtime)
     fixes = next(f for f in judge(facts, seed()).findings if f.id == "shm-too-small").fixes
-    assert fixes[0].docker_args == args  # the host's 400 MiB in use stay behind once the container has its own
-    assert ("--ipc=host",) not in [f.docker_args for f in fixes] or source not in ("host", "host-ipc")
+    assert forms.run_args(fixes[0], facts) == args  # the host's 400 MiB in use stay behind once it has its own
+    assert "host" not in [f.ipc for f in fixes] or source not in ("host", "host-ipc")
 
 
 def test_on_a_bare_machine_the_fix_is_a_remount():
     facts = replace(BASE, shm=shm(64 * MiB, source="system"), ipc=Ipc("host"), runtime="none")
     [grow, *_] = next(f for f in judge(facts, seed()).findings if f.id == "shm-too-small").fixes
-    assert grow.shell == "mount -o remount,size=1536m /dev/shm" and not grow.docker_args
+    assert forms.statements(grow, facts) == ("mount -o remount,size=1536m /dev/shm",)
 
 
 def test_the_kubernetes_fix_invents_no_memory_limit():
-    without = judge(replace(BASE, runtime="kubernetes"), seed()).findings[0].fixes[0].kubernetes
+    facts = replace(BASE, runtime="kubernetes")
+    without = forms.block(judge(facts, seed()).findings[0].fixes[0], facts)
     assert "sizeLimit: 1536Mi" in without and "limits:" not in without
-    with_limit = judge(replace(BASE, runtime="kubernetes", memory=Memory(1 * GiB, 0)), seed())
-    grow = next(f for f in with_limit.findings if f.id == "shm-too-small").fixes[0]
-    assert "limits: {memory: 1536Mi}" in grow.kubernetes  # 256 MiB + 900 MiB × 1.25, rounded up
+    facts = replace(facts, memory=Memory(1 * GiB, 0))
+    grow = next(f for f in judge(facts, seed()).findings if f.id == "shm-too-small").fixes[0]
+    assert "resources: {limits: {memory: 1536Mi}}" in forms.block(grow, facts)  # 256 MiB + 900 MiB × 1.25
 
 
 def test_swarm_says_what_it_ignores_and_mounts_a_tmpfs_instead():
@@ -263,9 +265,11 @@ def test_swarm_says_what_it_ignores_and_mounts_a_tmpfs_instead():
     both = judge(replace(facts, swarm=Swarm(ignored_shm_size=2 * GiB, ignored_ipc="host")), None)
     finding = next(f for f in both.findings if f.id == "swarm-ignores-shm-size")
     assert "docker stack deploy ignores ipc: host and shm_size: 2 GiB (moby#26714)" in finding.message
-    assert "tmpfs: {size: 2147483648}" in finding.fixes[0].compose  # the size the file asked for, as a tmpfs
+    swarm = both.facts
+    assert "tmpfs: {size: 2147483648}" in forms.block(finding.fixes[0], swarm)  # the size the file asked for
     ipc_only = judge(replace(facts, swarm=Swarm(ignored_ipc="host")), None)
     fix = next(f for f in ipc_only.findings if f.id == "swarm-ignores-shm-size").fixes[0]
-    assert "type: bind" in fix.compose and fix.caveat == fixes.HOST_SHM_CAVEAT  # the host's: what a bind shares
-    grow = judge(replace(facts, swarm=Swarm()), seed()).findings[0].fixes
-    assert "type: bind" in grow[1].compose and grow[1].caveat == fixes.HOST_SHM_CAVEAT  # not the IPC namespace
+    assert "type: bind" in forms.block(fix, ipc_only.facts) and fix.caveat == fixes.HOST_SHM_CAVEAT  # what it shares
+    grown = judge(replace(facts, swarm=Swarm()), seed())
+    grow = grown.findings[0].fixes
+    assert "type: bind" in forms.block(grow[1], grown.facts) and grow[1].caveat == fixes.HOST_SHM_CAVEAT

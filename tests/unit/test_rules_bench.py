@@ -59,8 +59,8 @@ def test_every_bench_rule_has_cases_both_ways_and_is_in_the_catalogue():
 
 def test_shm_exhausted_grows_dev_shm_never_shrinks_it():
     (found,) = judge_bench(WORK, [result(TWO, "shm-exhausted", "No space left on device (28)")], FACTS)
-    sizes = [a for fx in found.fixes for a in fx.docker_args if a.startswith("--shm-size=")]
-    assert sizes and all(a != "--shm-size=64m" for a in sizes)
+    sizes = [fx.shm_bytes for fx in found.fixes if fx.shm_bytes]
+    assert sizes and all(size > 64 * MiB for size in sizes)
     roomy = replace(FACTS, shm=Shm(True, 64 * GiB, 0, 64 * GiB, "docker-shm"))  # 500 MiB fits 64 GiB many times
     (doubt,) = judge_bench(WORK, [result(TWO, "shm-exhausted", "bus error")], roomy)
     assert doubt.fixes == () and "look beyond /dev/shm" in doubt.message
@@ -68,7 +68,7 @@ def test_shm_exhausted_grows_dev_shm_never_shrinks_it():
 
 def test_out_of_memory_offers_nothing_about_dev_shm():
     (found,) = judge_bench(WORK, [result(ZERO, "out-of-memory", "killed by SIGKILL")], FACTS)
-    assert all(not fx.docker_args for fx in found.fixes) and "not for /dev/shm" in found.message
+    assert all(not fx.sets for fx in found.fixes) and "not for /dev/shm" in found.message
 
 
 def test_the_fix_covers_the_configs_skipped_for_not_fitting_too():

@@ -71,7 +71,7 @@ def test_vllm_at_tensor_parallel_8_in_the_default_64_mib_is_refused_at_its_first
     assert top.id == "shm-too-small" and "the scheduler's broadcast queue: 160.00 MiB required, 64.00 MiB free" in (
         top.message
     )
-    assert any(f.docker_args == ("--ipc=host",) for f in top.fixes)
+    assert any(f.ipc == "host" for f in top.fixes)
 
 
 def test_ray_auto_in_a_4g_container_with_the_default_shm_falls_back_and_says_so():

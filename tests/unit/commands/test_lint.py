@@ -296,7 +296,7 @@ def _apply_kubernetes(pod_spec: dict, container: str | None, snippet: str) -> No
     [target] = [c for c in pod_spec["containers"] if container in (None, c["name"])]
     mounts = target.setdefault("volumeMounts", [])
     mounts[:] = [m for m in mounts if m["mountPath"] != "/dev/shm"] + patch["volumeMounts"]
-    target.setdefault("resources", {}).setdefault("limits", {}).update(patch["resources"]["limits"])
+    target.setdefault("resources", {}).setdefault("limits", {}).update(patch.get("resources", {}).get("limits", {}))
 
 
 def _pod_spec(obj: dict) -> dict:

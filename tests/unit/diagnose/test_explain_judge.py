@@ -32,7 +32,7 @@ def causes(text: str, facts: Facts, **kw) -> list[str]:
 def test_a_bus_error_in_a_64_mib_container_is_shm_space_and_the_fix_names_a_size_to_compute():
     ex = judge(scan_text(BUS).diagnoses(), inspected("default"))
     assert [d.cause for d in ex.diagnoses] == ["shm-space"] and ex.exit_code == 1
-    assert ex.report.findings[0].fixes[1].docker_args == ("--ipc=host",)
+    assert ex.report.findings[0].fixes[1].ipc == "host"
 
 
 def test_a_bus_error_with_64_gib_free_is_not_shared_memory():
@@ -48,7 +48,7 @@ def test_the_loader_decides_when_given():
     assert causes(BUS, machine(2 * GiB), need=need) == ["not-shm"]  # 900 MiB fits 2 GiB free
     ex = judge(scan_text(BUS).diagnoses(), inspected("default"), need=need)
     assert ex.diagnoses[0].cause == "shm-space"
-    assert "--shm-size=1536m" in ex.report.findings[0].fixes[0].docker_args
+    assert ex.report.findings[0].fixes[0].shm_bytes == 1536 * MiB
 
 
 def test_unambiguous_text_stands_whatever_the_facts():
@@ -60,20 +60,20 @@ def test_nccl_system_error_is_shm_in_64_mib_and_not_in_a_big_one():
     assert causes(NCCL, inspected("default")) == ["shm-space"]
     assert causes(NCCL, inspected("shm2g")) == ["not-shm"]
     fixes = judge(scan_text(NCCL).diagnoses(), inspected("default")).report.findings[0].fixes
-    assert fixes[0].docker_args == ("--shm-size=3g",)  # 8 ranks all-to-all, 1.8 GiB + 25%
-    assert any(f.shell == "export NCCL_SHM_DISABLE=1" for f in fixes)
+    assert (fixes[0].shm_bytes, fixes[0].ipc) == (3 * GiB, None)  # 8 ranks all-to-all, 1.8 GiB + 25%
+    assert any(f.env == (("NCCL_SHM_DISABLE", "1"),) for f in fixes)
 
 
 def test_the_size_in_the_text_is_the_need():
     text = "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-roxxN4 (size 33030528), error: x"
     fix = judge(scan_text(text).diagnoses(), inspected("default")).report.findings[0].fixes[0]
-    assert fix.docker_args == ("--shm-size=64m",)  # 31.5 MiB + 25%, rounded up
+    assert fix.shm_bytes == 64 * MiB  # 31.5 MiB + 25%, rounded up
 
 
 def test_an_oom_kill_the_engine_saw_is_memory_limit_without_any_text():
     ex = judge((), inspected("oom"), ended=Exit(137, True, "the engine (State.ExitCode)"))
     assert [(d.signature, d.cause) for d in ex.diagnoses] == [("container-oom-killed", "memory-limit")]
-    assert ex.exit_code == 1 and ex.report.findings[0].fixes[0].docker_args[0].startswith("--memory=")
+    assert ex.exit_code == 1 and ex.report.findings[0].fixes[0].memory_bytes
 
 
 def test_a_sigkill_the_engine_did_not_count_as_oom_is_not_shared_memory():
@@ -128,7 +128,7 @@ def test_a_certain_text_whose_need_fits_here_says_the_log_comes_from_elsewhere()
     ex = judge(scan_text(text).diagnoses(), machine(64 * GiB), need=need)
     finding = ex.report.findings[0]
     assert ex.diagnoses[0].cause == "shm-space" and "the log comes from a place with less" in finding.message
-    assert [f.docker_args for f in finding.fixes] == [("--shm-size=1536m",)]  # no loader cut for a place that fits
+    assert [(f.shm_bytes, f.ipc) for f in finding.fixes] == [(1536 * MiB, None)]  # no loader cut where it fits
 
 
 def test_a_segment_nccl_could_not_have_asks_for_all_of_ncclss_shm_where_its_gpus_are_known():

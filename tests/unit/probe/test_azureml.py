@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from shmdoctor.errors import UsageError
-from shmdoctor.fixes import in_platform
 from shmdoctor.loader import loader_config, requirement
 from shmdoctor.probe import azureml, documents, files
+from shmdoctor.render import forms
 from shmdoctor.rules import judge
 from shmdoctor.sizes import GiB
 from tests.helpers import DATA
@@ -28,7 +28,9 @@ def test_shm_size_and_its_fix_in_the_jobs_language():
         loader_config(batch_size=100, num_workers=4, sample_bytes="4MiB")
     )  # (2·4 + 1) × 400 MiB: 3.5 GiB
     grow = judge(facts, need).findings[0].fixes[0]
-    assert in_platform(grow, "azureml") == "resources:\n  shm_size: 6g"  # 3.5 GiB + 25%, rounded up
+    assert forms.block(grow, facts) == "resources: {shm_size: 6g}"  # 3.5 GiB + 25%, rounded up
+    host = judge(facts, need).findings[0].fixes[1]
+    assert host.ipc == "host" and not forms.applies(host, facts)  # an Azure ML job has no host IPC
 
 
 def test_a_pipelines_steps_are_each_judged():
