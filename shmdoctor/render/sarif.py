@@ -16,10 +16,11 @@ from importlib import metadata
 from typing import Any
 from urllib.parse import quote
 
-from ..model import Audit, Finding, Fix, Lint, Report, Reports, Severity
+from ..model import Audit, Facts, Finding, Fix, Lint, Report, Reports, Severity
 from ..probe.documents import STDIN
 from ..rule_help import HELP
 from ..rules import RULES
+from . import forms
 
 VERSION = "2.1.0"
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -62,14 +63,16 @@ def rule_descriptors(docs: str | None) -> list[dict[str, Any]]:
     return out
 
 
-def _fix(fix: Fix) -> str:
-    loader = f" (DataLoader {', '.join(f'{k}={v}' for k, v in fix.loader.items())})" if fix.loader else ""
-    return fix.summary + loader + (f" (caveat: {fix.caveat})" if fix.caveat else "")
+def _fix(fix: Fix, facts: Facts) -> str:
+    """The summary, then what to write in the target's own form (render/forms.py)."""
+    said = forms.line(fix, facts)
+    written = f" ({said})" if said != fix.summary else ""
+    return fix.summary + written + (f" (caveat: {fix.caveat})" if fix.caveat else "")
 
 
-def _message(finding: Finding) -> str:
-    """The finding, then its fixes: code scanning shows the message alone."""
-    fixes = "; or: ".join(_fix(fix) for fix in finding.fixes)
+def _message(finding: Finding, facts: Facts) -> str:
+    """The finding, then its fixes (each one its form can say): code scanning shows the message alone."""
+    fixes = "; or: ".join(_fix(fix, facts) for fix in finding.fixes if forms.applies(fix, facts))
     return finding.message + (f". Fix: {fixes}" if fixes else "")
 
 
@@ -106,7 +109,7 @@ def to_sarif(doc: Reports) -> str:
                     "ruleId": finding.id,
                     "ruleIndex": index[finding.id],
                     "level": LEVELS[finding.severity],
-                    "message": {"text": _message(finding)},
+                    "message": {"text": _message(finding, report.facts)},
                     "locations": [_location(report, doc)],
                 }
             )

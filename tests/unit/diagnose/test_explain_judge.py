@@ -153,8 +153,8 @@ def test_a_size_above_1_pib_in_a_log_is_said_implausible_and_never_a_fix():
     (d,) = ex.diagnoses
     assert d.signature == "nccl-shm-extend" and d.bytes_needed is None and "more than 1 PiB" in d.reason
     assert "more than 1 PiB" in ex.report.findings[0].message
-    sizes = [a for f in ex.report.findings[0].fixes for a in f.docker_args if a.startswith("--shm-size")]
-    assert sizes and all(len(a) < len("--shm-size=99999g") for a in sizes)  # NCCL's own need, not 10^30 bytes
+    sizes = [f.shm_bytes for f in ex.report.findings[0].fixes if f.shm_bytes]
+    assert sizes and all(size < 8 * GiB for size in sizes)  # NCCL's own need (1.8 GiB + 25%), not 10^30 bytes
 
 
 def test_malformed_numbers_in_a_log_are_no_match():

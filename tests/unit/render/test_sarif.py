@@ -161,8 +161,10 @@ def test_the_message_carries_the_fix_with_its_number():
     proc = run_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
     message = valid(proc.stdout)["runs"][0]["results"][0]["message"]["text"]
     # 900 MiB needed ((2·4 + 1) batches of 100 MiB) + 25%, rounded up: 1.5 GiB
-    assert "needs 900 MiB" in message and "Fix: give /dev/shm 1.5 GiB" in message
-    assert "DataLoader " in message  # the loader settings that fit today, said as settings
+    assert (
+        "needs 900 MiB" in message and 'Fix: give /dev/shm 1.5 GiB: 900 MiB needed + 25% (shm_size: "1536m")' in message
+    )
+    assert "(DataLoader(batch_size=5, ...))" in message  # the loader settings that fit today, said as settings
 
 
 def test_audit_sarif_names_the_container_on_a_placeholder_artifact():
