@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .capacity import HEADROOM, available, memory_for, shm_size_for
 from .consumers import nccl_connection_bytes, nccl_proxy_bytes
-from .loader import batches_in_flight
+from .loader import batches_in_flight, dataloader_need
 from .model import Facts, Fix, Requirement
 from .sizes import MiB, docker_size, format_size, page_floor
 
@@ -129,7 +129,7 @@ def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     cap = available(facts, need.ranks)
     if cap is None or loader is None or loader.num_workers == 0:
         return ()
-    others = sum(n.bytes for n in need.breakdown if n.fails and n.term != "dataloader")
+    others = need.failing_bytes - dataloader_need(loader).bytes  # the other consumers, other loaders alive with it
     usable = int(cap * HEADROOM) - others
     if usable <= 0:  # the others alone take it all: no loader setting fits
         return ()

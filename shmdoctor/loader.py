@@ -10,6 +10,7 @@ times the loaders in the container (DDP local ranks).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, fields, replace
 
 from .errors import UsageError
@@ -185,4 +186,23 @@ def requirement(loader: LoaderConfig) -> Requirement:
         breakdown=(need,),
         formula=need.formula,
         ranks=loader.ranks,
+    )
+
+
+def combined_requirement(loaders: list[LoaderConfig], processes: int = 1) -> Requirement:
+    """Several loaders at once: identical ones are one config times the ranks that run it, the others add up.
+    The biggest is the one the report's loader settings speak of."""
+    counts = Counter(replace(c, ranks=1) for c in loaders)
+    groups = [replace(c, ranks=c.ranks * n) for c, n in counts.items()]
+    if len(groups) == 1:
+        return requirement(groups[0])
+    needs = sorted((dataloader_need(c) for c in groups), key=lambda n: -n.bytes)
+    biggest = max(groups, key=lambda c: dataloader_need(c).bytes)
+    return Requirement(
+        bytes=sum(n.bytes for n in needs),
+        loader=biggest,
+        batches_in_flight=batches_in_flight(biggest.num_workers, biggest.prefetch_factor, biggest.pin_memory),
+        breakdown=tuple(needs),
+        formula=" + ".join(n.formula for n in needs),
+        ranks=max(processes, biggest.ranks),
     )

@@ -49,12 +49,20 @@ def _writable(path: str) -> None:
     metavar="FILE",
     help="Write the JSON of the run here: facts, peak_bytes, exit status, diagnoses.",
 )
+@click.option(
+    "--no-instrument",
+    is_flag=True,
+    help="Do not load shmdoctor's sitecustomize into the command's Python processes (it reads each DataLoader's "
+    "settings and measures one batch in its workers; without it, give the loader's options).",
+)
 @loader_options
 @click.argument("argv", nargs=-1, required=True, metavar="-- COMMAND [ARGS]...")
-def command(interval, holders_every, report_path, argv, **loader) -> int:
+def command(interval, holders_every, report_path, no_instrument, argv, **loader) -> int:
     """Run COMMAND as a child, transparently (stdin, stdout, stderr unchanged, signals forwarded, its exit code
-    passed through; 128+N for a signal), sampling /dev/shm while it runs. One line of facts before it starts; after
-    a success, its /dev/shm peak against the size; after a failure, the diagnosis. All on stderr.
+    passed through; 128+N for a signal), sampling /dev/shm while it runs. Its Python processes report each
+    DataLoader's settings and one batch's bytes (a sitecustomize on its PYTHONPATH; the loader options override
+    them). One line of facts before it starts; after a success, its /dev/shm peak against the size and the loaders'
+    need; after a failure, the diagnosis and the size that holds that need. All on stderr.
 
     \b
     shmdoctor run -- python train.py --epochs 10
@@ -72,6 +80,7 @@ def command(interval, holders_every, report_path, argv, **loader) -> int:
         interval=interval,
         holders_every=holders_every,
         before=lambda facts: click.echo(facts_line(facts, interval), err=True),
+        instrumented=not no_instrument,
     )
     click.echo(render(outcome, "text"), err=True)
     if report_path:

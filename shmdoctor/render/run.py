@@ -9,6 +9,7 @@ import signal
 from ..diagnose.judge import FULL_SLACK
 from ..model import Facts
 from ..sizes import MiB, format_size
+from ..wrap.instrument import SeenLoader
 from ..wrap.session import Outcome
 from . import explain, schema_id
 from .text import SOURCES
@@ -52,6 +53,30 @@ def _peak(o: Outcome) -> str:
     return line
 
 
+def _loaders(o: Outcome) -> list[str]:
+    """One line per loader the child reported; the same loader in several processes (ranks) once, counted."""
+    groups: dict[tuple, list[SeenLoader]] = {}
+    for s in o.loaders:
+        settings = (s.batch_size, s.num_workers, s.prefetch_factor, s.pin_memory, s.persistent_workers)
+        groups.setdefault((*settings, s.batch_bytes, s.segments), []).append(s)
+    lines = []
+    for same in groups.values():
+        s = same[0]
+        who = f"rank {s.rank}" if s.rank is not None else f"pid {s.pid}"
+        who = f"{len(same)} processes" if len(same) > 1 else who
+        batch = (
+            f"one batch {format_size(s.batch_bytes)} in {s.segments} tensor(s), measured in the workers"
+            if s.batch_bytes is not None
+            else "no batch measured"
+        )
+        lines.append(
+            f"{PREFIX} loader ({who}): batch_size={s.batch_size}, num_workers={s.num_workers}, "
+            f"prefetch_factor={s.prefetch_factor}, pin_memory={s.pin_memory}, "
+            f"persistent_workers={s.persistent_workers}; {batch}"
+        )
+    return lines
+
+
 def to_text(o: Outcome) -> str:
     """Success: one line. Failure (or shared-memory warnings on the way): the diagnosis as explain gives it."""
     line = f"{PREFIX} {_status(o)}; {_peak(o)}"
@@ -63,12 +88,14 @@ def to_text(o: Outcome) -> str:
             line += ": it filled /dev/shm and lived; give it more before it does not"
     need = o.explanation.report.requirement
     if need is not None:
-        line += f"; the loader's predicted need {format_size(need.bytes)}"
+        how = {"read": "from the loaders it ran", "given": "from the loader options"}.get(o.need_source or "", "")
+        line += f"; the loaders' need {format_size(need.bytes)} ({need.formula}, {how})"
+    lines = [line, *_loaders(o)]
     if o.exit_code == 0 and not o.explanation.diagnoses:
-        return line
+        return "\n".join(lines)
     if not o.explanation.diagnoses:
-        return line + "\n" + f"{PREFIX} nothing in its stderr or its exit points to /dev/shm"
-    return line + "\n" + explain.to_text(o.explanation)
+        return "\n".join([*lines, f"{PREFIX} nothing in its stderr or its exit points to /dev/shm"])
+    return "\n".join([*lines, explain.to_text(o.explanation)])
 
 
 def to_json(o: Outcome) -> str:
@@ -86,6 +113,15 @@ def to_json(o: Outcome) -> str:
         "memory_peak_bytes": m.memory_peak if m else None,
         "holders": [{"pid": h.pid, "command": h.command, "bytes": h.bytes} for h in o.holders],
         "stderr_bytes": o.stderr_bytes,
+        "instrumentation": None
+        if o.instrumented is None
+        else {
+            "processes": o.instrumented.processes,
+            "torch_processes": o.instrumented.torch_processes,
+            "errors": list(o.instrumented.errors),
+        },
+        "loaders": [s.as_dict() for s in o.loaders],
+        "need_source": o.need_source,
         "explanation": explain.document(o.explanation),
         "diagnoses": [d.as_dict() for d in o.explanation.diagnoses],
     }

@@ -73,9 +73,12 @@ def _tee(read_fd: int, ring: Ring, done: threading.Event) -> None:
     done.set()
 
 
-def run(argv: list[str], ring: Ring, on_spawn: Callable[[], None] | None = None) -> Ended:
-    """Start argv, tee its stderr into ring, forward signals until it exits. Call from the main thread before any
-    other thread of ours; start them in on_spawn (called once the child runs), so they inherit the blocked signals."""
+def run(
+    argv: list[str], ring: Ring, on_spawn: Callable[[], None] | None = None, env: dict[str, str] | None = None
+) -> Ended:
+    """Start argv (in env, else ours), tee its stderr into ring, forward signals until it exits. Call from the main
+    thread before any other thread of ours; start them in on_spawn (called once the child runs), so they inherit the
+    blocked signals."""
     watched = set(FORWARDED) | {signal.SIGCHLD}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     read_fd, write_fd = os.pipe()
@@ -84,7 +87,7 @@ def run(argv: list[str], ring: Ring, on_spawn: Callable[[], None] | None = None)
             pid = os.posix_spawnp(
                 argv[0],
                 argv,
-                os.environ,
+                os.environ if env is None else env,
                 file_actions=[(os.POSIX_SPAWN_DUP2, write_fd, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
                 setsigmask=(),
                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores them; a program expects their default

@@ -4,6 +4,7 @@ from a thread, at a low rate), its stderr's tail judged after it ends. What is p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -17,7 +18,8 @@ from ..model import SHM, Facts, Requirement
 from ..probe import cgroup, local
 from ..probe.holders import Holder
 from ..shm.sampling import Sampler
-from . import child
+from . import child, instrument
+from .instrument import Instrumented, SeenLoader
 from .ring import Ring
 
 
@@ -33,6 +35,12 @@ class Outcome:
     explanation: Explanation
     holders: tuple[Holder, ...]  # each process's biggest hold seen
     stderr_bytes: int
+    instrumented: Instrumented | None = None  # None: --no-instrument
+    need_source: str | None = None  # given (loader options), read (from the instrumented child); None: no need
+
+    @property
+    def loaders(self) -> tuple[SeenLoader, ...]:
+        return self.instrumented.loaders if self.instrumented else ()
 
     @property
     def exit_code(self) -> int:
@@ -86,6 +94,7 @@ def supervise(
     interval: float,
     holders_every: float,
     before: Callable[[Facts], None],
+    instrumented: bool = True,
 ) -> Outcome:
     child.resolve(argv[0])  # a missing command is one line and 127, before any output of ours
     facts = local.probe()
@@ -96,11 +105,17 @@ def supervise(
         sampler = None
     sampling = _Sampling(sampler, interval)
     ring = Ring()
-    try:
-        ended = child.run(argv, ring, on_spawn=sampling.start)
-    finally:
-        if sampling.thread.is_alive():
-            sampling.finish()
+    seen = None
+    with contextlib.ExitStack() as stack:
+        channel = stack.enter_context(instrument.channel()) if instrumented else None
+        env = instrument.environment(channel) if channel else None
+        try:
+            ended = child.run(argv, ring, on_spawn=sampling.start, env=env)
+        finally:
+            if sampling.thread.is_alive():
+                sampling.finish()
+        if channel:
+            seen = instrument.read(channel)
     measured = None
     holders: tuple[Holder, ...] = ()
     if sampler is not None and sampler.tally.samples:
@@ -114,8 +129,27 @@ def supervise(
             sampling.memory_peak,
             summary.start_used_bytes or 0,
         )
+    need, source, notes = _need(need, seen)
     status = Exit(ended.code, None, "the command's exit status") if ended.code else None
     name = command_name(argv)
     diagnoses = scan_text(ring.tail()).diagnoses()
-    explanation = judge(diagnoses, facts, ended=status, measured=measured, need=need, source=f"{name}'s stderr")
-    return Outcome(name, facts, ended, measured, explanation, holders, ring.total)
+    explanation = judge(
+        diagnoses, facts, ended=status, measured=measured, need=need, notes=notes, source=f"{name}'s stderr"
+    )
+    return Outcome(name, facts, ended, measured, explanation, holders, ring.total, seen, source)
+
+
+def _need(given: Requirement | None, seen: Instrumented | None) -> tuple[Requirement | None, str | None, tuple]:
+    """The loader options win (the user said so); else what the instrumented child's loaders need."""
+    notes: list[str] = []
+    if seen is None:
+        notes.append("instrumentation off (--no-instrument)")
+        read = None
+    else:
+        read, notes = instrument.requirement(seen.loaders)
+        notes += [f"instrumentation failed (the command ran unchanged): {e}" for e in seen.errors]
+        if not seen.torch_processes:
+            notes.append("no process of the command imported torch's DataLoader: nothing to read of a loader")
+    if given is not None:
+        return given, "given", tuple(notes)
+    return read, "read" if read else None, tuple(notes)

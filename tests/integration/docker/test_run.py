@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from shmdoctor.sizes import parse_size
 from tests.helpers import PYTHON, REPO, docker_run, run_cli, unique_name, validate
 
 pytestmark = pytest.mark.usefixtures("images")
@@ -28,15 +29,38 @@ def causes(report: dict) -> dict:
     return {d["signature"]: d["cause"] for d in report["diagnoses"]}
 
 
-def test_seed_loader_in_64_mib_passes_its_exit_code_and_is_shm_space_with_the_peak(tmp_path):
-    proc, report = run_in(tmp_path, cmd=["python", "tests/loaders/failing.py", "seed"])
+def shm_size(report: dict) -> str:
+    """The --shm-size the report prescribes."""
+    args = [a for f in report["explanation"]["findings"] for fix in f["fixes"] for a in fix["docker_args"]]
+    [size] = [a.split("=", 1)[1] for a in args if a.startswith("--shm-size=")]
+    return size
+
+
+def test_the_seed_loader_dies_in_64_mib_and_runs_to_the_end_with_the_size_run_prescribes(tmp_path):
+    """No loader options: the instrumented child says its loader; posix_fallocate refuses the first 100 MiB batch
+    whole, so /dev/shm never fills and only the loader's settings can give the need."""
+    seed = ["python", "tests/loaders/failing.py", "seed"]
+    proc, report = run_in(tmp_path, cmd=seed)
     assert proc.returncode == 1 == report["exit_code"], proc.stderr
     assert causes(report) == {"torch-shm-enospc": "shm-space"}
-    # posix_fallocate refuses a 100 MiB batch whole: /dev/shm never fills, the text says it all
-    assert report["size_bytes"] == 64 * MiB and report["peak_bytes"] is not None
-    assert proc.stderr.startswith("shmdoctor run: /dev/shm 64 MiB")
-    assert "FAIL  shm-space (dataloader)" in proc.stderr and "`shmdoctor check --batch-size B" in proc.stderr
+    assert report["size_bytes"] == 64 * MiB and report["peak_bytes"] < 64 * MiB
+    [loader] = report["loaders"]
+    assert (loader["batch_size"], loader["num_workers"], loader["batch_bytes"]) == (100, 4, 100 * MiB)
+    assert report["need_source"] == "read" and report["explanation"]["requirement"]["bytes"] == SEED_NEED
+    size = shm_size(report)
+    assert 900 * MiB < parse_size(size) <= 2048 * MiB, size
+    assert proc.stderr.startswith("shmdoctor run: /dev/shm 64 MiB") and "batch_size=100, num_workers=4" in proc.stderr
+    assert f"--shm-size={size}" in proc.stderr and "FAIL  shm-space (dataloader)" in proc.stderr
     assert proc.stdout == ""  # the loader printed nothing; run prints nothing on stdout
+    again, report = run_in(tmp_path, f"--shm-size={size}", cmd=seed)
+    assert again.returncode == 0 and again.stdout.startswith("trained on 12 batches in "), again.stderr
+    assert report["diagnoses"] == [] and report["peak_bytes"] <= parse_size(size)
+
+
+def test_debians_own_sitecustomize_still_runs_in_the_child():
+    code = "import sitecustomize, sys; print(sitecustomize.__file__, [p for p in sys.path if 'wrap' in p])"
+    proc = docker_run(cmd=["python", "-m", "shmdoctor", "run", "--", "python", "-c", code])
+    assert proc.returncode == 0 and proc.stdout == "/usr/lib/python3.11/sitecustomize.py []\n", proc.stderr
 
 
 def test_with_the_loader_given_the_fix_is_the_computed_size(tmp_path):
