@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test run on a fresh Debian 12 machine, as root: venv, linters, Docker engine, test images, pytest.
-# Idempotent: each step is skipped when already done. Extra arguments go to pytest. A lint failure fails the run,
-# before anything slow starts.
+# The whole test run on a fresh Debian 12 machine, as root: venv, linters, the fast lane without torch, Docker engine,
+# test images, pytest. Idempotent: each step is skipped when already done. Extra arguments go to the last pytest. A lint
+# failure fails the run before anything slow starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,13 @@ echo "== lint"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy  # what and how strictly: [tool.mypy] in pyproject.toml
+
+# The fast lane's promise, proven: its own venv without torch (the test extra only), no engine reachable.
+if [ ! -x .venv-fast/bin/python ]; then python3 -m venv .venv-fast; fi
+.venv-fast/bin/pip install -q -e '.[test]'
+if .venv-fast/bin/python -c 'import torch' 2>/dev/null; then echo "torch in .venv-fast: remove .venv-fast" >&2; exit 1; fi
+echo "== fast lane: no torch, no engine"
+DOCKER_HOST=unix:///nonexistent/docker.sock .venv-fast/bin/python -m pytest -m "not docker and not torch" -q
 
 need_pkgs=()
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)

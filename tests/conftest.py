@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
-from tests.helpers import BUSYBOX, PYTHON, REPO, kill_started, missing, unique_name
+from tests.helpers import BUSYBOX, CI, PYTHON, REPO, kill_started, missing, unique_name
+
+# Hypothesis: no deadline (a case's time on a shared machine is no verdict; the hostile-input bounds catch hangs).
+# Under CI the examples are derandomized, so that a failure there is reproduced here with HYPOTHESIS_PROFILE=ci.
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", settings.get_profile("dev"), derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if CI else "dev"))
 
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 UNIT = Path(__file__).resolve().parent / "unit"

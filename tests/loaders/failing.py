@@ -4,7 +4,8 @@ seed [--batches N --workers W --step S]  the seed article's loader (batch 100 x 
      [--fill]                             first step: until the whole prefetch is in /dev/shm (or a worker died)
 fds [--tensors N]                         each batch a list of N small tensors: one descriptor each (ancdata)
 sigbus [--mib N]                          a file in /dev/shm, ftruncated and touched past what the tmpfs has: SIGBUS
-ignore-term [--seconds S]                 ignores SIGTERM, prints 'ignoring SIGTERM' when one comes, exits 0 after S
+ignore-term [--seconds S | --until-line]  ignores SIGTERM, prints 'ignoring SIGTERM' when one comes, exits 0 after S
+                                          (or once a line comes on stdin: the test says when, no clock to race)
 handle-term                               exits 0 on SIGTERM, printing 'got SIGTERM'
 count-int                                 counts SIGINTs for a second after the first, prints 'got N SIGINT', exits 130
 """
@@ -88,7 +89,9 @@ def sigbus(args) -> None:
 def ignore_term(args) -> None:
     signal.signal(signal.SIGTERM, lambda *_: print("ignoring SIGTERM", flush=True))
     print("ready", flush=True)
-    end = time.monotonic() + args.seconds
+    if args.until_line:
+        sys.stdin.readline()
+    end = time.monotonic() + (0 if args.until_line else args.seconds)
     while time.monotonic() < end:
         time.sleep(0.05)
     print("done", flush=True)
@@ -127,6 +130,7 @@ def main() -> None:
     ap.add_argument("--tensors", type=int, default=200)
     ap.add_argument("--mib", type=int, default=128)
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--until-line", action="store_true")
     args = ap.parse_args()
     modes = {
         "seed": seed,

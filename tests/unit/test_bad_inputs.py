@@ -1,8 +1,8 @@
 """The catalogue of bad inputs, across every command: each is one row, with its exit code and its one-line message.
 
-Run as a user runs them (a subprocess): exactly one line on stderr, no traceback, nothing half-done, and within a
-time and a memory bound (TIME_BOUND seconds, MEMORY_BOUND of address space: RLIMIT_AS), so that a hang or a
-runaway allocation is a failure of its row, not of the machine.
+Run as a user runs them, each in a process of its own (tests.helpers.forked_cli): exactly one line on stderr, no
+traceback, nothing half-done, and within a time and a memory bound (TIME_BOUND seconds, MEMORY_BOUND of address
+space: RLIMIT_AS), so that a hang or a runaway allocation is a failure of its row, not of the machine.
 The rows only an engine can refuse are in tests/integration/docker/test_bad_inputs.py.
 {d} in an argument is a directory holding the bad files below; commands run from it (--dataset imports from it).
 """
@@ -14,17 +14,15 @@ import http.server
 import json
 import os
 import re
-import resource
 import socket
 import socketserver
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-from tests.helpers import assert_one_line_error
+from tests.helpers import assert_one_line_error, forked_cli
 
 
 def _alias_bomb(head: str, tail: str) -> str:
@@ -692,21 +690,8 @@ ENGINE_CASES = [
 
 
 def bounded_run(args: list[str], *, cwd, env: dict, stdin=None) -> subprocess.CompletedProcess:
-    """shmdoctor ARGS in a subprocess held to TIME_BOUND and MEMORY_BOUND (past either, the row fails)."""
-
-    def limit_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BOUND, MEMORY_BOUND))
-
-    return subprocess.run(
-        [sys.executable, "-m", "shmdoctor", *args],
-        capture_output=True,
-        text=True,
-        timeout=TIME_BOUND,
-        cwd=cwd,
-        env={**os.environ, **env},
-        stdin=stdin if stdin is not None else subprocess.DEVNULL,
-        preexec_fn=limit_memory,
-    )
+    """shmdoctor ARGS in a process of its own held to TIME_BOUND and MEMORY_BOUND (past either, the row fails)."""
+    return forked_cli(*args, cwd=cwd, env=env, stdin=stdin, timeout=TIME_BOUND, memory=MEMORY_BOUND)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import shlex
 import pytest
 
 from shmdoctor.rules import RULES
-from tests.helpers import REPO, readme_blocks, run_cli
+from tests.helpers import REPO, forked_cli, readme_blocks
 
 README = (REPO / "README.md").read_text()
 BLOCKS = readme_blocks()
@@ -35,7 +35,7 @@ def test_every_documented_command_line_parses(line):
     """Each `shmdoctor ...` line of the README, its options checked by the real parser (--help: nothing runs)."""
     args = shlex.split(line)
     cut = args.index("--") if "--" in args else len(args)  # run: what follows -- is the command, not ours
-    proc = run_cli(*args[:cut], "--help", *args[cut:])
+    proc = forked_cli(*args[:cut], "--help", *args[cut:])
     assert proc.returncode == 0, f"{line}: {proc.stderr}"
 
 
@@ -47,5 +47,5 @@ def test_there_are_command_lines_for_every_command():
 def test_the_lint_example_output_is_what_lint_prints():
     block = next(b for b in BLOCKS if b.startswith("$ shmdoctor lint examples/"))
     command, *expected = block.strip().splitlines()
-    proc = run_cli(*shlex.split(command)[2:])
+    proc = forked_cli(*shlex.split(command)[2:])
     assert proc.returncode == 0 and proc.stdout.splitlines()[: len(expected)] == expected

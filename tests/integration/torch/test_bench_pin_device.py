@@ -6,7 +6,6 @@ import tempfile
 import warnings
 
 import pytest
-from torch.utils.data import DataLoader
 
 from shmdoctor.bench.child import _iterate
 from shmdoctor.bench.model import Config
@@ -26,6 +25,8 @@ def ignores(torch_module) -> bool:
 
 
 def test_the_iterator_says_whether_torch_ignored_pin_memory_device_and_lets_other_warnings_through(torch_module):
+    from torch.utils.data import DataLoader  # here, not at the top: the fast lane collects this file without torch
+
     loader = DataLoader(list(range(8)), batch_size=4, pin_memory=True, pin_memory_device="cuda")
     bare = DataLoader(list(range(8)), batch_size=4, pin_memory=True)
     with warnings.catch_warnings(record=True) as seen:

@@ -8,13 +8,15 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO, assert_one_line_error, entry_point, run_cli, validate
+from tests.helpers import REPO, assert_one_line_error, entry_point, forked_cli, run_cli, validate
 
 CONTRACT = {"schema", "verdict", "target", "shm", "ipc", "memory", "requirement", "findings"}
 
 
 def test_json_contract():
-    proc = run_cli("check", "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB", "--format", "json")
+    proc = forked_cli(
+        "check", "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB", "--format", "json"
+    )
     doc = validate(json.loads(proc.stdout))
     assert doc.keys() >= CONTRACT and doc["schema"] == "shmdoctor/check/1"
     assert doc["verdict"] in ("ok", "warn", "fail") and proc.returncode == (1 if doc["verdict"] == "fail" else 0)
@@ -57,7 +59,7 @@ def test_facts_only_and_python_dash_m_agree_with_the_entry_point():
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, words):
-    assert_one_line_error(run_cli("check", *args), 2, words)
+    assert_one_line_error(forked_cli("check", *args), 2, words)
 
 
 def test_check_imports_neither_torch_nor_the_docker_sdk():

@@ -17,7 +17,7 @@ import pytest
 from shmdoctor.probe import holders
 from shmdoctor.shm import removal
 from shmdoctor.shm.segments import Entry
-from tests.helpers import run_cli, validate
+from tests.helpers import forked_cli, missing, validate
 
 SHM = "/dev/shm"
 TAG = str(os.getpid())  # the <random> field of this test's torch_<pid>_<random>_<n> names
@@ -94,7 +94,7 @@ def made():
 
 
 def _clean(*args: str) -> tuple[int, dict]:
-    proc = run_cli("clean", "--format", "json", *args)
+    proc = forked_cli("clean", "--format", "json", *args)
     assert "Traceback" not in proc.stderr
     return proc.returncode, validate(json.loads(proc.stdout))
 
@@ -190,7 +190,7 @@ def test_a_path_that_is_not_a_tmpfs_mount_point_is_refused(tmp_path, made, where
     for name in names:
         _write(os.path.join(d, name))
     made[:0] = [os.path.join(d, n) for n in names]  # removed before the directory
-    proc = run_cli("clean", "--yes", "--path", d)
+    proc = forked_cli("clean", "--yes", "--path", d)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"shmdoctor: error: --path {d!r} is not the mount point of a tmpfs: nothing was removed"
@@ -203,7 +203,7 @@ def test_a_name_it_does_not_know_is_refused(made):
     made.append(os.path.join(SHM, notes))
     _write(made[0])
     for name in (notes, "torch_utils.py"):
-        proc = run_cli("clean", "--yes", name)
+        proc = forked_cli("clean", "--yes", name)
         assert proc.returncode == 2
         assert proc.stderr.strip().splitlines() == [
             f"shmdoctor: error: {name!r} is not a segment shmdoctor knows "
@@ -255,8 +255,8 @@ def test_exclusive_is_refused_on_the_hosts_dev_shm():
     """Where this process shares the host's IPC namespace, /dev/shm is the host's: --exclusive is refused, one line,
     exit 2, nothing listed. (In containers, for real: tests/integration/docker/test_clean.py.)"""
     if os.stat("/proc/self/ns/ipc").st_ino != 4026531839:  # FACTS.md: PROC_IPC_INIT_INO
-        pytest.skip("not in the host's IPC namespace")
-    proc = run_cli("clean", "--yes", "--exclusive")
+        missing("not in the host's IPC namespace")
+    proc = forked_cli("clean", "--yes", "--exclusive")
     assert proc.returncode == 2 and proc.stdout == ""
     [line] = proc.stderr.splitlines()
     assert line.startswith("shmdoctor: error: --exclusive: ") and line.endswith("nothing was removed")

@@ -2,7 +2,7 @@
 
 import json
 
-from tests.helpers import run_cli, validate
+from tests.helpers import forked_cli, validate
 
 ENOSPC = "RuntimeError: unable to allocate shared memory(shm) for file </torch_8_1_0>: No space left on device (28)"
 
@@ -10,7 +10,7 @@ ENOSPC = "RuntimeError: unable to allocate shared memory(shm) for file </torch_8
 def test_a_shm_failure_exits_1_with_its_diagnosis_in_json(tmp_path):
     log = tmp_path / "train.log"
     log.write_text(f"epoch 1\n{ENOSPC}\nexport WANDB_API_KEY=hunter2-secret\n")
-    proc = run_cli("explain", str(log), "--format", "json")
+    proc = forked_cli("explain", str(log), "--format", "json")
     assert proc.returncode == 1, proc.stderr
     doc = validate(json.loads(proc.stdout))
     assert doc["schema"] == "shmdoctor/explain/1" and doc["verdict"] == "fail"
@@ -30,14 +30,14 @@ def test_a_shm_failure_exits_1_with_its_diagnosis_in_json(tmp_path):
 def test_text_output_says_the_cause_first_and_the_line(tmp_path):
     log = tmp_path / "train.log"
     log.write_text(ENOSPC + "\n")
-    proc = run_cli("explain", str(log), "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB")
+    proc = forked_cli("explain", str(log), "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB")
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("FAIL  shm-space (dataloader): ") and "needs ≥ 900 MiB" in lines[0]
     assert lines[2].startswith("Fix   ")
 
 
 def test_nothing_found_exits_0():
-    proc = run_cli("explain", "-", input_text="all good\nepoch 2 loss 0.1\n")
+    proc = forked_cli("explain", "-", input_text="all good\nepoch 2 loss 0.1\n")
     assert proc.returncode == 0 and proc.stdout.startswith("OK  no shared-memory failure in stdin")
 
 
@@ -47,6 +47,6 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         ["explain", str(tmp_path)],
         ["explain", "x", "--container", "y"],
     ):
-        proc = run_cli(*args)
+        proc = forked_cli(*args)
         assert proc.returncode == 2 and proc.stderr.startswith("shmdoctor: error: "), args
         assert len(proc.stderr.strip().splitlines()) == 1

@@ -11,7 +11,7 @@ import sys
 from shmdoctor.commands import watch
 from shmdoctor.shm import sampling
 from shmdoctor.sizes import MiB
-from tests.helpers import run_cli, validate, watch_json
+from tests.helpers import forked_cli, validate, watch_json
 
 
 def test_budget_and_no_holder_scans_in_json():
@@ -58,11 +58,13 @@ def test_holders_are_named_by_executable_and_script_never_their_arguments(tmp_pa
     try:
         assert holder.stdout.readline().strip() == "held"
         shown = f"{os.path.basename(sys.executable)} {script}"
-        proc = run_cli("watch", "--format", "json", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1")
+        proc = forked_cli(
+            "watch", "--format", "json", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1"
+        )
         docs = [validate(json.loads(line)) for line in proc.stdout.splitlines()]
         ours = [h for d in docs for h in d.get("holders", []) if h["pid"] == holder.pid]
         assert ours and all(h["command"] == shown for h in ours)
-        text = run_cli("watch", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1").stdout
+        text = forked_cli("watch", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1").stdout
         assert any(f"pid {holder.pid} " in line and line.endswith(shown) for line in text.splitlines()), text
         for out in (proc.stdout, text):
             assert "hunter2" not in out and "s3cr3t" not in out

@@ -18,7 +18,7 @@ from shmdoctor.render import render
 from shmdoctor.sizes import GiB, MiB
 from shmdoctor.workload import Workload
 from tests.helpers import DATA as TEST_DATA
-from tests.helpers import run_cli, validate
+from tests.helpers import forked_cli, validate
 
 DATA = TEST_DATA / "inspect"
 HOST_SHM = 23 * GiB  # what the engine host's /dev/shm would be
@@ -317,7 +317,7 @@ def test_a_long_engine_address_is_cut_short():
 
 
 def test_a_bad_docker_host_is_a_one_line_usage_error_without_its_password():
-    proc = run_cli("audit", env={"DOCKER_HOST": "tcp://admin:hunter2@10.0.0.1:2376"})
+    proc = forked_cli("audit", env={"DOCKER_HOST": "tcp://admin:hunter2@10.0.0.1:2376"})
     assert proc.returncode == 2 and proc.stdout == "" and "hunter2" not in proc.stderr
     assert proc.stderr.splitlines() == [
         "shmdoctor: error: DOCKER_HOST='tcp://admin:***@10.0.0.1:2376' is not an engine address: "

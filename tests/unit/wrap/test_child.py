@@ -9,7 +9,7 @@ import sys
 import time
 
 from shmdoctor.wrap.ring import Ring
-from tests.helpers import REPO, run_cli, validate
+from tests.helpers import REPO, forked_cli, validate
 
 FAILING = str(REPO / "tests" / "loaders" / "failing.py")
 
@@ -26,17 +26,17 @@ def test_stdout_and_stderr_pass_through_unchanged_and_the_exit_code_comes_back()
 
 
 def test_stdin_is_the_childs():
-    proc = run_cli("run", "--", sys.executable, "-c", "print(input()[::-1])", input_text="olleh\n")
+    proc = forked_cli("run", "--", sys.executable, "-c", "print(input()[::-1])", input_text="olleh\n")
     assert proc.returncode == 0 and proc.stdout == "hello\n"
 
 
 def test_a_signal_death_is_128_plus_n():
-    proc = run_cli("run", "--", "sh", "-c", "kill -KILL $$")
+    proc = forked_cli("run", "--", "sh", "-c", "kill -KILL $$")
     assert proc.returncode == 137 and "(SIGKILL)" in proc.stderr
 
 
 def test_a_missing_command_is_127_and_one_line():
-    proc = run_cli("run", "--", "no-such-command-sdt")
+    proc = forked_cli("run", "--", "no-such-command-sdt")
     assert proc.returncode == 127 and proc.stderr.strip().splitlines()[-1].startswith("shmdoctor: error: cannot run")
 
 
@@ -81,7 +81,8 @@ def test_a_signal_sent_to_run_alone_is_forwarded():
 
 def test_a_child_that_ignores_sigterm_keeps_running_and_its_code_comes_back():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "shmdoctor", "run", "--", sys.executable, FAILING, "ignore-term", "--seconds", "2"],
+        [sys.executable, "-m", "shmdoctor", "run", "--", sys.executable, FAILING, "ignore-term", "--until-line"],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
@@ -89,8 +90,8 @@ def test_a_child_that_ignores_sigterm_keeps_running_and_its_code_comes_back():
     assert proc.stdout.readline() == b"ready\n"
     proc.terminate()
     assert proc.stdout.readline() == b"ignoring SIGTERM\n"
-    assert proc.poll() is None  # run waits for its child: it does not leave it behind
-    out, _ = proc.communicate(timeout=30)
+    assert proc.poll() is None  # run waits for its child, which waits for our line: it does not leave it behind
+    out, _ = proc.communicate(b"go\n", timeout=30)
     assert out == b"done\n" and proc.returncode == 0
 
 
@@ -107,7 +108,9 @@ def test_the_ring_keeps_the_last_bytes_from_a_line_start():
 
 def test_the_report_is_valid_json_of_its_schema(tmp_path):
     report = tmp_path / "run.json"
-    proc = run_cli("run", "--report", str(report), "--", "sh", "-c", "echo 'Bus error (core dumped)' >&2; kill -BUS $$")
+    proc = forked_cli(
+        "run", "--report", str(report), "--", "sh", "-c", "echo 'Bus error (core dumped)' >&2; kill -BUS $$"
+    )
     assert proc.returncode == 135
     doc = validate(json.loads(report.read_text()))
     assert doc["exit_code"] == 135 and [d["signature"] for d in doc["diagnoses"]] == ["shell-bus-error"]
@@ -115,5 +118,5 @@ def test_the_report_is_valid_json_of_its_schema(tmp_path):
 
 
 def test_a_report_path_that_cannot_be_written_is_exit_2_before_the_command_runs(tmp_path):
-    proc = run_cli("run", "--report", str(tmp_path / "no" / "such" / "dir.json"), "--", "sh", "-c", "echo ran")
+    proc = forked_cli("run", "--report", str(tmp_path / "no" / "such" / "dir.json"), "--", "sh", "-c", "echo ran")
     assert proc.returncode == 2 and "ran" not in proc.stdout and proc.stderr.startswith("shmdoctor: error: ")
