@@ -13,9 +13,12 @@ CONTAINER_TAIL_BYTES = 8 * 2**20  # of a container's log: the end, where a failu
 
 
 def explain_log(path: str, need: Requirement | None = None) -> Explanation:
-    with logs.open_log(path) as f:
-        scanner = logs.scan(f)
     source = "stdin" if path == "-" else path
+    with logs.open_log(path) as f:
+        what = logs.not_text(f)
+        if what:
+            raise UsageError(f"{source}: the log is {what}")
+        scanner = logs.scan(f)
     facts = local.probe()
     note = "facts are of this machine or container: run explain where the job ran, or use --container NAME"
     return judge(scanner.diagnoses(), facts, need=need, notes=(note,), source=source)

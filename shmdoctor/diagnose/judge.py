@@ -291,13 +291,12 @@ def judge(
     if status is not None and not {d.signature for d in found} & set(BY_ID[status.signature].superseded_by):
         found.append(status)  # unless the log already says it (the shell's "Bus error" for a 135)
     weighed = tuple(_weigh(d, facts, ended, measured, need) if BY_ID[d.signature].ambiguous else d for d in found)
-    # One finding per signature, in the order of the log: the first occurrence speaks for the others.
-    groups: dict[str, list[Diagnosis]] = {}
+    # One finding per signature and cause, in the order of the log: the first occurrence speaks for the others.
+    groups: dict[tuple[str, str], list[Diagnosis]] = {}
     for d in weighed:
-        groups.setdefault(d.signature, []).append(d)
+        groups.setdefault((d.signature, d.cause), []).append(d)
     findings = []
-    for sig_id, ds in groups.items():
-        cause = ds[0].cause
+    for (sig_id, cause), ds in groups.items():
         findings.append(
             Finding(
                 id=sig_id,

@@ -3,14 +3,26 @@ lines that hold one of `anchors()`, with their numbers, so a gigabyte of log cos
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .catalogue import BY_ID, SIGNATURES, Cause, Consumer, Implausible, Signature
+from .clues import ANCHORS as CLUE_ANCHORS
+from .clues import Clues
 
 MAX_LINE = 64 * 1024  # bytes of a line that are matched; the rest of an overlong line is not looked at
 EXCERPT = 240  # characters of the matched line kept in a diagnosis: never more of the log than that line
-KEEP = 3  # occurrences kept per signature (the first ones); the rest are counted
+# Lines a context line reaches: NCCL prints a WARN, a blank line, the next WARN of the same failure (nccl#1518)
+BLOCK = 4
+ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")  # colour and cursor codes (CSI), stripped before matching
+# Who printed an NCCL line: 'host:pid:tid [dev]', or '[dev]' alone; a context line speaks for its own process only
+_EMITTER = re.compile(r"^(?:\[[^\]]{1,40}\] )?((?:\S{1,255}:[0-9]{1,20}:[0-9]{1,20} )?\[[0-9]{1,6}\]) ")
+
+
+def _emitter(text: str) -> str:
+    m = _EMITTER.match(text)
+    return m.group(1) if m else ""
 
 
 @dataclass(frozen=True)
@@ -22,6 +34,7 @@ class Diagnosis:
     excerpt: str  # the matched line only, truncated
     bytes_needed: int | None = None
     reason: str = ""  # why the facts changed the cause (not-shm), or what they add; empty when the text decides
+    count: int = 1  # lines of the log this signature matched with this cause; this one is the first
 
     def as_dict(self) -> dict:
         return {
@@ -31,6 +44,7 @@ class Diagnosis:
             "line": self.line,
             "excerpt": self.excerpt,
             "bytes_needed": self.bytes_needed,
+            "count": self.count,
         }
 
 
@@ -38,7 +52,7 @@ def anchors() -> list[str]:
     """The literals a candidate line holds: every signature's anchor and the lines that change a match's meaning."""
     found = {s.anchor for s in SIGNATURES if s.anchor}
     found |= {s.not_after.pattern.replace("\\", "") for s in SIGNATURES if s.not_after is not None}
-    return sorted(found)
+    return sorted(found | set(CLUE_ANCHORS))
 
 
 def excerpt(text: str, start: int, end: int) -> str:
@@ -52,50 +66,54 @@ def excerpt(text: str, start: int, end: int) -> str:
 
 @dataclass
 class Scanner:
-    """Accumulates the matches of candidate lines fed in order."""
+    """Accumulates the matches of candidate lines fed in order: the first line of each signature and cause, and how
+    many lines it matched (every one counted, whatever the log's size), and what the log says of the job."""
 
-    found: dict[str, list[Diagnosis]] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
+    found: dict[tuple[str, Cause], Diagnosis] = field(default_factory=dict)
+    clues: Clues = field(default_factory=Clues)
     lines: int = 0  # the last line number seen
-    _prev: tuple[int, str] = (0, "")  # the previous candidate line: what `not_after` looks at
+    _context: dict[str, tuple[int, str]] = field(default_factory=dict)  # a context pattern's last line: number, emitter
 
     def line(self, number: int, raw: bytes | str) -> None:
         text = raw[:MAX_LINE].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:MAX_LINE]
         text = text.rstrip("\r\n")
+        if "\x1b" in text:
+            text = ANSI.sub("", text)
         self.lines = max(self.lines, number)
         # A progress bar redraws with \r: each redraw is its own line for matching.
         for part in text.split("\r") if "\r" in text else (text,):
+            self.clues.line(part)
             for sig in SIGNATURES:
+                if sig.not_after is not None and sig.not_after.search(part):
+                    self._context[sig.id] = (number, _emitter(part))
                 if sig.anchor and sig.anchor in part:
                     m = sig.pattern.search(part)
                     if m:
                         self._add(sig, number, part, m)
-        self._prev = (number, text)
 
     def _add(self, sig: Signature, number: int, text: str, m) -> None:
-        n = self.counts.get(sig.id, 0)
-        self.counts[sig.id] = n + 1
-        if n >= KEEP:
-            return
         cause: Cause = sig.cause
         reason = ""
-        prev_number, prev_text = self._prev
-        if sig.not_after is not None and prev_number == number - 1 and sig.not_after.search(prev_text):
-            cause, reason = "not-shm", f"the line before says {sig.not_after.pattern!r}: a failed registration"
+        seen, emitter = self._context.get(sig.id, (0, ""))
+        if sig.not_after is not None and seen and number - seen <= BLOCK and emitter == _emitter(text):
+            cause, reason = "not-shm", f"a line just before says {sig.not_after.pattern!r}: a failed registration"
         try:
             needed = sig.needed(m) if sig.needed else None
         except Implausible as e:
             needed, reason = None, "; ".join(filter(None, (reason, str(e))))
-        self.found.setdefault(sig.id, []).append(
-            Diagnosis(sig.id, cause, sig.consumer, number, excerpt(text, m.start(), m.end()), needed, reason)
-        )
+        first = self.found.get((sig.id, cause))
+        if first is None:
+            self.found[(sig.id, cause)] = Diagnosis(
+                sig.id, cause, sig.consumer, number, excerpt(text, m.start(), m.end()), needed, reason
+            )
+        else:
+            most = max(filter(None, (first.bytes_needed, needed)), default=None)
+            self.found[(sig.id, cause)] = replace(first, count=first.count + 1, bytes_needed=most)
 
     def diagnoses(self) -> tuple[Diagnosis, ...]:
         """In the order of the log, less the signatures a more specific one in the same log supersedes."""
-        present = set(self.found)
-        kept = [
-            d for sig_id, ds in self.found.items() if not present.intersection(BY_ID[sig_id].superseded_by) for d in ds
-        ]
+        present = {sig_id for sig_id, _ in self.found}
+        kept = [d for d in self.found.values() if not present.intersection(BY_ID[d.signature].superseded_by)]
         return tuple(sorted(kept, key=lambda d: (d.line or 0, d.signature)))
 
 

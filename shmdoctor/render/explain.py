@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..diagnose import BY_ID, SIGNATURES, Explanation
+from ..diagnose import BY_ID, SHM_CAUSES, SIGNATURES, Explanation
 from ..sizes import format_size
 from . import schema_id, text
 from .json import report_dict
@@ -14,7 +14,7 @@ from .json import report_dict
 def headline(ex: Explanation) -> str:
     top = next((f for f in ex.report.findings if f.severity == "error"), None)
     if top is not None:
-        d = next(d for d in ex.diagnoses if d.signature == top.id)
+        d = next(d for d in ex.diagnoses if d.signature == top.id and d.cause in SHM_CAUSES)
         return f"{d.cause} ({d.consumer}): {top.message}"
     if ex.diagnoses:
         return ex.report.findings[0].message
@@ -23,17 +23,10 @@ def headline(ex: Explanation) -> str:
 
 def _diagnosis_lines(ex: Explanation) -> list[str]:
     out = ["\nDiagnoses"]
-    seen: dict[str, int] = {}
-    for d in ex.diagnoses:
-        seen[d.signature] = seen.get(d.signature, 0) + 1
-    shown = set()
-    for d in ex.diagnoses:
-        if d.signature in shown:  # the first of each; --format json lists them all
-            continue
-        shown.add(d.signature)
+    for d in ex.diagnoses:  # one a signature and cause: each cause shown, every line it matched counted
         where = f"line {d.line}" if d.line else "exit"
-        if seen[d.signature] > 1:
-            where += f" (and {seen[d.signature] - 1} more)"
+        if d.count > 1:
+            where += f" and {d.count - 1} more"
         need = f"  needs {format_size(d.bytes_needed)}" if d.bytes_needed else ""
         out.append(f"  {d.cause:<13}{d.consumer:<11}{d.signature:<30}{where}{need}")
         out.append(f"      {d.excerpt}")

@@ -22,6 +22,7 @@ def test_a_shm_failure_exits_1_with_its_diagnosis_in_json(tmp_path):
             "line": 2,
             "excerpt": ENOSPC,
             "bytes_needed": None,
+            "count": 1,
         }
     ]
     assert "hunter2" not in proc.stdout and "epoch 1" not in proc.stdout
@@ -50,3 +51,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         proc = forked_cli(*args)
         assert proc.returncode == 2 and proc.stderr.startswith("shmdoctor: error: "), args
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_log_that_is_no_text_is_said_to_be_so_not_ok(tmp_path):
+    cases = {
+        "empty.log": (b"", "the log is empty"),
+        "utf16.log": (ENOSPC.encode("utf-16"), "the log is UTF-16 text"),
+        "utf16be.log": (ENOSPC.encode("utf-16-be"), "the log is UTF-16 text"),
+        "core.bin": (bytes(range(256)) * 64, "the log is binary, not a text log (32 NUL bytes in its first 8192)"),
+    }
+    for name, (data, said) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        proc = run_cli("explain", str(tmp_path / name))
+        assert proc.returncode == 2 and said in proc.stderr, (name, proc.stderr)
+        assert proc.stderr.count("\n") == 1
+    proc = run_cli("explain", "-", input_text="")
+    assert proc.returncode == 2 and "stdin: the log is empty" in proc.stderr
+
+
+def test_stray_bad_bytes_in_a_text_log_are_read_past():
+    proc = run_cli("explain", "-", input_text="\x00\xff junk\n" + ENOSPC + "\n")
+    assert proc.returncode == 1, proc.stderr

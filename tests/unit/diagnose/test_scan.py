@@ -1,0 +1,52 @@
+"""Reading a log right: every match counted and each cause shown, a context line that covers its block, colour codes
+stripped, and what the log says of the job's GPUs."""
+
+from shmdoctor.diagnose import scan_text
+from shmdoctor.diagnose.scan import ANSI
+
+DENIED = "[{r}] misc/shmutils.cc:103 NCCL WARN Cuda failure 'invalid argument'"
+CREATE = (
+    "[{r}] misc/shmutils.cc:114 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x{r} (size 9637888)"
+)
+ENOSPC = "RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on device (28)"
+
+
+def test_every_match_is_counted_not_capped_and_the_first_line_kept():
+    log = "\n".join(["epoch 1", *[ENOSPC] * 7, "done"])
+    (d,) = scan_text(log).diagnoses()
+    assert (d.line, d.count) == (2, 7)
+    assert d.as_dict()["count"] == 7
+
+
+def test_a_registration_failure_covers_its_block_across_a_blank_line_for_its_own_device_only():
+    # nccl#1518: the WARN, a blank line, the WARN that follows from it; device 0 failed for space alone
+    log = "\n".join([DENIED.format(r=1), "", CREATE.format(r=1), "", CREATE.format(r=0)])
+    found = {(d.cause, d.line, d.count) for d in scan_text(log).diagnoses()}
+    assert found == {("not-shm", 3, 1), ("shm-space", 5, 1)}
+
+
+def test_a_registration_failure_far_above_does_not_cover_a_later_failure():
+    log = "\n".join([DENIED.format(r=1), *["x"] * 4, CREATE.format(r=1)])
+    assert [d.cause for d in scan_text(log).diagnoses()] == ["shm-space"]
+
+
+def test_colour_codes_are_stripped_before_matching_and_from_the_excerpt():
+    coloured = (
+        "\x1b[31m\x1b[1mRuntimeError\x1b[0m: unable to write to file </torch_1_2_3>: No space left on device (28)"
+    )
+    (d,) = scan_text(coloured).diagnoses()
+    assert d.excerpt == "RuntimeError: unable to write to file </torch_1_2_3>: No space left on device (28)"
+    assert ANSI.sub("", "\x1b[38;5;196mred\x1b[K") == "red"
+
+
+def test_the_gpus_a_log_names():
+    nccl_old = "host:97:176 [0] NCCL INFO comm 0x7ff1ec001060 rank 0 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE"
+    assert scan_text(nccl_old).clues.ranks == 2
+    nccl_new = "h:1:2 [3] NCCL INFO comm 0x55 rank 3 nRanks 16 nNodes 2 localRanks 8 localRank 3 MNNVL 0"
+    assert scan_text(nccl_new).clues.ranks == 8  # 16 ranks on two hosts: 8 of them here
+    assert scan_text(CREATE.format(r=5)).clues.ranks == 6  # device 5: at least six
+    assert scan_text("torchrun --nproc_per_node=4 train.py").clues.ranks == 4
+    assert scan_text("  rank      : 7 (local_rank: 7)").clues.ranks == 8
+    channels = scan_text("h:1:2 [1] NCCL INFO 2 coll channels, 2 p2p channels, 2 p2p channels per peer").clues
+    assert channels.channels == 2
+    assert scan_text("rank 0 nranks 99999999").clues.ranks is None  # no host has that many GPUs
