@@ -34,13 +34,16 @@ SNIFF = 8192  # bytes of the log's start that tell text from the rest
 
 
 def not_text(f: BinaryIO) -> str | None:
-    """What the log is when it is no text to read: empty, UTF-16 (a BOM, or NUL in every other byte) or binary (NUL
-    bytes in more than 1% of its start); None for text, stray bad bytes included. Looks without consuming."""
+    """What the log is when it is no text to read: empty, UTF-16 (a BOM, or NUL in every other byte, one side) or
+    binary (NUL bytes in more than 1% of its start); None for text, stray bad bytes included. Looks, never consumes."""
     head = f.peek(SNIFF)[:SNIFF] if hasattr(f, "peek") else b""
     if not head:
         return "empty: nothing to explain"
-    odd, even = head[1::2].count(0), head[0::2].count(0)
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or (len(head) >= 16 and max(odd, even) >= 0.3 * len(head) / 2):
+    odd, even = head[1::2].count(0), head[0::2].count(0)  # UTF-16 of ASCII: a NUL in every other byte, one side
+    half = len(head) / 2
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or (
+        len(head) >= 16 and max(odd, even) >= 0.3 * half > 6 * min(odd, even)
+    ):
         return "UTF-16 text, which explain does not read: convert it first (iconv -f UTF-16 -t UTF-8 FILE)"
     nul = head.count(0)
     if nul * 100 > len(head):

@@ -900,7 +900,8 @@ def test_explain_of_2_gib_without_a_newline_holds_no_line_in_memory(tmp_path):
     """GNU grep holds a whole line: 2 GiB of one line took 4.2 GB, past MEMORY_BOUND its 'memory exhausted'."""
     log = tmp_path / "one-line.log"
     with open(log, "wb") as f:
-        f.truncate(2 * 2**30)  # sparse: no disk, 2 GiB of NUL bytes and no newline
+        f.write(b"x" * 8192)  # text at the start (a log of NUL bytes alone is said to be binary)
+        f.truncate(2 * 2**30)  # sparse: no disk, then NUL bytes to 2 GiB and no newline
     proc = bounded_run(["explain", str(log)], cwd=tmp_path, env={})
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
