@@ -52,10 +52,13 @@ class Signature:
     source: str  # where the text comes from: the program's source, an issue thread
     meaning: str  # what it says, in words, for the report
     needed: Needed | None = None  # the bytes the text says were needed, from its numbers
+    had: Needed | None = None  # the /dev/shm the text says there was (its size or what was free), from its numbers
     # The text alone does not prove /dev/shm (a bus error, a SIGKILL): the facts where it ran decide.
     ambiguous: bool = False
     # A previous line that makes it something else (NCCL's cudaHostRegister failure before "Error while creating").
     not_after: re.Pattern[str] | None = None
+    # A line just before that the text needs to mean this (the SemLock frame above a bare OSError); a plain literal.
+    only_after: re.Pattern[str] | None = None
     # A more specific signature in the same log says the same thing better: this one is then left out.
     superseded_by: tuple[str, ...] = ()
 
@@ -79,6 +82,11 @@ def _bytes(group: str, unit: int = 1) -> Needed:
     return lambda m: number(m.group(group), unit)
 
 
+def _triton_requested(m: re.Match[str]) -> int | None:
+    # 'to requested size (N bytes)' asks N; 'Failed to increase … to N bytes' names the pool it had (FACTS.md)
+    return number(m.group("bytes")) if m.group("requested") else None
+
+
 def _ray_shm_size(m: re.Match[str]) -> int | None:
     # Ray prints '--shm-size=X.XXgb' with X = object store bytes * 1.1 / 2**30 (ray-project/ray#40736)
     return number(m.group("gb"), 2**30) if m.group("gb") else None
@@ -86,8 +94,13 @@ def _ray_shm_size(m: re.Match[str]) -> int | None:
 
 _TORCH_FILE = rf"</?(?:dev/shm/)?torch_\w{{1,{NAME}}}>"
 _NCCL_DENIED = re.compile(r"Cuda failure 'invalid argument'")
-_PIDS = rf"DataLoader worker \(pids?\(?s?\)? [0-9, ]{{1,{GAP}}}\) is killed by signal"
-_EXIT = rf"(?:exited with code|[Ee]xit [Cc]ode:?|exit status|returned non-zero exit status) {{1,{NUM}}}"
+_WORKER = rf"DataLoader worker \(pids?\(?s?\)? [0-9, ]{{1,{GAP}}}\)"
+_PIDS = rf"{_WORKER} is killed by signal"
+_EXIT = rf"(?:exited with code|[Ee]xit [Cc]ode:?|exit status|status code|returned non-zero exit status) {{1,{NUM}}}"
+_SHM_NAME = rf"'/[^/'\s]{{1,{NAME}}}'"  # a POSIX shared memory name: one component after the slash
+# torchrun's 'failed (exitcode: -7)' and its report's 'exitcode  : -7'
+_TORCHRUN = rf"exitcode {{0,{NUM}}}: {{0,{NUM}}}"
+_RAY_PREFIX = rf"^\((?:raylet|[A-Za-z_]{{0,{NAME}}} ?pid=[0-9]{{1,{NUM}}})[^)]{{0,{NAME}}}\) "  # '(RayWorker pid=1)'
 _SHELL = rf"line [0-9]{{1,{NUM}}}: {{1,{NUM}}}[0-9]{{1,{NUM}}} |^\[[0-9]{{1,{NUM}}}\][+-]? {{1,{NUM}}}"
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -103,6 +116,17 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         "PyTorch MapAllocator (posix_fallocate since 2.10; 'unable to write to file' before): idiap/ESLAM#20",
         "a DataLoader worker could not allocate a batch in /dev/shm: it is full",
+    ),
+    Signature(
+        "torch-shm-write",
+        "shm-space",
+        "dataloader",
+        "unable to write to file",
+        re.compile(rf"unable to write to file {_TORCH_FILE}(?: at \S{{1,{NAME}}})?\s{{0,{GAP}}}$"),
+        "PyTorch 1.x THAllocator's write check, no errno said: huaweicloud/dls-example#26, MIC-DKFZ/nnUNet#294, "
+        "NVIDIA/flownet2-pytorch#43",
+        "a process could not write a tensor into /dev/shm to share it (PyTorch 1.x): it is full",
+        superseded_by=("torch-shm-enospc",),
     ),
     Signature(
         "torch-shm-errno11",
@@ -148,6 +172,25 @@ SIGNATURES: tuple[Signature, ...] = (
         ambiguous=True,
     ),
     Signature(
+        "torch-worker-exited",
+        "shm-space",
+        "dataloader",
+        "exited unexpectedly",
+        re.compile(rf"{_WORKER} exited unexpectedly(?! with exit code [0-9])"),
+        "PyTorch's main process on a worker gone without a word: facebookresearch/detectron2#384, "
+        "openclimatefix-archives/nowcasting_dataset#194",
+        "a DataLoader worker died without saying why: a bus error in a full /dev/shm, or the OOM killer "
+        "(`df -h /dev/shm` and `dmesg | grep -i oom` where it ran tell which)",
+        ambiguous=True,
+        superseded_by=(
+            "torch-worker-bus-error",
+            "torch-worker-killed-bus-error",
+            "torch-worker-killed",
+            "torch-shm-enospc",
+            "torch-shm-write",
+        ),
+    ),
+    Signature(
         "torch-shm-missing",
         "shm-missing",
         "dataloader",
@@ -160,6 +203,67 @@ SIGNATURES: tuple[Signature, ...] = (
         "Python's SemLock / PyTorch's shm_open without a /dev/shm (--ipc=none), seen here; FACTS.md",
         "there was no /dev/shm to create a segment or a semaphore in",
         ambiguous=True,
+        superseded_by=("python-semlock-gone",),
+    ),
+    Signature(
+        "python-semlock-enospc",
+        "shm-space",
+        "unknown",
+        "No space left on device",
+        re.compile(rf"^OSError: \[Errno 28\] No space left on device\s{{0,{GAP}}}$"),
+        "CPython multiprocessing.synchronize.SemLock (sem_open in /dev/shm): python/cpython#93253, "
+        "Shippable/support#3681",
+        "Python could not create a semaphore (a Lock, a Queue, a Pool) in /dev/shm: it is full",
+        only_after=re.compile(r"SemLock"),
+    ),
+    Signature(
+        "joblib-semlock-enospc",
+        "shm-space",
+        "unknown",
+        "joblib will operate in serial mode",
+        re.compile(rf"\[Errno 28\] No space left on device\. {{1,{NUM}}}joblib will operate in serial mode"),
+        "joblib's _multiprocessing_helpers (a SemLock it tries): Plachtaa/VITS-fast-fine-tuning#397",
+        "joblib could not create a semaphore in /dev/shm (it is full) and runs serially",
+    ),
+    Signature(
+        "python-semlock-gone",
+        "remove-ipc",
+        "unknown",
+        "No such file or directory",
+        re.compile(rf"^FileNotFoundError: \[Errno 2\] No such file or directory\s{{0,{GAP}}}$"),
+        "CPython SemLock._rebuild in a spawned child: mlcommons/storage#447 (RemoveIPC), screetsec/Sudomy#126",
+        "a semaphore a child reopens by name was gone from /dev/shm: deleted under the job (systemd-logind's "
+        "RemoveIPC at logout), or its creator ended first",
+        only_after=re.compile(r"SemLock._rebuild"),
+    ),
+    Signature(
+        "python-shm-exists",
+        "shm-leak",
+        "unknown",
+        "File exists: '/",
+        re.compile(rf"FileExistsError: \[Errno 17\] File exists: {_SHM_NAME}"),
+        "CPython multiprocessing.shared_memory / shm_open(O_EXCL): mosaicml/streaming#689, dirac-institute/sorcha#476",
+        "a named segment was already in /dev/shm: left behind by a run that ended without unlinking it",
+    ),
+    Signature(
+        "shm-file-enospc",
+        "shm-space",
+        "unknown",
+        "No space left on device",
+        re.compile(
+            rf"No space left on device: '/dev/shm/|/dev/shm/[^'\"`\s]{{1,{GAP}}}['\"`]: No space left on device"
+        ),
+        "a copy or a write into /dev/shm (cp, Python's open, tempfile): OpenELEC/OpenELEC.tv#1544",
+        "a file could not be written in /dev/shm: it is full",
+    ),
+    Signature(
+        "postgres-shm-removed",
+        "remove-ipc",
+        "unknown",
+        "could not open shared memory segment",
+        re.compile(rf'could not open shared memory segment "/PostgreSQL\.[0-9]{{1,{NUM}}}": No such file or directory'),
+        "PostgreSQL's dynamic shared memory: autobase-tech/autobase#1200, cloudfoundry/postgres-release#73",
+        "a PostgreSQL segment was deleted from /dev/shm under the server: systemd-logind's RemoveIPC at logout",
     ),
     Signature(
         "torch-ancdata",
@@ -250,7 +354,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "nccl",
         "unhandled system error",
         re.compile(
-            rf"(?:NCCL error|NCCL failure|ncclSystemError).{{0,{GAP}}}unhandled system error"
+            rf"(?:NCCL [Ee]rror|NCCL failure|ncclSystemError).{{0,{GAP}}}unhandled system error"
             rf"|unhandled system error.{{0,{GAP}}}NCCL"
         ),
         "NCCL via PyTorch ProcessGroupNCCL: NVIDIA/nccl#473, vllm-project/vllm#10626, pytorch/ci-infra#490",
@@ -264,12 +368,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "vllm",
         "Insufficient space in /dev/shm",
         re.compile(
-            rf"Insufficient space in /dev/shm for (?P<name>\S{{1,{NAME}}}): (?P<mib>{NUMBER}) MiB required, "
+            rf"Insufficient space in /dev/shm(?: for (?P<name>\S{{1,{NAME}}}))?: (?P<mib>{NUMBER}) MiB required, "
             rf"(?P<free>{NUMBER}) MiB free"
         ),
         "vLLM 0.33 distributed/device_communicators/shm_broadcast.py (FACTS.md)",
         "vLLM could not create a shared-memory ring buffer",
         needed=_bytes("mib", MiB),
+        had=_bytes("free", MiB),
     ),
     Signature(
         "sglang-shm-fallback",
@@ -292,6 +397,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "Ray _private/services.py: ray-project/ray#11951, ray-project/ray#14616, InftyAI/llmaz#238; seen here",
         "Ray put its object store on disk instead of /dev/shm (it works, slowly)",
         needed=_ray_shm_size,
+        had=_bytes("avail"),
     ),
     Signature(
         "ray-object-store-too-big",
@@ -304,6 +410,43 @@ SIGNATURES: tuple[Signature, ...] = (
         "Ray _private/services.py: ray-project/ray#16308",
         "Ray refused to start: its object store does not fit in /dev/shm",
         needed=_bytes("gb", GB),
+        had=_bytes("shm", GB),
+    ),
+    Signature(
+        "ray-plasma-request",
+        "shm-space",
+        "ray",
+        "exceeds memory available in /dev/shm",
+        re.compile(
+            rf"System memory request exceeds memory available in /dev/shm\. The request is for (?P<bytes>{NUMBER}) "
+            rf"bytes, and the amount available is (?P<avail>{NUMBER}) bytes"
+        ),
+        "Ray's raylet store_runner.cc: gpustack/gpustack#5014",
+        "Ray's object store could not have the /dev/shm it asked for",
+        needed=_bytes("bytes"),
+        had=_bytes("avail"),
+    ),
+    Signature(
+        "ray-sigbus",
+        "shm-space",
+        "ray",
+        "SIGBUS received",
+        re.compile(rf"{_RAY_PREFIX}.{{0,{GAP}}}\*\*\* SIGBUS received"),
+        "Ray's signal handler in a worker or the raylet: vllm-project/vllm#859, Visual-Agent/DeepEyes#49, "
+        "verl-project/verl#3218",
+        "a Ray process died of a bus error: a page of its object store (/dev/shm) could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "ray-bus-error",
+        "shm-space",
+        "ray",
+        "Fatal Python error: Bus error",
+        re.compile(rf"{_RAY_PREFIX}Fatal Python error: Bus error"),
+        "Python's faulthandler in a Ray worker: ray-project/ray#4989, vllm-project/vllm#1894",
+        "a Ray worker died of a bus error: a page of its object store (/dev/shm) could not be had",
+        ambiguous=True,
+        superseded_by=("ray-sigbus",),
     ),
     Signature(
         "triton-shm-pool",
@@ -312,11 +455,33 @@ SIGNATURES: tuple[Signature, ...] = (
         "If you are running Triton inside docker",
         re.compile(
             r"(?:Failed to increase the shared memory pool size for|Unable to initialize shared memory) key "
-            rf"'(?P<key>[^']{{1,{NAME}}})' to (?:requested size \()?(?P<bytes>{NUMBER}) bytes.{{0,{GAP}}}"
+            rf"'(?P<key>[^']{{1,{NAME}}})' to (?P<requested>requested size \()?(?P<bytes>{NUMBER}) bytes.{{0,{GAP}}}"
             r"Error: No space left on device"
         ),
         "Triton python backend: triton-inference-server/server#5681, #6156, #6195",
         "a Triton python-backend instance could not grow its shared-memory region",
+        needed=_triton_requested,
+    ),
+    Signature(
+        "triton-shm-missing",
+        "shm-missing",
+        "triton",
+        "If you are running Triton inside docker",
+        re.compile(
+            rf"Unable to initialize shared memory key '[^']{{1,{NAME}}}' to requested size \({NUMBER} bytes\)"
+            rf".{{0,{GAP}}}Error: No such file or directory"
+        ),
+        "Triton python backend's shm_open: aws/sagemaker-python-sdk#2801",
+        "a Triton python-backend instance could not create its region: there is no /dev/shm to create it in",
+    ),
+    Signature(
+        "triton-out-of-shm",
+        "shm-space",
+        "triton",
+        "run out of shared memory",
+        re.compile(rf"Failed to initialize the model instance \S{{1,{NAME}}} because it run out of shared memory"),
+        "Triton python backend: triton-inference-server/server#2749",
+        "a Triton python-backend model instance could not start: /dev/shm ran out",
     ),
     Signature(
         "shell-bus-error",
@@ -334,7 +499,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "memory-limit",
         "unknown",
         "Killed",
-        re.compile(rf"^\s{{0,{GAP}}}Killed\s{{0,{GAP}}}$|(?:{_SHELL})Killed\b"),
+        re.compile(rf"^[\s*]{{0,{GAP}}}Killed[\s*]{{0,{GAP}}}$|(?:{_SHELL})Killed\b"),
         "the shell's report of a process killed by SIGKILL (exit 137)",
         "a process was killed (SIGKILL): the OOM killer, whose count includes /dev/shm pages, or a kill from outside",
         ambiguous=True,
@@ -366,6 +531,36 @@ STATUSES: tuple[Signature, ...] = (
         ambiguous=True,
     ),
     Signature(
+        "torchrun-sigbus",
+        "shm-space",
+        "unknown",
+        "exitcode",
+        re.compile(rf"{_TORCHRUN}-7\b"),
+        "torch.distributed.elastic on a rank's SIGBUS: hpcaitech/ColossalAI#3556, awslabs/slapo#114",
+        "a rank died of a bus error (exitcode -7): a page of a mapped file, /dev/shm's most often, could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "torchrun-sigkill",
+        "memory-limit",
+        "unknown",
+        "exitcode",
+        re.compile(rf"{_TORCHRUN}-9\b"),
+        "torch.distributed.elastic on a rank's SIGKILL: OpenBMB/MiniCPM-V#770",
+        "a rank was killed (exitcode -9): the OOM killer, whose count includes /dev/shm pages, or a kill",
+        ambiguous=True,
+    ),
+    Signature(
+        "subprocess-sigkill",
+        "memory-limit",
+        "unknown",
+        "died with <Signals.SIGKILL: 9>",
+        re.compile(r"died with <Signals\.SIGKILL: 9>"),
+        "Python's subprocess.CalledProcessError: bmaltais/kohya_ss#1065",
+        "a child process was killed (SIGKILL): the OOM killer, whose count includes /dev/shm pages, or a kill",
+        ambiguous=True,
+    ),
+    Signature(
         "k8s-oomkilled",
         "memory-limit",
         "unknown",
@@ -392,7 +587,7 @@ STATUSES: tuple[Signature, ...] = (
         "the exit status: killed by SIGKILL (137)",
         "killed by SIGKILL (exit 137): the OOM killer, whose count includes /dev/shm pages, or a kill from outside",
         ambiguous=True,
-        superseded_by=("shell-killed", "exit-code-137", "k8s-oomkilled"),
+        superseded_by=("shell-killed", "exit-code-137", "k8s-oomkilled", "torchrun-sigkill", "subprocess-sigkill"),
     ),
     Signature(
         "exit-sigbus",
@@ -403,7 +598,7 @@ STATUSES: tuple[Signature, ...] = (
         "the exit status: killed by SIGBUS (135)",
         "died of a bus error (SIGBUS, exit 135): a page of a mapped file could not be had",
         ambiguous=True,
-        superseded_by=("shell-bus-error", "exit-code-135"),
+        superseded_by=("shell-bus-error", "exit-code-135", "torchrun-sigbus", "ray-sigbus", "ray-bus-error"),
     ),
 )
 SIGNATURES = SIGNATURES + STATUSES

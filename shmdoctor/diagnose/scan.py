@@ -35,6 +35,7 @@ class Diagnosis:
     bytes_needed: int | None = None
     reason: str = ""  # why the facts changed the cause (not-shm), or what they add; empty when the text decides
     count: int = 1  # lines of the log this signature matched with this cause; this one is the first
+    shm_bytes: int | None = None  # the /dev/shm the text says there was (its size, or what was free)
 
     def as_dict(self) -> dict:
         return {
@@ -51,7 +52,7 @@ class Diagnosis:
 def anchors() -> list[str]:
     """The literals a candidate line holds: every signature's anchor and the lines that change a match's meaning."""
     found = {s.anchor for s in SIGNATURES if s.anchor}
-    found |= {s.not_after.pattern.replace("\\", "") for s in SIGNATURES if s.not_after is not None}
+    found |= {c.pattern.replace("\\", "") for s in SIGNATURES for c in (s.not_after, s.only_after) if c is not None}
     return sorted(found | set(CLUE_ANCHORS))
 
 
@@ -84,8 +85,9 @@ class Scanner:
         for part in text.split("\r") if "\r" in text else (text,):
             self.clues.line(part)
             for sig in SIGNATURES:
-                if sig.not_after is not None and sig.not_after.search(part):
-                    self._context[sig.id] = (number, _emitter(part))
+                for context in (sig.not_after, sig.only_after):
+                    if context is not None and context.search(part):
+                        self._context[sig.id] = (number, _emitter(part))
                 if sig.anchor and sig.anchor in part:
                     m = sig.pattern.search(part)
                     if m:
@@ -95,16 +97,19 @@ class Scanner:
         cause: Cause = sig.cause
         reason = ""
         seen, emitter = self._context.get(sig.id, (0, ""))
+        if sig.only_after is not None and not (seen and number - seen <= BLOCK):
+            return  # without the line that makes it this (a bare OSError is anything)
         if sig.not_after is not None and seen and number - seen <= BLOCK and emitter == _emitter(text):
             cause, reason = "not-shm", f"a line just before says {sig.not_after.pattern!r}: a failed registration"
         try:
             needed = sig.needed(m) if sig.needed else None
+            had = sig.had(m) if sig.had else None
         except Implausible as e:
-            needed, reason = None, "; ".join(filter(None, (reason, str(e))))
+            needed, had, reason = None, None, "; ".join(filter(None, (reason, str(e))))
         first = self.found.get((sig.id, cause))
         if first is None:
             self.found[(sig.id, cause)] = Diagnosis(
-                sig.id, cause, sig.consumer, number, excerpt(text, m.start(), m.end()), needed, reason
+                sig.id, cause, sig.consumer, number, excerpt(text, m.start(), m.end()), needed, reason, shm_bytes=had
             )
         else:
             most = max(filter(None, (first.bytes_needed, needed)), default=None)

@@ -35,7 +35,7 @@ def test_colour_codes_are_stripped_before_matching_and_from_the_excerpt():
         "\x1b[31m\x1b[1mRuntimeError\x1b[0m: unable to write to file </torch_1_2_3>: No space left on device (28)"
     )
     (d,) = scan_text(coloured).diagnoses()
-    assert d.excerpt == "RuntimeError: unable to write to file </torch_1_2>: No space left on device (28)"
+    assert d.excerpt == "RuntimeError: unable to write to file </torch_1_2_3>: No space left on device (28)"
     assert ANSI.sub("", "\x1b[38;5;196mred\x1b[K") == "red"
 
 
