@@ -353,9 +353,10 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "nccl",
         "unhandled system error",
+        # From the line's start: one start, not one a repeat of 'NCCL error' (each then scanning GAP characters)
         re.compile(
-            rf"(?:NCCL [Ee]rror|NCCL failure|ncclSystemError).{{0,{GAP}}}unhandled system error"
-            rf"|unhandled system error.{{0,{GAP}}}NCCL"
+            rf"^.{{0,{GAP}}}?(?:(?:NCCL [Ee]rror|NCCL failure|ncclSystemError).{{0,{GAP}}}unhandled system error"
+            rf"|unhandled system error.{{0,{GAP}}}NCCL)"
         ),
         "NCCL via PyTorch ProcessGroupNCCL: NVIDIA/nccl#473, vllm-project/vllm#10626, pytorch/ci-infra#490",
         "NCCL failed a system call; with a small /dev/shm that is its shared-memory transport (NCCL_DEBUG=INFO says)",
