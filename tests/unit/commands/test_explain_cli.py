@@ -68,13 +68,13 @@ def test_a_log_that_is_no_text_is_said_to_be_so_not_ok(tmp_path):
     }
     for name, (data, said) in cases.items():
         (tmp_path / name).write_bytes(data)
-        proc = run_cli("explain", str(tmp_path / name))
+        proc = forked_cli("explain", str(tmp_path / name))
         assert proc.returncode == 2 and said in proc.stderr, (name, proc.stderr)
         assert proc.stderr.count("\n") == 1
-    proc = run_cli("explain", "-", input_text="")
+    proc = forked_cli("explain", "-", input_text="")
     assert proc.returncode == 2 and "stdin: the log is empty" in proc.stderr
 
 
 def test_stray_bad_bytes_in_a_text_log_are_read_past():
-    proc = run_cli("explain", "-", input_text="\x00\xff junk\n" + ENOSPC + "\n")
+    proc = forked_cli("explain", "-", input_text="\x00\xff junk\n" + ENOSPC + "\n")
     assert proc.returncode == 1, proc.stderr
