@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..exits import ExitCode
 from ..fleet import lint
 from ..options import consumer_options, loader_options, output_options, workload
 from ..render import render
@@ -21,10 +22,17 @@ from ..render import render
     type=click.Path(dir_okay=False),
     help="compose's variables from this file, as `docker compose --env-file`. Default: the .env beside each file.",
 )
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Write the fix that sizes /dev/shm or memory into each failing or warning target's file (comments and "
+    "layout kept), then lint again. Exit 1 when a file changed or still fails.",
+)
+@click.option("--diff", is_flag=True, help="Print --fix's changes as a unified diff; write nothing.")
 @loader_options
 @consumer_options
 @output_options("lint")
-def command(paths, swarm, env_file, fmt, fail_on, **loader) -> int:
+def command(paths, swarm, env_file, fix, diff, fmt, fail_on, **loader) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources included), ECS task
     and Batch job definitions, Azure ML jobs, Podman Quadlet units. One report per service or container.
 
@@ -38,6 +46,27 @@ def command(paths, swarm, env_file, fmt, fail_on, **loader) -> int:
     kubectl get pods -A -o json | shmdoctor lint - --format json
     aws ecs describe-task-definition --task-definition train | shmdoctor lint - --batch-size 64 --num-workers 8
     """
-    doc = lint(paths, swarm=swarm, env_file=env_file, workload=workload(**loader), fail_on=fail_on)
+    again = lambda: lint(paths, swarm=swarm, env_file=env_file, workload=workload(**loader), fail_on=fail_on)  # noqa: E731
+    doc = again()
+    if not (fix or diff):
+        click.echo(render(doc, fmt))
+        return doc.exit_code
+    from .. import edit  # lazy: ruamel.yaml only where a file is written
+
+    changes = edit.fix_files(doc)
+    changed = [c for c in changes if c.after != c.before]
+    for change in changes:
+        for line in change.printed:
+            click.echo(f"shmdoctor lint --fix: {line}", err=True)
+        if diff:
+            click.echo(change.diff(), nl=False)
+            continue
+        if change.after != change.before:
+            edit.write(change)
+        for line in change.written:
+            click.echo(f"shmdoctor lint --fix: fixed {line}", err=True)
+    if diff:
+        return ExitCode.FINDING if changed else ExitCode.OK
+    doc = again() if changed else doc  # the files as they are now: the new verdict
     click.echo(render(doc, fmt))
-    return doc.exit_code
+    return max(doc.exit_code, ExitCode.FINDING if changed else ExitCode.OK)

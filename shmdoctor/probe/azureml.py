@@ -62,6 +62,10 @@ def _facts(doc: Document, name: str, job: dict) -> Facts:
     )
 
 
+def placed(body: dict) -> list[tuple[str, dict]]:
+    """(name, job) for the job itself or each step of a pipeline: what lint judges and --fix edits."""
+    return _jobs(body, str(body.get("display_name") or body.get("name") or "job"))
+
+
 def probe(doc: Document) -> list[Definition]:
-    name = str(doc.body.get("display_name") or doc.body.get("name") or "job")
-    return [Definition(_facts(doc, label, job)) for label, job in _jobs(doc.body, name)]
+    return [Definition(_facts(doc, label, job)) for label, job in placed(doc.body)]

@@ -9,6 +9,7 @@ type"): a Fargate container gets the runtime's 64 MiB whatever the definition as
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import UsageError
@@ -113,33 +114,39 @@ class _Container:
         )
 
 
-def probe(doc: Document) -> list[Definition]:
-    """One Definition per container of each task or job definition, named family/container or job[/node range]."""
-    out = []
-    for kind, body in _definitions(doc.body):
+def placed(body: Any) -> Iterator[tuple[str, str, dict, Any]]:
+    """(kind, definition's name, the definition, container) for each container of each task ('task') or job ('job')
+    definition, the container named family/container or job[/node range]: what lint judges and --fix edits."""
+    for kind, definition in _definitions(body):
         if kind == "task":
-            name = str(body.get("family") or "task")
-            fargate = "FARGATE" in (body.get("requiresCompatibilities") or []) and "EC2" not in (
-                body.get("requiresCompatibilities") or []
-            )
-            task_memory = _mib(body.get("memory"), "memory", f"{doc.source}: {name}")
-            for container in body["containerDefinitions"]:
+            name = str(definition.get("family") or "task")
+            for container in definition["containerDefinitions"]:
                 if isinstance(container, dict):
-                    unit = _Container(doc.source, name, container, fargate, body.get("ipcMode"), batch=False)
-                    out.append(Definition(unit.facts(f"{name}/{container.get('name', '?')}", task_memory)))
+                    yield kind, f"{name}/{container.get('name', '?')}", definition, container
         else:
-            name = str(body.get("jobDefinitionName") or "job")
-            fargate = "FARGATE" in (body.get("platformCapabilities") or [])
-            containers = [(name, body.get("containerProperties"))] + [
-                (f"{name}/{r.get('targetNodes', i)}", r.get("container"))
-                for i, r in enumerate((body.get("nodeProperties") or {}).get("nodeRangeProperties") or [])
-                if isinstance(r, dict)
-            ]
-            for label, container in containers:
-                if isinstance(container, dict):
-                    out.append(
-                        Definition(
-                            _Container(doc.source, name, container, fargate, None, batch=True).facts(label, None)
-                        )
-                    )
+            name = str(definition.get("jobDefinitionName") or "job")
+            yield kind, name, definition, definition.get("containerProperties")
+            for i, r in enumerate((definition.get("nodeProperties") or {}).get("nodeRangeProperties") or []):
+                if isinstance(r, dict):
+                    yield kind, f"{name}/{r.get('targetNodes', i)}", definition, r.get("container")
+
+
+def probe(doc: Document) -> list[Definition]:
+    """One Definition per container of each task or job definition."""
+    out = []
+    for kind, label, definition, container in placed(doc.body):
+        if not isinstance(container, dict):
+            continue
+        if kind == "task":
+            name = str(definition.get("family") or "task")
+            compatible = definition.get("requiresCompatibilities") or []
+            fargate = "FARGATE" in compatible and "EC2" not in compatible
+            task_memory = _mib(definition.get("memory"), "memory", f"{doc.source}: {name}")
+            unit = _Container(doc.source, name, container, fargate, definition.get("ipcMode"), batch=False)
+            out.append(Definition(unit.facts(label, task_memory)))
+        else:
+            name = str(definition.get("jobDefinitionName") or "job")
+            fargate = "FARGATE" in (definition.get("platformCapabilities") or [])
+            unit = _Container(doc.source, name, container, fargate, None, batch=True)
+            out.append(Definition(unit.facts(label, None)))
     return out

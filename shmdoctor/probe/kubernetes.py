@@ -218,12 +218,16 @@ class _Pod:
                     return str(values[LOADER_LABEL]), values
         return None, None
 
+    def named(self) -> list[tuple[str, dict]]:
+        """(name, container) for each container: its pod's name, then its own where the pod has several."""
+        several = len(self.containers) > 1
+        return [(self.name + (f"/{c.get('name')}" if several else ""), c) for c in self.containers]
+
     def definitions(self) -> list[Definition]:
         spec, at = self.loader_spec()
         out = []
-        for container in self.containers:
+        for name, container in self.named():
             unreadable: list[str] = []
-            name = self.name + (f"/{container.get('name')}" if len(self.containers) > 1 else "")
             facts = Facts(
                 target=target(
                     "workload", self.doc.source, name, container if line_of(container) else self.template, self.id
@@ -239,6 +243,14 @@ class _Pod:
             )
             out.append(Definition(facts, spec, where(self.doc.source, at if line_of(at) else self.template)))
         return out
+
+
+def placed(doc: Document) -> Iterator[tuple[str, dict, dict, dict]]:
+    """(target name, object, pod spec, container) for every container lint judges: where --fix writes."""
+    for obj in objects(doc.body):
+        for path, template, spec in pod_templates(obj):
+            for name, container in _Pod(doc, obj, path, template, spec).named():
+                yield f"{doc.source}:{name}", obj, spec, container
 
 
 def probe(doc: Document) -> tuple[list[Definition], list[str]]:

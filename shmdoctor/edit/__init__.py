@@ -1,0 +1,235 @@
+"""lint --fix: a stage after lint's decision. For each target that fails or warns, the fix that sizes /dev/shm or
+memory (never a loader change, never the host's IPC) is written into its file by the editor of its format
+(editors.py) on a round-trip parse (ruamel.yaml keeps comments, order and quoting; JSON keeps its indent); the change
+is placed back line for line (patch.py) and the result parsed again before anything is written. What is not
+written is said with why, and the fix is printed instead."""
+
+from __future__ import annotations
+
+import difflib
+import io
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from .. import fixes
+from ..errors import UsageError
+from ..model import Fix, Lint, Report
+from ..probe import azureml, compose, documents, ecs, kubernetes, quadlet
+from ..render import forms
+from . import editors
+from .patch import Unpatchable, patch
+
+
+@dataclass(frozen=True)
+class FileFix:
+    path: str
+    before: str
+    after: str
+    written: tuple[str, ...]  # 'target: what was written'
+    printed: tuple[str, ...]  # 'target: why it was not, and the fix in the file's words'
+
+    def diff(self) -> str:
+        before, after = self.before.splitlines(keepends=True), self.after.splitlines(keepends=True)
+        name = self.path.lstrip("/")
+        lines = difflib.unified_diff(before, after, f"a/{name}", f"b/{name}")
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def sizing(report: Report) -> Fix | None:
+    """What --fix writes for a target: the first fix of each finding that decides its verdict that sizes /dev/shm
+    or memory without the host's IPC, the largest of each; None when there is none."""
+    shm = memory = 0
+    ipc = None
+    for finding in report.findings:
+        if finding.severity == "info":
+            continue
+        fix = next((f for f in finding.fixes if (f.shm_bytes or f.memory_bytes) and f.ipc != "host"), None)
+        if fix is not None:
+            shm, memory = max(shm, fix.shm_bytes or 0), max(memory, fix.memory_bytes or 0)
+            ipc = ipc or fix.ipc
+    facts, need = report.facts, report.requirement
+    if not (shm or memory) and facts.runtime == "azureml" and facts.shm.size_bytes is None and need is not None:
+        shm = fixes.grow_shm(need.failing_bytes, facts, need.ranks)[0].shm_bytes or 0  # its message asks for one
+    if not (shm or memory):
+        return None
+    return Fix("written by lint --fix", shm_bytes=shm or None, memory_bytes=memory or None, ipc=ipc)
+
+
+def _why_not(report: Report) -> str:
+    """A target with nothing --fix can write: the fix its verdict has instead, said as the file would."""
+    top = next((f for f in report.findings if f.severity != "info"), None)
+    fix = next((x for x in top.fixes if forms.applies(x, report.facts)), None) if top else None
+    if fix is None:
+        return f"nothing to write for {top.id}" if top else "nothing to write"
+    said = forms.line(fix, report.facts)
+    return f"no size to write: {fix.summary}" + (f" ({said})" if said != fix.summary else "")
+
+
+def fix_files(doc: Lint) -> list[FileFix]:
+    """The files of lint's failing and warning targets, each with the change --fix makes to it (not yet written)."""
+    by_file: dict[str, list[Report]] = {}
+    for report in doc.reports:
+        if report.verdict != "ok":
+            path = report.facts.target.file or ""
+            if path == documents.STDIN:
+                raise UsageError("lint --fix writes files: give the file, not stdin")
+            by_file.setdefault(path, []).append(report)
+    return [_fix_file(path, reports) for path, reports in by_file.items()]
+
+
+def _fix_file(path: str, reports: list[Report]) -> FileFix:
+    text = documents.text(path)
+    written: list[str] = []
+    printed: list[str] = []
+    todo = []
+    for report in reports:
+        fix = sizing(report)
+        name = report.facts.target.name
+        if fix is None:
+            printed.append(f"{name}: {_why_not(report)}")
+        else:
+            todo.append((report, fix))
+    after = text
+    if todo:
+        try:
+            if path.endswith(quadlet.SUFFIX):
+                after = _quadlet(text, todo, written, printed)
+            elif path.endswith(".json"):
+                after = _json(path, text, todo, written, printed)
+            else:
+                after = _yaml(path, text, todo, written, printed)
+        except Unpatchable as e:
+            names = ", ".join(r.facts.target.name for r, _ in todo)
+            printed.append(f"{names}: not written: {e} (the fix is printed in lint's report)")
+            written.clear()
+            after = text
+    return FileFix(path, text, after, tuple(written), tuple(printed))
+
+
+def _each(todo: list[tuple[Report, Fix]], written: list[str], printed: list[str], edit) -> None:
+    """edit(report, fix) for each target; its lines into `written`, or why not into `printed`."""
+    for report, fix in todo:
+        name = report.facts.target.name
+        try:
+            done = edit(report, fix)
+        except editors.Refused as e:
+            said = "; ".join(s for s in forms.statements(fix, report.facts) if not s.startswith("#"))
+            printed.append(f"{name}: not written: {e}" + (f"; the fix: {said}" if said else ""))
+            continue
+        if done is None:
+            printed.append(f"{name}: not found in the file as lint read it")
+        else:
+            written.append(f"{name}: " + ", ".join(done))
+
+
+def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
+    """The edit for one target of a parsed file, found by the name lint gave it (the probes' own walks)."""
+
+    def edit(report: Report, fix: Fix) -> list[str] | None:
+        facts, name = report.facts, report.facts.target.name
+        for index, body in docs:
+            if compose.is_compose(body) and facts.runtime == "compose":
+                service = name[len(path) + 1 :]
+                if service in body["services"]:
+                    return editors.compose(body["services"], service, fix, facts)
+            elif facts.runtime == "kubernetes" and kubernetes.is_manifest(body):
+                for placed, obj, spec, container in kubernetes.placed(documents.Document(path, index, body)):
+                    if placed == name:
+                        return editors.kubernetes(obj, spec, container, fix, facts, made)
+            elif facts.runtime in ("ecs", "batch") and ecs.is_task_definition(body):
+                for kind, label, definition, container in ecs.placed(body):
+                    if f"{path}:{label}" == name and isinstance(container, dict):
+                        return editors.ecs(kind, definition, container, fix, facts)
+            elif facts.runtime == "azureml" and azureml.is_job(body):
+                for label, job in azureml.placed(body):
+                    if f"{path}:{label}" == name:
+                        return editors.azureml(job, fix, facts)
+        return None
+
+    return edit
+
+
+def _yaml(path: str, text: str, todo, written: list[str], printed: list[str]) -> str:
+    from ruamel.yaml import YAML  # lazy: only --fix writes YAML
+
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 1 << 20  # never wrap a long line the file has on one
+    indent, dash = _indents(text)
+    yaml.indent(mapping=indent, sequence=dash + 2, offset=dash)
+    bodies = list(yaml.load_all(text))
+    yaml.explicit_start = text.lstrip().startswith("---")
+    before = _dump(yaml, bodies)
+    _each(todo, written, printed, _editor(list(enumerate(bodies)), path, set()))
+    after = _dump(yaml, bodies)
+    out = patch(text, before, after)
+    _same(documents.parse(out, path), documents.parse(after, path))
+    return out
+
+
+def _indents(text: str) -> tuple[int, int]:
+    """(a mapping's indent under its key, a sequence's dash under its key), as most of the file writes them."""
+    mappings: Counter[int] = Counter()
+    dashes: Counter[int] = Counter()
+    parent = None  # the indentation of the content of the last line that opens a block ('key:', '- key:')
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(stripped)
+        if parent is not None and indent > parent:
+            (dashes if stripped.startswith("- ") else mappings)[indent - parent] += 1
+        opens = stripped.split(" #")[0].rstrip().endswith(":")
+        parent = (indent + 2 if stripped.startswith("- ") else indent) if opens else None
+    return (mappings.most_common(1)[0][0] if mappings else 2), (dashes.most_common(1)[0][0] if dashes else 0)
+
+
+def _dump(yaml: Any, bodies: list) -> str:
+    stream = io.StringIO()
+    yaml.dump_all(bodies, stream)
+    return stream.getvalue()
+
+
+def _json(path: str, text: str, todo, written: list[str], printed: list[str]) -> str:
+    body = json.loads(text)
+    second = next((line for line in text.splitlines()[1:] if line.strip()), "")
+    indent = len(second) - len(second.lstrip()) or 2
+    end = "\n" if text.endswith("\n") else ""
+    before = json.dumps(body, indent=indent, ensure_ascii=False) + end
+    _each(todo, written, printed, _editor([(0, body)], path, set()))
+    after = json.dumps(body, indent=indent, ensure_ascii=False) + end
+    out = patch(text, before, after)
+    _same(documents.parse(out, path), documents.parse(after, path))
+    return out
+
+
+def _quadlet(text: str, todo, written: list[str], printed: list[str]) -> str:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    _each(todo, written, printed, lambda report, fix: editors.quadlet(lines, fix, report.facts))
+    return "".join(lines)
+
+
+def _same(written: list, meant: list) -> None:
+    if [d.body for d in written] != [d.body for d in meant]:
+        raise Unpatchable("the file's own layout would change what the lines mean")
+
+
+def write(change: FileFix) -> None:
+    """The file replaced at once (a temporary file beside it, renamed over it), its mode kept."""
+    directory = os.path.dirname(change.path) or "."
+    mode = os.stat(change.path).st_mode & 0o7777
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".shmdoctor-fix-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(change.after)
+        os.chmod(temporary, mode)
+        os.replace(temporary, change.path)
+    except BaseException:
+        os.unlink(temporary)
+        raise

@@ -1,0 +1,140 @@
+"""lint --fix on small files that hold each hard case: values defined elsewhere (${VAR}, anchors, merge keys),
+multi-document YAML, a volume already named dshm, the host's IPC never written, Helm templates and stdin refused,
+the exit codes CI reads, --diff writing nothing."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+from shmdoctor.cli import main
+
+LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 900 MiB: 1.5 GiB with the margin
+
+
+def fix(tmp_path, name: str, text: str, *extra: str) -> tuple[int, str]:
+    path = tmp_path / name
+    path.write_text(text)
+    code = main(["lint", str(path), "--fix", *LOADER, *extra])
+    return code, path.read_text()
+
+
+def test_compose_keeps_comments_quotes_anchors_and_variables(tmp_path, capsys):
+    text = """# the stack
+x-common: &common
+  image: trainer:1   # pinned
+services:
+  trainer:
+    <<: *common
+    shm_size: '64m'   # too small
+    environment:
+      DATA: ${DATA_DIR:-/data}
+  shared: &shared
+    image: trainer:1
+  variable:
+    image: trainer:1
+    shm_size: ${SHM:-64m}
+"""
+    code, after = fix(tmp_path, "docker-compose.yml", text)
+    assert code == 1
+    assert "    shm_size: '1536m' # too small\n" in after  # its quotes and its comment
+    assert after.replace("    shm_size: '1536m' # too small\n", "    shm_size: '64m'   # too small\n") == text
+    err = capsys.readouterr().err
+    assert "shared: not written: service shared is the anchor &shared" in err  # shared: its users are not changed
+    assert "variable: not written: shm_size is ${SHM:-64m}, set from a variable" in err
+    assert main(["lint", str(tmp_path / "docker-compose.yml"), "--fix", *LOADER]) == 1  # still fails: said, not hidden
+    assert (tmp_path / "docker-compose.yml").read_text() == after  # and a second --fix changes nothing
+
+
+def test_a_merge_key_value_is_overridden_in_the_service_only(tmp_path):
+    text = "x-c: &c\n  image: t\n  shm_size: 64m\nservices:\n  a:\n    <<: *c\n  b:\n    <<: *c\n    shm_size: 2g\n"
+    code, after = fix(tmp_path, "compose.yaml", text)
+    assert code == 1 and after == text.replace("    <<: *c\n  b:", "    <<: *c\n    shm_size: 1536m\n  b:")
+
+
+def test_kubernetes_multi_document_keeps_an_existing_volume_named_dshm(tmp_path, capsys):
+    text = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train  # nightly
+spec:
+  template:
+    spec:
+      containers:
+        - name: train
+          image: pytorch/pytorch
+          resources:
+            limits: {memory: 1Gi}
+      volumes:
+        - name: dshm
+          configMap: {name: c}
+"""
+    code, after = fix(tmp_path, "job.yaml", text)
+    assert code == 1
+    added = after.replace(text.split("      volumes:\n")[0], "")
+    assert "          configMap: {name: c}\n" in added  # the volume named dshm is kept as it was
+    assert "- name: shmdoctor-dshm\n" in added and "sizeLimit: 1536Mi" in added and "medium: Memory" in added
+    assert "            limits: {memory: 1536Mi}\n" in after  # 900 MiB × 1.25 + 256 MiB for the process, rounded up
+    assert after.startswith("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n")
+    assert "name: train  # nightly\n" in after and "hostIPC" not in after
+    capsys.readouterr()
+    assert main(["lint", str(tmp_path / "job.yaml"), "--format", "json", *LOADER]) == 0
+
+
+def test_diff_writes_nothing_and_exits_1(tmp_path, capsys):
+    path = tmp_path / "docker-compose.yml"
+    path.write_text("services:\n  t:\n    image: pytorch/pytorch\n")
+    assert main(["lint", str(path), "--diff", *LOADER]) == 1
+    out = capsys.readouterr().out
+    assert out.endswith("     image: pytorch/pytorch\n+    shm_size: 1536m\n") and "+++ b/" in out
+    assert path.read_text() == "services:\n  t:\n    image: pytorch/pytorch\n"
+
+
+def test_an_ok_file_is_untouched_and_exits_0(tmp_path):
+    text = "services:\n  t:\n    image: pytorch/pytorch\n    shm_size: 2g\n"
+    assert fix(tmp_path, "docker-compose.yml", text) == (0, text)
+
+
+def test_the_host_ipc_alternative_is_never_written(tmp_path):
+    code, after = fix(tmp_path, "docker-compose.yml", "services:\n  t:\n    image: x\n    ipc: none\n")
+    assert code == 1 and after == "services:\n  t:\n    image: x\n    ipc: private\n    shm_size: 1536m\n"
+
+
+def test_quadlet_podman_args_size_is_the_one_changed(tmp_path):
+    text = "[Unit]\nDescription=t\n\n[Container]\nImage=x\nPodmanArgs=--shm-size=64m --memory=1g\n\n[Install]\n"
+    code, after = fix(tmp_path, "t.container", text)
+    assert code == 1
+    assert after == text.replace("--shm-size=64m --memory=1g", "--shm-size=1536m --memory=1536m")
+
+
+def test_azure_ml_gets_resources_shm_size(tmp_path):
+    text = "$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\ncommand: python train.py\n"
+    text += "environment: azureml:pytorch:1\nresources:\n  instance_count: 2\n"
+    code, after = fix(tmp_path, "job.yml", text)
+    assert code == 1 and after == text + "  shm_size: 1536m\n"
+
+
+def test_ecs_json_keeps_its_indent(tmp_path):
+    text = '{\n    "family": "t",\n    "containerDefinitions": [\n        {\n            "name": "c",\n'
+    text += '            "image": "pytorch/pytorch",\n            "memory": 1024\n        }\n    ]\n}\n'
+    code, after = fix(tmp_path, "task.json", text)
+    assert code == 1
+    written = (
+        '"memory": 1536,\n            "linuxParameters": {\n                "sharedMemorySize": 1536\n            }\n'
+    )
+    assert after == text.replace('"memory": 1024\n', written)
+
+
+def test_helm_templates_and_stdin_are_refused(tmp_path, capsys, monkeypatch):
+    template = tmp_path / "templates"
+    template.mkdir()
+    (template / "job.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Values.name }}\n")
+    assert main(["lint", str(template), "--fix", *LOADER]) == 2
+    assert "render it first" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("services:\n  t: {image: x}\n"))
+    assert main(["lint", "-", "--fix", *LOADER]) == 2
+    assert "give the file, not stdin" in capsys.readouterr().err
