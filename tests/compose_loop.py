@@ -39,8 +39,11 @@ def _up(path: Path, docker_host: str | None) -> subprocess.CompletedProcess:
         subprocess.run([*argv, "down"], capture_output=True, timeout=WAIT * 4, env=env)
 
 
-def closed_loop(base: dict, docker_host: str | None, tmp_path: Path, written: dict, finding: str, failure: str) -> None:
-    """`base`: the trainer service for this engine (image, volumes, ...) without its /dev/shm keys."""
+def closed_loop(
+    base: dict, docker_host: str | None, tmp_path: Path, written: dict, finding: str, failure: str, by_fix: bool = False
+) -> None:
+    """`base`: the trainer service for this engine (image, volumes, ...) without its /dev/shm keys. by_fix: the file
+    is fixed by `lint --fix` itself, not by the printed snippet."""
     if shutil.which("docker-compose") is None:
         missing("docker-compose is not installed (scripts/test.sh installs it)")
     compose = tmp_path / "docker-compose.yml"
@@ -52,7 +55,14 @@ def closed_loop(base: dict, docker_host: str | None, tmp_path: Path, written: di
     failed = _up(compose, docker_host)
     assert failed.returncode != 0 and failure in failed.stdout + failed.stderr, failed.stdout[-800:]
 
-    _write(compose, {**service, **written, **yaml.safe_load(fix)})  # the snippet, as printed, into the service
+    if by_fix:
+        before_fix = compose.read_text()
+        fixed = run_cli("lint", str(compose), "--fix")
+        assert fixed.returncode == 1 and "fixed " in fixed.stderr, fixed.stderr  # 1: a file changed
+        added = set(compose.read_text().splitlines()) - set(before_fix.splitlines())
+        assert [line.split(":")[0].strip() for line in added] == ["shm_size"], added  # only what the fix needs
+    else:
+        _write(compose, {**service, **written, **yaml.safe_load(fix)})  # the snippet, as printed, into the service
     after = run_cli("lint", str(compose), "--format", "json")
     assert after.returncode == 0 and json.loads(after.stdout)["reports"][0]["verdict"] == "ok", after.stdout[-800:]
     trained = _up(compose, docker_host)

@@ -87,3 +87,9 @@ def test_the_compose_fix_lint_prints_makes_the_loader_train_under_docker_compose
     compose_loop.closed_loop(
         {"image": PYTHON, "volumes": [f"{REPO}:/src:ro"]}, None, tmp_path, written, finding, failure
     )
+
+
+def test_lint_fix_makes_the_loader_that_died_in_64_mib_train_under_docker_compose(images, tmp_path):
+    """The same loop, the file fixed by `lint --fix`: the trainer dies in the engine's 64 MiB, then trains."""
+    base = {"image": PYTHON, "volumes": [f"{REPO}:/src:ro"]}
+    compose_loop.closed_loop(base, None, tmp_path, *compose_loop.CASES[0], by_fix=True)

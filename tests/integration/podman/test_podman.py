@@ -144,16 +144,24 @@ def test_check_in_a_sagemaker_job_gives_the_loader_that_fits_and_it_trains(podma
         assert trained.returncode == 0 and "trained on 12 batches" in trained.stdout, (fix, trained.stderr[-500:])
 
 
-@pytest.mark.parametrize("written, finding, failure", compose_loop.CASES)
-def test_the_compose_fix_lint_prints_makes_the_loader_train_under_docker_compose(
-    podman_service, tmp_path, written, finding, failure
-):
-    """lint's closed loop under Debian's docker-compose 1.29, on Podman's engine through its Docker API."""
+def _compose_base() -> dict:
     ulimits = {name: int(value.split(":")[0]) for name, value in (u.split("=") for u in _ulimits()[1::2])}
-    base = {
+    return {
         "image": DEBIAN,
         "environment": {"PYTHONPATH": "/src:/deps"},
         "volumes": [f"{REPO}:/src:ro", f"{SITE}:/deps:ro"],
         "ulimits": ulimits,
     }
-    compose_loop.closed_loop(base, podman_service, tmp_path, written, finding, failure)
+
+
+@pytest.mark.parametrize("written, finding, failure", compose_loop.CASES)
+def test_the_compose_fix_lint_prints_makes_the_loader_train_under_docker_compose(
+    podman_service, tmp_path, written, finding, failure
+):
+    """lint's closed loop under Debian's docker-compose 1.29, on Podman's engine through its Docker API."""
+    compose_loop.closed_loop(_compose_base(), podman_service, tmp_path, written, finding, failure)
+
+
+def test_lint_fix_makes_the_loader_that_died_in_its_default_shm_train_under_docker_compose(podman_service, tmp_path):
+    """The same loop on Podman's Docker API, the file fixed by `lint --fix`."""
+    compose_loop.closed_loop(_compose_base(), podman_service, tmp_path, *compose_loop.CASES[0], by_fix=True)
