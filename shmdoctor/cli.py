@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from .errors import ShmDoctorError
+from .errors import ShmDoctorError, internal
 from .exits import ExitCode
 
 # Each is the module shmdoctor.commands.<name>, defining `command`, imported only when that command runs:
@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `shmdoctor ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
         return ExitCode.OK
+    except Exception as e:  # a bug of ours: one line and its own code, never 1 (a finding, to a CI script)
+        _error(internal(e))
+        return ExitCode.INTERNAL
 
 
 def entry() -> None:

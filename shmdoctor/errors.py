@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import traceback
 from typing import TYPE_CHECKING
 
 from .exits import ExitCode
 
 if TYPE_CHECKING:
     from .model import Report
+
+
+def internal(e: BaseException) -> str:
+    """A fault of ours (a bug) as one line: what raised, where, and what to do; never a traceback."""
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    return f"internal error ({type(e).__name__}{where}): {e}; a bug in shmdoctor: please report it"
 
 
 class ShmDoctorError(Exception):

@@ -11,6 +11,7 @@ class ExitCode(enum.IntEnum):
     FINDING = 1  # a finding at the --fail-on severity; a leaked segment that could not be removed
     USAGE = 2  # bad input or usage: one line on stderr
     PROBE = 3  # a fact could not be read at all (engine unreachable, permission denied, no /dev/shm)
+    INTERNAL = 70  # a fault of shmdoctor's own (a bug): one line; never 1, a finding to CI scripts (EX_SOFTWARE)
     COMMAND_NOT_EXECUTABLE = 126  # run: the command is there but cannot be executed, as a shell says
     COMMAND_NOT_FOUND = 127  # run: no such command, as a shell says
     INTERRUPTED = 128 + signal.SIGINT  # 130: Ctrl-C, as a shell reports it

@@ -24,11 +24,13 @@ def explain_log(path: str, need: Requirement | None = None) -> Explanation:
     return judge(scanner.diagnoses(), facts, need=need, notes=(note,), source=source)
 
 
-def explain_container(name: str, tail: int, need: Requirement | None = None) -> Explanation:
+def explain_container(
+    name: str, tail: int, need: Requirement | None = None, timeout: float = ENGINE_TIMEOUT
+) -> Explanation:
     from .diagnose.scan import scan_text
     from .probe import docker
 
-    def read(engine: docker.Engine) -> tuple[docker.Inspect, docker.Probed, bytes]:
+    def read(engine: docker.Engine) -> tuple[docker.Inspect, docker.Probed, bytes, str]:
         info = engine.inspect(name)
         if info is None:
             raise UsageError(f"no such container: {name}")
@@ -40,15 +42,20 @@ def explain_container(name: str, tail: int, need: Requirement | None = None) -> 
         if isinstance(mode, str) and mode.startswith("container:"):
             owner = engine.inspect(mode[len("container:") :])
         probed = docker.facts_from_inspect(info, owner if docker.is_container(owner) else None, engine.host_shm)
-        return info, probed, engine.logs_tail(info["Id"], tail, CONTAINER_TAIL_BYTES)
+        config = info.get("Config")
+        tty = isinstance(config, dict) and config.get("Tty") is True
+        try:
+            return info, probed, engine.logs_tail(info["Id"], tail, CONTAINER_TAIL_BYTES, tty=tty), ""
+        except ProbeError as e:  # a log driver that keeps nothing (none, syslog): its State still speaks
+            return info, probed, b"", f"its log could not be read ({e}): judged from its State alone"
 
-    info, probed, text = docker.with_engine(ENGINE_TIMEOUT, read)  # all of it within one deadline
+    info, probed, text, unread = docker.with_engine(timeout, read)  # all of it within one deadline
     state = info.get("State")
     state = state if isinstance(state, dict) else {}
     ended = None
     if state.get("Status") in ("exited", "dead") or state.get("OOMKilled"):
         ended = Exit(state.get("ExitCode"), bool(state.get("OOMKilled")), seen_by="the engine (State.ExitCode)")
     scanner = scan_text(text)
-    notes = probed.notes + (f"read the last {tail} lines of its log (lines are numbered within them)",)
+    notes = probed.notes + (unread or f"read the last {tail} lines of its log (lines are numbered within them)",)
     source = f"container {docker.name_of(info)}"
     return judge(scanner.diagnoses(), probed.facts, ended=ended, need=need, notes=notes, source=source)

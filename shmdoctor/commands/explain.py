@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import UsageError
+from ..limits import ENGINE_TIMEOUT, MAX_TIMEOUT, seconds
 from ..options import FORMATS, loader_options, loader_spec
 from ..postmortem import explain_container, explain_log
 from ..render import render
@@ -16,9 +17,17 @@ from ..render import render
 @click.option(
     "--tail", type=click.IntRange(1, 1_000_000), default=5000, show_default=True, help="Lines of --container's log."
 )
+@click.option(
+    "--timeout",
+    type=float,
+    default=ENGINE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="For all of --container's engine answers together: past it, exit 3.",
+)
 @loader_options
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
-def command(log, container, tail, fmt, **loader) -> int:
+def command(log, container, tail, timeout, fmt, **loader) -> int:
     """Read the error a job died with (a log, a traceback; FILE, or stdin) and say whether /dev/shm killed it, why,
     and the exact fix. The facts where it runs (or of --container) decide: a bus error with /dev/shm to spare is
     'not shared memory'. Exit 1 when a shared-memory cause is found, 0 when none.
@@ -29,9 +38,12 @@ def command(log, container, tail, fmt, **loader) -> int:
     shmdoctor explain --container trainer-1 --format json
     shmdoctor explain --batch-size 100 --num-workers 4 --sample-bytes 1MiB train.log
     """
-    if log and container:
+    if log and container is not None:
         raise UsageError("give a log FILE or --container, not both")
+    if container is not None and not container.strip():
+        raise UsageError("--container: give a container's name or id (an empty name is none)")
+    seconds("--timeout", timeout, MAX_TIMEOUT)
     need = loader_spec(**loader).requirement()
-    ex = explain_container(container, tail, need) if container else explain_log(log or "-", need)
+    ex = explain_container(container, tail, need, timeout) if container is not None else explain_log(log or "-", need)
     click.echo(render(ex, fmt))
     return ex.exit_code

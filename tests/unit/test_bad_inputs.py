@@ -600,6 +600,8 @@ CASES = [
     ("explain: a FIFO", ["explain", "{d}/fifo.yml"], {}, USAGE, "fifo.yml: cannot read: a FIFO is not a regular"),
     ("explain: a log and a container", ["explain", "x.log", "--container", "c"], {}, USAGE, "not both"),
     ("explain: --tail zero", ["explain", "--container", "c", "--tail", "0"], {}, USAGE, "--tail"),
+    ("explain: --container ''", ["explain", "--container", ""], {}, USAGE, "--container: give a container's name"),
+    ("explain: --timeout 1e10", ["explain", "--container", "c", "--timeout", "1e10"], {}, USAGE, "--timeout must be"),
     (
         "explain: a container with no engine",
         ["explain", "--container", "c"],
@@ -645,6 +647,13 @@ ENGINE_CASES = [
     (
         "an engine that trickles a byte a second",
         ["audit", "--timeout", "3"],
+        {"DOCKER_HOST": "{engine:trickle}"},
+        PROBE,
+        "did not answer within 3 s (--timeout)",
+    ),
+    (
+        "explain --container of an engine that trickles",
+        ["explain", "--container", "c", "--timeout", "3"],
         {"DOCKER_HOST": "{engine:trickle}"},
         PROBE,
         "did not answer within 3 s (--timeout)",
@@ -723,9 +732,13 @@ class FakeEngine(http.server.BaseHTTPRequestHandler):
     listing: object = []
     inspects: dict = {}
     trickle = False
+    log_frame = 0  # bytes of one log frame (its header claims 4 GiB), then a bus error's line
 
     def do_GET(self):
         path = self.path.split("?")[0]
+        if path.endswith("/logs"):
+            self._log()
+            return
         if path.endswith(("/version", "/_ping")):
             body: object = {"ApiVersion": "1.41", "Version": "20.10.24"}
         elif path.endswith("/containers/json"):
@@ -745,6 +758,18 @@ class FakeEngine(http.server.BaseHTTPRequestHandler):
         except OSError:  # the client gave up: what a deadline is for
             self.close_connection = True
 
+    def _log(self) -> None:
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: close\r\n\r\n"
+        )
+        self.wfile.write(b"\x02\x00\x00\x00\xff\xff\xff\xff")
+        block = b"x" * 2**20
+        with contextlib.suppress(OSError):
+            for _ in range(self.log_frame // len(block)):
+                self.wfile.write(block)
+            self.wfile.write(b"\nRuntimeError: DataLoader worker (pid 13) is killed by signal: Bus error.\n")
+        self.close_connection = True
+
     def log_message(self, *args):
         pass
 
@@ -757,6 +782,9 @@ INSPECT = {"Id": "a" * 64, "Name": "/good", "HostConfig": {"ShmSize": 2**31, "Ip
 ENGINES = {
     "trickle": dict(trickle=True),
     "list-of-empty": dict(listing=[{}]),
+    "log-frame-of-4-gib": dict(
+        inspects={"a" * 64: {**INSPECT, "State": {"Status": "exited", "ExitCode": 1}}}, log_frame=1536 * 2**20
+    ),
     "list-is-a-mapping": dict(listing={}),
     "list-is-null": dict(listing=None),
     "hostile-names": dict(
@@ -870,6 +898,14 @@ def test_engine_answers_of_the_wrong_shape_are_their_containers_probe_incomplete
         assert "not a container" in reports[name]["findings"][0]["message"]
     bad = reports["e" * 12]  # its Name is not a string: named by its id
     assert bad["shm"]["size_bytes"] is None and bad["ipc"]["mode"] == "private" and bad["memory"]["limit_bytes"] is None
+
+
+def test_a_log_frame_claiming_4_gib_is_read_in_bounded_pieces(fake_engines, bad_files):
+    """The SDK read a frame whole, as long as its header claims: 1.5 GiB sent passed MEMORY_BOUND."""
+    env = {"DOCKER_HOST": fake_engines["log-frame-of-4-gib"]}
+    proc = bounded_run(["explain", "--container", "a" * 64, "--timeout", "50"], cwd=bad_files, env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "killed by signal: Bus error" in proc.stdout  # the end of the frame was read: the last 8 MiB are kept
 
 
 def test_stdin_without_end_is_refused_at_the_limit(bad_files):

@@ -14,6 +14,7 @@ def test_the_codes_are_the_documented_ones():
         "FINDING": 1,
         "USAGE": 2,
         "PROBE": 3,
+        "INTERNAL": 70,
         "COMMAND_NOT_EXECUTABLE": 126,
         "COMMAND_NOT_FOUND": 127,
         "INTERRUPTED": 130,
@@ -24,3 +25,18 @@ def test_the_codes_are_the_documented_ones():
 def test_the_readme_table_lists_every_code():
     table = {int(n) for n in re.findall(r"^\| (\d+) \| ", (REPO / "README.md").read_text(), re.M)}
     assert table == {int(e) for e in ExitCode}
+
+
+def test_an_internal_error_is_one_line_and_its_own_code_never_1(monkeypatch, capsys):
+    from shmdoctor import cli
+    from shmdoctor.probe import local
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(local, "probe", broken)
+    assert cli.main(["check"]) == ExitCode.INTERNAL == 70
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("shmdoctor: error: internal error (ZeroDivisionError at test_exits.py:")
+    assert "a bug in shmdoctor" in err

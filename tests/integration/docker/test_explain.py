@@ -3,10 +3,11 @@ traceback of its shape) is /dev/shm in Docker's 64 MiB and not shared memory wit
 a real container."""
 
 import json
+import subprocess
 
 import pytest
 
-from tests.helpers import docker_run, validate
+from tests.helpers import BUSYBOX, docker_run, run_cli, unique_name, validate
 
 pytestmark = pytest.mark.usefixtures("images")
 BASICSR = "tests/data/explain/basicsr-59.log"
@@ -27,3 +28,23 @@ def test_the_same_bus_error_with_a_big_shm_is_not_shared_memory():
     code, doc = explain_in("--shm-size=32g")
     assert code == 0 and [d["cause"] for d in doc["diagnoses"]] == ["not-shm"]
     assert "32 GiB free" in doc["findings"][0]["message"]
+
+
+def test_an_oom_killed_container_without_a_log_is_judged_from_its_state():
+    """A log driver that keeps nothing (`none`): the engine refuses the logs (501), State.OOMKilled still speaks."""
+    name = unique_name("explain-oom-nolog")
+    try:
+        subprocess.run(
+            ["docker", "run", "--name", name, "--network", "none", "--memory=16m", "--memory-swap=16m",
+             "--log-driver", "none", BUSYBOX, "sh", "-c", "x=$(head -c 200000000 /dev/zero | tr '\\0' a)"],
+            capture_output=True, timeout=120,
+        )  # fmt: skip
+        proc = run_cli("explain", "--container", name, "--format", "json")
+        doc = validate(json.loads(proc.stdout))
+        assert proc.returncode == 1, proc.stderr
+        assert doc["exit"]["oom_killed"] is True and [d["signature"] for d in doc["diagnoses"]] == [
+            "container-oom-killed"
+        ]
+        assert any("its log could not be read" in n for n in doc["notes"])
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)

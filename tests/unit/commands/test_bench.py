@@ -10,8 +10,9 @@ from shmdoctor.commands.bench import pin_device_list
 from shmdoctor.errors import UsageError
 
 
-class Asked(Exception):
-    """Raised by the stand-in session with the Request the command built: nothing runs."""
+class Asked(BaseException):
+    """Raised by the stand-in session with the Request the command built: nothing runs. (A BaseException: main
+    turns any Exception into an internal error's one line.)"""
 
 
 @pytest.fixture
