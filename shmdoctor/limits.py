@@ -27,6 +27,7 @@ MAX_INTERPOLATION_DEPTH = 32  # ${A:-${B:-...}} nested in one compose value
 MAX_IPC_CHAIN = 64  # compose services joined by `ipc: service:NAME`, one after the other
 ENGINE_TIMEOUT = 30.0  # seconds for all of one engine's answers (audit --timeout)
 MAX_TIMEOUT = 3600.0  # seconds: --timeout, watch's --interval and --holders-every
+MIN_INTERVAL = 0.01  # seconds between samples of run and watch: 1e-9 was a busy loop (a sample costs ~0.1 ms)
 MAX_DURATION = 366 * 86400.0  # seconds: watch --duration, a year
 
 
@@ -51,12 +52,13 @@ def shown(value: object) -> str:
     return text if len(text) <= 100 else f"{text[:60]}... ({length} characters)"
 
 
-def seconds(name: str, value: float | None, most: float, *, never: bool = False) -> float | None:
-    """A duration option: a finite number of seconds greater than zero and at most `most` (1e10 s is 300 years);
-    0 too where it means never (`never`)."""
-    if value is None or (never and value == 0) or (math.isfinite(value) and 0 < value <= most):
+def seconds(name: str, value: float | None, most: float, *, never: bool = False, least: float = 0) -> float | None:
+    """A duration option: a finite number of seconds greater than zero (at least `least`, where a shorter one is a
+    busy loop) and at most `most` (1e10 s is 300 years); 0 too where it means never (`never`)."""
+    if value is None or (never and value == 0):
+        return value
+    if math.isfinite(value) and (value >= least if least else value > 0) and value <= most:
         return value
     zero = "0 (never) or " if never else ""
-    raise UsageError(
-        f"{name} must be {zero}a number of seconds greater than zero and at most {most:.0f}, got {value!r}"
-    )
+    low = f"at least {least:g}" if least else "greater than zero"
+    raise UsageError(f"{name} must be {zero}a number of seconds {low} and at most {most:.0f}, got {value!r}")

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
+import stat
 
 import click
 
 from ..errors import UsageError
-from ..limits import MAX_TIMEOUT, seconds
+from ..limits import MAX_TIMEOUT, MIN_INTERVAL, seconds
 from ..options import loader_options, loader_spec
 from ..render import render
 from ..render.run import facts_line
-from ..wrap.session import supervise
+from ..wrap.session import Outcome, bare, supervise
 
 
 def _writable(path: str) -> None:
@@ -21,8 +22,45 @@ def _writable(path: str) -> None:
     if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         why = "is a directory" if os.path.isdir(path) else "its directory does not exist or is not writable"
         raise UsageError(f"cannot write --report {path}: {why}")
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would wait for a reader
+        raise UsageError(f"cannot write --report {path}: not a regular file")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise UsageError(f"cannot write --report {path}: permission denied")
+
+
+def _hold_stderr() -> None:
+    """A closed stderr (2>&-) becomes /dev/null: no pipe or file of ours may take its number, the tee writes there."""
+    try:
+        os.fstat(2)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != 2:
+            os.dup2(null, 2)
+            os.close(null)
+
+
+def _say(text: str) -> None:
+    """A line of ours on stderr. One that cannot be written (2>/dev/full, a closed pipe) is dropped, and stderr is
+    /dev/null from then on, so that Python's flush at exit cannot fail (exit 120) over the command's own code."""
+    try:
+        click.echo(text, err=True)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+
+
+def _write_report(path: str, outcome: Outcome) -> None:
+    try:
+        document = render(outcome, "json")
+    except Exception as e:  # a fault of ours: the report holds what is sure
+        document = render(bare(outcome.command, outcome.facts, outcome.ended, outcome.stderr_bytes, e), "json")
+    try:  # O_NONBLOCK: a FIFO put there since the check is refused (ENXIO), never waited on
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+        with os.fdopen(fd, "w") as f:
+            f.write(document + "\n")
+    except OSError as e:  # gone since the check: said, and the command's exit code still passed through
+        _say(f"shmdoctor: error: cannot write --report {path}: {e.strerror}")
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
@@ -69,24 +107,26 @@ def command(interval, holders_every, report_path, no_instrument, argv, **loader)
     shmdoctor run --report run.json -- torchrun --nproc-per-node 8 train.py
     shmdoctor run --batch-size 100 --num-workers 4 --sample-bytes 1MiB -- python train.py
     """
-    seconds("--interval", interval, MAX_TIMEOUT)
+    seconds("--interval", interval, MAX_TIMEOUT, least=MIN_INTERVAL)
     seconds("--holders-every", holders_every, MAX_TIMEOUT, never=True)
     need = loader_spec(**loader).requirement()
     if report_path:
         _writable(report_path)
+    _hold_stderr()
     outcome = supervise(
         list(argv),
         need,
         interval=interval,
         holders_every=holders_every,
-        before=lambda facts: click.echo(facts_line(facts, interval), err=True),
+        before=lambda facts: _say(facts_line(facts, interval)),
         instrumented=not no_instrument,
     )
-    click.echo(render(outcome, "text"), err=True)
+    if outcome.fault:
+        _say(f"shmdoctor: error: {outcome.fault}")
+    try:
+        _say(render(outcome, "text"))
+    except Exception as e:  # a fault of ours: one line, and the command's exit code stands
+        _say(f"shmdoctor: error: {bare(outcome.command, outcome.facts, outcome.ended, 0, e).fault}")
     if report_path:
-        try:
-            with open(report_path, "w") as f:
-                f.write(render(outcome, "json") + "\n")
-        except OSError as e:  # gone since the check: said, and the command's exit code still passed through
-            click.echo(f"shmdoctor: error: cannot write --report {report_path}: {e.strerror}", err=True)
+        _write_report(report_path, outcome)
     return outcome.exit_code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..exits import ExitCode
-from ..limits import MAX_DURATION, MAX_TIMEOUT, seconds
+from ..limits import MAX_DURATION, MAX_TIMEOUT, MIN_INTERVAL, seconds
 from ..model import SHM
 from ..options import FORMATS, loader_options, loader_spec
 from ..render import render
@@ -50,7 +50,7 @@ def command(interval, holders_every, duration, directory, fmt, **loader) -> int:
     shmdoctor watch --batch-size 100 --num-workers 4 --sample-bytes 1MiB --duration 600
     shmdoctor watch --format json --interval 1 > shm.jsonl
     """
-    seconds("--interval", interval, MAX_TIMEOUT)
+    seconds("--interval", interval, MAX_TIMEOUT, least=MIN_INTERVAL)
     seconds("--duration", duration, MAX_DURATION)
     seconds("--holders-every", holders_every, MAX_TIMEOUT, never=True)
     need = loader_spec(**loader).requirement()

@@ -3,8 +3,13 @@ copied to ours as it comes (unbuffered: a progress bar still redraws) and kept i
 forwarded to it; its exit status comes back as a shell reports it (128+N for a signal).
 
 Signals: the forwarded ones are blocked in every thread of ours and taken with sigwaitinfo, so nothing of ours dies
-of them. One sent by a process (kill, `docker stop`, a scheduler: si_code <= 0) is forwarded. One the kernel sent
-(Ctrl-C at a terminal: SI_KERNEL) is not: the child is in our process group and got it too, once."""
+of them. Away from a terminal (a container, a scheduler, CI, PID 1) the child has a process group of its own, as
+under tini: a signal to us, or to our group, reaches it once, through us. In the foreground of a terminal it stays
+in ours, so that Ctrl-C, Ctrl-Z and reading the terminal work as without us: there one the kernel sent (Ctrl-C:
+SI_KERNEL) is not forwarded, the child got it too; one sent by a process is.
+
+As PID 1 (a container's entrypoint) we also reap the orphans the kernel hands us. After the child exits, what it left
+behind may still write to its stderr: a copy of ours keeps reading it to the end, so nothing dies of SIGPIPE."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ShmDoctorError
 from ..exits import ExitCode
@@ -73,6 +79,62 @@ def _tee(read_fd: int, ring: Ring, done: threading.Event) -> None:
     done.set()
 
 
+def _foreground() -> bool:
+    """Whether our process group is the foreground of our controlling terminal."""
+    try:
+        tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:  # no controlling terminal
+        return False
+    try:
+        return os.tcgetpgrp(tty) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(tty)
+
+
+def _reap(pid: int) -> int | None:
+    """The child's wait status once it exited, else None; as PID 1, every exited orphan is reaped on the way."""
+    if os.getpid() != 1:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        return status if done == pid else None
+    found = None
+    while True:
+        try:
+            done, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        if done == 0:
+            return found
+        if done == pid:
+            found = status
+
+
+def _keep_draining(read_fd: int) -> None:
+    """A process of its own that copies what the child's leftovers still write to our stderr, until the last of
+    them closes it: once we exit, nothing else would read the pipe, and their next write would be a SIGPIPE."""
+    if os.fork():
+        return
+    try:  # only os calls here: a fork of a process with threads
+        for sig in FORWARDED:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        os.closerange(3, read_fd)
+        os.closerange(read_fd + 1, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 1024)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)  # a reader of our stdout is not kept waiting by this copy
+        out_ok = True
+        while data := os.read(read_fd, 65536):
+            while out_ok and data:
+                try:
+                    data = data[os.write(2, data) :]
+                except OSError as e:
+                    out_ok = e.errno == errno.EINTR
+    finally:
+        os._exit(0)
+
+
 def run(
     argv: list[str], ring: Ring, on_spawn: Callable[[], None] | None = None, env: dict[str, str] | None = None
 ) -> Ended:
@@ -82,6 +144,8 @@ def run(
     watched = set(FORWARDED) | {signal.SIGCHLD}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     read_fd, write_fd = os.pipe()
+    shared_group = _foreground()
+    group: dict[str, Any] = {} if shared_group else {"setpgroup": 0}  # away from a terminal: a group of its own
     try:
         try:
             pid = os.posix_spawnp(
@@ -91,6 +155,7 @@ def run(
                 file_actions=[(os.POSIX_SPAWN_DUP2, write_fd, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
                 setsigmask=(),
                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores them; a program expects their default
+                **group,
             )
         except OSError as e:  # gone since resolve()
             raise CommandError(argv[0], e) from None
@@ -105,16 +170,17 @@ def run(
         while True:
             info = signal.sigwaitinfo(watched)
             if info.si_signo == signal.SIGCHLD:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done == pid:
+                status = _reap(pid)
+                if status is not None:
                     break
                 continue
-            if info.si_code != SI_KERNEL:
+            if not shared_group or info.si_code != SI_KERNEL:
                 forwarded.append(info.si_signo)
                 with contextlib.suppress(ProcessLookupError):  # it is exiting: its SIGCHLD comes next
                     os.kill(pid, info.si_signo)
         elapsed = time.monotonic() - start
-        drained.wait(DRAIN_S)
+        if not drained.wait(DRAIN_S):
+            _keep_draining(read_fd)
         code = os.waitstatus_to_exitcode(status)
         return Ended(128 - code if code < 0 else code, elapsed, tuple(forwarded))
     finally:

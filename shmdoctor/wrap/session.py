@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..diagnose import Exit, Explanation, Measured, judge, scan_text
-from ..errors import ProbeError
-from ..model import SHM, Facts, Requirement
+from ..errors import ProbeError, internal
+from ..model import SHM, Facts, Report, Requirement
 from ..probe import cgroup, local
 from ..probe.holders import Holder
 from ..shm.sampling import Sampler
@@ -37,6 +37,7 @@ class Outcome:
     stderr_bytes: int
     instrumented: Instrumented | None = None  # None: --no-instrument
     need_source: str | None = None  # given (loader options), read (from the instrumented child); None: no need
+    fault: str = ""  # an internal error of ours after the command ended (its exit code and the report stand)
 
     @property
     def loaders(self) -> tuple[SeenLoader, ...]:
@@ -87,6 +88,13 @@ class _Sampling:
         self.thread.join(5)
 
 
+def bare(name: str, facts: Facts, ended: child.Ended, stderr_bytes: int, e: Exception) -> Outcome:
+    """What is known for sure after a fault of ours: the command, its exit and the facts; no judgement."""
+    fault = internal(e)
+    explanation = Explanation(Report(facts, None, (), notes=(fault,)), (), source=f"{name}'s stderr")
+    return Outcome(name, facts, ended, None, explanation, (), stderr_bytes, fault=fault)
+
+
 def supervise(
     argv: list[str],
     need: Requirement | None,
@@ -116,6 +124,23 @@ def supervise(
                 sampling.finish()
         if channel:
             seen = instrument.read(channel)
+    name = command_name(argv)
+    try:
+        return _conclude(name, facts, ended, sampler, sampling, ring, need, seen)
+    except Exception as e:  # a fault of ours after the command ended: said, and its exit code stands
+        return bare(name, facts, ended, ring.total, e)
+
+
+def _conclude(
+    name: str,
+    facts: Facts,
+    ended: child.Ended,
+    sampler: Sampler | None,
+    sampling: _Sampling,
+    ring: Ring,
+    need: Requirement | None,
+    seen: Instrumented | None,
+) -> Outcome:
     measured = None
     holders: tuple[Holder, ...] = ()
     if sampler is not None and sampler.tally.samples:
@@ -131,7 +156,6 @@ def supervise(
         )
     need, source, notes = _need(need, seen)
     status = Exit(ended.code, None, "the command's exit status") if ended.code else None
-    name = command_name(argv)
     diagnoses = scan_text(ring.tail()).diagnoses()
     explanation = judge(
         diagnoses, facts, ended=status, measured=measured, need=need, notes=notes, source=f"{name}'s stderr"

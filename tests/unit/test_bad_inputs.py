@@ -330,7 +330,13 @@ CASES = [
     ("exporter --textfile not a directory", ["exporter", "--textfile", "{d}/notes.txt"], {}, USAGE, "is not a dir"),
     ("exporter both outputs", ["exporter", "--listen", ":9787", "--textfile", "{d}"], {}, USAGE, "or --textfile DIR"),
     # watch
-    ("watch every 0 s", ["watch", "--interval", "0"], {}, USAGE, "--interval must be a number of seconds greater than"),
+    (
+        "watch every 0 s",
+        ["watch", "--interval", "0"],
+        {},
+        USAGE,
+        "--interval must be a number of seconds at least 0.01",
+    ),
     ("watch every -1 s", ["watch", "--interval", "-1"], {}, USAGE, "--interval must be a number of seconds"),
     ("watch every nan s", ["watch", "--interval", "nan"], {}, USAGE, "--interval must be a number of seconds"),
     ("watch every abc s", ["watch", "--interval", "abc"], {}, USAGE, "'abc' is not a valid float"),
@@ -614,6 +620,15 @@ CASES = [
     ("run: --interval zero", ["run", "--interval", "0", "--", "true"], {}, USAGE, "--interval must be"),
     ("run: every 1e10 s", ["run", "--interval", "1e10", "--", "true"], {}, USAGE, "at most 3600, got 10000000000.0"),
     ("watch every 1e10 s", ["watch", "--interval", "1e10"], {}, USAGE, "at most 3600, got 10000000000.0"),
+    ("run: every 1e-9 s (a busy loop)", ["run", "--interval", "1e-9", "--", "true"], {}, USAGE, "at least 0.01"),
+    (
+        "watch every 1e-9 s (a busy loop)",
+        ["watch", "--interval", "1e-9"],
+        {},
+        USAGE,
+        "at least 0.01 and at most 3600, got 1e-09",
+    ),
+    ("run: --report a FIFO", ["run", "--report", "{d}/fifo.yml", "--", "true"], {}, USAGE, "not a regular file"),
     ("run: --holders-every negative", ["run", "--holders-every", "-1", "--", "true"], {}, USAGE, "--holders-every"),
     (
         "run: --report into a missing directory",

@@ -120,3 +120,98 @@ def test_the_report_is_valid_json_of_its_schema(tmp_path):
 def test_a_report_path_that_cannot_be_written_is_exit_2_before_the_command_runs(tmp_path):
     proc = forked_cli("run", "--report", str(tmp_path / "no" / "such" / "dir.json"), "--", "sh", "-c", "echo ran")
     assert proc.returncode == 2 and "ran" not in proc.stdout and proc.stderr.startswith("shmdoctor: error: ")
+
+
+RUN = [sys.executable, "-m", "shmdoctor", "run", "--"]
+
+
+# Counts deliveries, not Python handler calls (two close deliveries make one call): the C handler writes a byte for
+# each into the wakeup fd.
+COUNT_DELIVERIES = """
+import os, signal, time
+r, w = os.pipe()
+os.set_blocking(w, False)
+signal.signal(signal.SIGINT, lambda *a: None)
+signal.set_wakeup_fd(w)
+print("ready", flush=True)
+os.read(r, 1)
+time.sleep(1)
+os.set_blocking(r, False)
+rest = b""
+try:
+    rest = os.read(r, 100)
+except BlockingIOError:
+    pass
+print(f"got {1 + len(rest)} SIGINT", flush=True)
+"""
+
+
+def test_a_signal_sent_to_runs_process_group_reaches_the_child_once():
+    proc = subprocess.Popen(
+        [*RUN, sys.executable, "-c", COUNT_DELIVERIES],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        start_new_session=True,  # no terminal: a scheduler, a container, CI
+    )
+    assert proc.stdout.readline() == b"ready\n"
+    os.killpg(proc.pid, signal.SIGINT)  # kill -INT -<run's group>: it was run's forward and the group's, twice
+    out, _ = proc.communicate(timeout=30)
+    assert out == b"got 1 SIGINT\n" and proc.returncode == 0
+
+
+def test_what_the_child_leaves_behind_keeps_its_stderr_after_run_exits(tmp_path):
+    """A leftover writing after run is gone died of SIGPIPE (nothing read the pipe): a copy of run reads on."""
+    done, err = tmp_path / "done", tmp_path / "stderr"
+    script = f"(sleep 4; echo late >&2; echo survived > {done}) & exit 0"
+    with open(err, "wb") as stderr:
+        proc = subprocess.run([*RUN, "sh", "-c", script], stderr=stderr, cwd=REPO, timeout=60)
+    assert proc.returncode == 0
+    for _ in range(200):
+        if done.exists():
+            break
+        time.sleep(0.1)
+    assert done.read_text() == "survived\n"
+    time.sleep(0.5)
+    assert b"late\n" in err.read_bytes()
+
+
+def test_the_command_runs_when_run_cannot_print(tmp_path):
+    ran = tmp_path / "ran"
+    command = f"echo ran >> {ran}; exit 3"
+    with open("/dev/full", "wb") as full:  # every write of ours fails: ENOSPC
+        proc = subprocess.run([*RUN, "sh", "-c", command], stderr=full, cwd=REPO, timeout=60)
+    assert proc.returncode == 3
+    closed = subprocess.run(  # 2>&-: no stderr at all
+        ["sh", "-c", 'exec "$@" 2>&-', "sh", *RUN, "sh", "-c", command], cwd=REPO, timeout=60
+    )
+    assert closed.returncode == 3 and ran.read_text() == "ran\nran\n"
+
+
+def test_as_pid_1_run_reaps_orphans_and_passes_the_code_through():
+    """In a PID namespace of its own (a container's entrypoint), orphans are run's to reap: none stays a zombie."""
+    count = "sh -c 'sleep 0.1 &'; sleep 1; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l; exit 5"
+    proc = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", *RUN, "sh", "-c", count],
+        capture_output=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stdout.strip() == b"0"
+
+
+def test_an_internal_error_keeps_the_childs_code_and_writes_the_report(tmp_path, monkeypatch, capfd):
+    from shmdoctor import cli
+    from shmdoctor.wrap import session
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(session, "scan_text", broken)
+    report = tmp_path / "run.json"
+    assert cli.main(["run", "--report", str(report), "--", "sh", "-c", "exit 3"]) == 3
+    doc = validate(json.loads(report.read_text()))
+    assert doc["exit_code"] == 3 and doc["diagnoses"] == []
+    err = capfd.readouterr().err
+    assert "shmdoctor: error: internal error (ValueError at test_child.py:" in err and "Traceback" not in err
