@@ -154,14 +154,18 @@ def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
 
 
 def _yaml(path: str, text: str, todo, written: list[str], printed: list[str]) -> str:
-    from ruamel.yaml import YAML  # lazy: only --fix writes YAML
+    from ruamel.yaml import YAML, YAMLError  # lazy: only --fix writes YAML
 
     yaml = YAML()
     yaml.preserve_quotes = True
     yaml.width = 1 << 20  # never wrap a long line the file has on one
     indent, dash = _indents(text)
     yaml.indent(mapping=indent, sequence=dash + 2, offset=dash)
-    bodies = list(yaml.load_all(text))
+    try:
+        bodies = list(yaml.load_all(text))
+    except YAMLError as e:  # ruamel is stricter than the reading (duplicate keys): the file stays as it is
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise Unpatchable(f"it cannot be parsed for writing: {problem}") from None
     yaml.explicit_start = text.lstrip().startswith("---")
     before = _dump(yaml, bodies)
     _each(todo, written, printed, _editor(list(enumerate(bodies)), path, set()))

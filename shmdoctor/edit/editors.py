@@ -166,7 +166,7 @@ def ecs(kind: str, definition: dict, container: dict, fix: Fix, facts: Facts) ->
     done = []
     if fix.shm_bytes:
         size = -(-fix.shm_bytes // MiB)
-        params = container.setdefault("linuxParameters", {})
+        params = _first(container, "linuxParameters", {})
         tmpfs = next((t for t in params.get("tmpfs") or [] if str(t.get("containerPath", "")).rstrip("/") == SHM), None)
         if tmpfs is not None:
             done.append(_set(tmpfs, "size", size, "linuxParameters.tmpfs size"))
@@ -182,11 +182,22 @@ def ecs(kind: str, definition: dict, container: dict, fix: Fix, facts: Facts) ->
             else:
                 done.append(_set(requirement, "value", str(memory), "resourceRequirements MEMORY"))
         else:
+            _first(container, "memory", memory)
             done.append(_set(container, "memory", memory, "memory"))
         task = definition.get("memory")
         if kind == "task" and task not in (None, "") and str(task).isdigit() and int(task) < memory:
             done.append(_set(definition, "memory", str(memory) if isinstance(task, str) else memory, "task memory"))
     return done
+
+
+def _first(node: dict, key: str, value: Any) -> Any:
+    """node[key], added as its first key where it has none: a line after the object's opening brace, whatever the
+    file does with the lines of its last key (an array kept on one line, which a dump would spread)."""
+    if key not in node:
+        items = list(node.items())
+        node.clear()
+        node.update([(key, value), *items])
+    return node[key]
 
 
 _SHM_SIZE_FLAG = re.compile(r"(--shm-size[= ])(\S+)")

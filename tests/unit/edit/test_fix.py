@@ -123,10 +123,17 @@ def test_ecs_json_keeps_its_indent(tmp_path):
     text += '            "image": "pytorch/pytorch",\n            "memory": 1024\n        }\n    ]\n}\n'
     code, after = fix(tmp_path, "task.json", text)
     assert code == 1
-    written = (
-        '"memory": 1536,\n            "linuxParameters": {\n                "sharedMemorySize": 1536\n            }\n'
-    )
-    assert after == text.replace('"memory": 1024\n', written)
+    added = '            "linuxParameters": {\n                "sharedMemorySize": 1536\n            },\n'
+    assert after == text.replace('"memory": 1024\n', '"memory": 1536\n').replace("        {\n", "        {\n" + added)
+
+
+def test_ecs_json_with_an_array_on_one_line_gets_its_new_key_first(tmp_path):
+    text = '{\n  "family": "t",\n  "requiresCompatibilities": ["EC2"],\n  "containerDefinitions": [\n    {\n'
+    text += '      "name": "c",\n      "image": "pytorch/pytorch",\n'
+    text += '      "command": ["torchrun", "train.py"]\n    }\n  ]\n}\n'
+    code, after = fix(tmp_path, "task.json", text)
+    added = '      "linuxParameters": {\n        "sharedMemorySize": 1536\n      },\n'
+    assert code == 1 and after == text.replace("    {\n", "    {\n" + added)
 
 
 def test_helm_templates_and_stdin_are_refused(tmp_path, capsys, monkeypatch):
@@ -138,3 +145,9 @@ def test_helm_templates_and_stdin_are_refused(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("services:\n  t: {image: x}\n"))
     assert main(["lint", "-", "--fix", *LOADER]) == 2
     assert "give the file, not stdin" in capsys.readouterr().err
+
+
+def test_a_file_the_writer_cannot_parse_is_left_as_it_is(tmp_path, capsys):
+    text = "services:\n  t:\n    image: pytorch/pytorch\n    image: x\n"  # a duplicate key: PyYAML reads it
+    assert fix(tmp_path, "docker-compose.yml", text) == (1, text)  # still fails: not fixed
+    assert "not written: it cannot be parsed for writing: found duplicate key" in capsys.readouterr().err
