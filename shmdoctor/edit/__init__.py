@@ -225,15 +225,19 @@ def _same(written: list, meant: list) -> None:
 
 
 def write(change: FileFix) -> None:
-    """The file replaced at once (a temporary file beside it, renamed over it), its mode kept."""
-    directory = os.path.dirname(change.path) or "."
-    mode = os.stat(change.path).st_mode & 0o7777
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".shmdoctor-fix-")
+    """The file replaced at once (a temporary file beside it, renamed over it; a link's target, the link kept), its
+    mode kept. UsageError (exit 2) when it cannot be written."""
+    path = os.path.realpath(change.path)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".shmdoctor-fix-")
+    except OSError as e:
+        raise UsageError(f"{change.path}: cannot write: {e.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(change.after)
         os.chmod(temporary, mode)
-        os.replace(temporary, change.path)
+        os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
         raise

@@ -29,6 +29,7 @@ def patch(original: str, before: str, after: str) -> str:
         if tag == "equal":
             where.update((i1 + k, j1 + k) for k in range(i2 - i1))
     out, done, seen = [], 0, 0  # lines of `original` already copied, of `before` already changed
+    swaps = []  # one line changed that the file writes inside a longer one ({"sharedMemorySize": 512} inline)
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, b, a, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
@@ -37,6 +38,9 @@ def patch(original: str, before: str, after: str) -> str:
                 i1 -= 1
             i2 = i1
         seen = i2
+        if tag == "replace" and i2 - i1 == j2 - j1 == 1 and i1 not in where:
+            swaps.append((b[i1].strip().rstrip(","), a[j1].strip().rstrip(",")))
+            continue
         if any(i not in where for i in range(i1, i2)):
             raise Unpatchable(f"line {i1 + 1} of the change is written differently in the file")
         if i1 < i2:
@@ -55,6 +59,10 @@ def patch(original: str, before: str, after: str) -> str:
         out += o[done:start] + [_shifted(line, shift) for line in a[j1:j2]]
         done = end
     text = "".join(out + o[done:])
+    for old, new in swaps:  # where the file holds that text once, and only there
+        if text.count(old) != 1:
+            raise Unpatchable(f"{old} is written differently in the file")
+        text = text.replace(old, new)
     return text[:-1] if bare and text.endswith("\n") else text
 
 

@@ -5,9 +5,13 @@ the exit codes CI reads, --diff writing nothing."""
 from __future__ import annotations
 
 import io
+import json
+import os
+import shutil
 import sys
 
 from shmdoctor.cli import main
+from tests.helpers import DATA
 
 LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 900 MiB: 1.5 GiB with the margin
 
@@ -151,3 +155,46 @@ def test_a_file_the_writer_cannot_parse_is_left_as_it_is(tmp_path, capsys):
     text = "services:\n  t:\n    image: pytorch/pytorch\n    image: x\n"  # a duplicate key: PyYAML reads it
     assert fix(tmp_path, "docker-compose.yml", text) == (1, text)  # still fails: not fixed
     assert "not written: it cannot be parsed for writing: found duplicate key" in capsys.readouterr().err
+
+
+def test_a_link_is_fixed_in_its_target_and_an_unwritable_folder_is_one_line(tmp_path, capsys):
+    real = tmp_path / "real.yml"
+    real.write_text("services:\n  t:\n    image: pytorch/pytorch\n")
+    (tmp_path / "link.yml").symlink_to(real)
+    assert main(["lint", str(tmp_path / "link.yml"), "--fix", *LOADER]) == 1
+    assert (tmp_path / "link.yml").is_symlink() and "shm_size: 1536m" in real.read_text()
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "docker-compose.yml").write_text("services:\n  t:\n    image: pytorch/pytorch\n")
+    locked.chmod(0o500)
+    try:
+        code = main(["lint", str(locked / "docker-compose.yml"), "--fix", *LOADER])
+    finally:
+        locked.chmod(0o700)
+    err = capsys.readouterr().err
+    if os.geteuid() != 0:  # root writes anyway
+        assert code == 2 and err.strip().endswith("cannot write: Permission denied")
+
+
+def test_a_value_written_inside_a_one_line_object_is_changed_in_place(tmp_path):
+    text = '{"jobDefinitionName": "t", "type": "container", "containerProperties": {\n'
+    text += '  "image": "pytorch/pytorch", "command": ["torchrun", "train.py"],\n'
+    text += '  "linuxParameters": {"sharedMemorySize": 512}}}\n'
+    code, after = fix(tmp_path, "job.json", text)
+    assert code == 1 and after == text.replace('"sharedMemorySize": 512', '"sharedMemorySize": 1536')
+
+
+def test_the_projects_own_definitions_every_written_target_re_lints_ok(tmp_path, capsys):
+    """Compose (a tmpfs at /dev/shm, deploy memory, an IPC owner), Kubernetes (a disk emptyDir at /dev/shm, pods
+    of a kubectl List), Batch: each target --fix writes is OK after; each other one is said with why."""
+    for source in ("manifests", "platforms"):
+        shutil.copytree(DATA / source, tmp_path / source)
+    need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB"]
+    assert main(["lint", str(tmp_path), "--fix", *need]) == 1
+    said = capsys.readouterr().err.splitlines()
+    fixed = {line.split("fixed ", 1)[1].split(": ")[0] for line in said if " fixed " in line}
+    assert len(fixed) == 15 and len(said) == 15 + 8  # 8 said, not written: Swarm 3, Fargate 1, no size 4
+    main(["lint", str(tmp_path), "--format", "json", *need])
+    verdicts = {r["target"]["name"]: r["verdict"] for r in json.loads(capsys.readouterr().out)["reports"]}
+    assert {name: verdicts[name] for name in fixed} == dict.fromkeys(fixed, "ok")
+    assert main(["lint", str(tmp_path), "--diff", *need]) == 0  # nothing left to write
