@@ -12,7 +12,7 @@ from .probe import local, logs
 CONTAINER_TAIL_BYTES = 8 * 2**20  # of a container's log: the end, where a failure is
 
 
-def explain_log(path: str, need: Requirement | None = None) -> Explanation:
+def explain_log(path: str, need: Requirement | None = None, gpus: int | None = None) -> Explanation:
     source = "stdin" if path == "-" else path
     with logs.open_log(path) as f:
         what = logs.not_text(f)
@@ -21,11 +21,11 @@ def explain_log(path: str, need: Requirement | None = None) -> Explanation:
         scanner = logs.scan(f)
     facts = local.probe()
     note = "facts are of this machine or container: run explain where the job ran, or use --container NAME"
-    return judge(scanner.diagnoses(), facts, need=need, notes=(note,), source=source)
+    return judge(scanner.diagnoses(), facts, need=need, notes=(note,), source=source, clues=scanner.clues, gpus=gpus)
 
 
 def explain_container(
-    name: str, tail: int, need: Requirement | None = None, timeout: float = ENGINE_TIMEOUT
+    name: str, tail: int, need: Requirement | None = None, timeout: float = ENGINE_TIMEOUT, gpus: int | None = None
 ) -> Explanation:
     from .diagnose.scan import scan_text
     from .probe import docker
@@ -58,4 +58,13 @@ def explain_container(
     scanner = scan_text(text)
     notes = probed.notes + (unread or f"read the last {tail} lines of its log (lines are numbered within them)",)
     source = f"container {docker.name_of(info)}"
-    return judge(scanner.diagnoses(), probed.facts, ended=ended, need=need, notes=notes, source=source)
+    return judge(
+        scanner.diagnoses(),
+        probed.facts,
+        ended=ended,
+        need=need,
+        notes=notes,
+        source=source,
+        clues=scanner.clues,
+        gpus=gpus,
+    )

@@ -18,6 +18,11 @@ from ..render import render
     "--tail", type=click.IntRange(1, 1_000_000), default=5000, show_default=True, help="Lines of --container's log."
 )
 @click.option(
+    "--gpus",
+    type=click.IntRange(1, 4096),
+    help="Local GPUs of the job, for NCCL's need [from the log: NCCL's ranks, its devices, torchrun; else detected].",
+)
+@click.option(
     "--timeout",
     type=float,
     default=ENGINE_TIMEOUT,
@@ -27,7 +32,7 @@ from ..render import render
 )
 @loader_options
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
-def command(log, container, tail, timeout, fmt, **loader) -> int:
+def command(log, container, tail, gpus, timeout, fmt, **loader) -> int:
     """Read the error a job died with (a log, a traceback; FILE, or stdin) and say whether /dev/shm killed it, why,
     and the exact fix. The facts where it runs (or of --container) decide: a bus error with /dev/shm to spare is
     'not shared memory'. Exit 1 when a shared-memory cause is found, 0 when none.
@@ -44,6 +49,9 @@ def command(log, container, tail, timeout, fmt, **loader) -> int:
         raise UsageError("--container: give a container's name or id (an empty name is none)")
     seconds("--timeout", timeout, MAX_TIMEOUT)
     need = loader_spec(**loader).requirement()
-    ex = explain_container(container, tail, need, timeout) if container is not None else explain_log(log or "-", need)
+    if container is not None:
+        ex = explain_container(container, tail, need, timeout, gpus)
+    else:
+        ex = explain_log(log or "-", need, gpus)
     click.echo(render(ex, fmt))
     return ex.exit_code

@@ -10,9 +10,10 @@ from typing import ClassVar
 from .. import capacity, consumers, fixes
 from ..exits import ExitCode
 from ..model import ENGINE_DEFAULT_SHM, Facts, Finding, Fix, Report, Requirement
-from ..sizes import GiB, MiB, format_size, nice_size
-from ..workload import Consumers, Workload
+from ..probe.workload import gpu_count
+from ..sizes import GiB, MiB, format_size, nice_size, page_floor
 from .catalogue import BY_ID, SHM_CAUSES
+from .clues import Clues
 from .scan import Diagnosis
 
 # A bus error with this much /dev/shm free where it ran is not /dev/shm: a mapped file (LMDB, np.memmap, a file on a
@@ -176,45 +177,122 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
     return d
 
 
-def _need_bytes(ds: list[Diagnosis], facts: Facts, measured: Measured | None, need: Requirement | None) -> int | None:
+@dataclass(frozen=True)
+class Job:
+    """What is known of the job besides the failure text: the local GPUs (from --gpus, the log, or the facts) and
+    NCCL's channels from the log."""
+
+    ranks: int | None = None
+    ranks_from: str = ""
+    channels: int | None = None
+
+    @classmethod
+    def of(cls, facts: Facts, clues: Clues | None = None, gpus: int | None = None) -> Job:
+        channels = clues.channels if clues else None
+        if gpus:
+            return cls(gpus, "--gpus", channels)
+        if clues is not None and (clues.ranks or 0) >= 2:  # one device named is a lower bound, not a count
+            return cls(clues.ranks, f"the log: {clues.ranks_from}", channels)
+        here = facts.gpu_count or gpu_count(facts.gpus)
+        return cls(here, "the GPUs of the place the facts are of", channels) if here and here >= 2 else cls(None)
+
+    def nccl(self) -> int | None:
+        """NCCL's whole /dev/shm for these GPUs (the measured model: rings, trees, a proxy pool a rank), never one
+        segment; no fewer channels than measured (4): a log's count is of one communicator at its start."""
+        if self.ranks is None:
+            return None
+        channels = max(self.channels or 0, consumers.NCCL_CHANNELS)
+        return consumers.nccl(self.ranks, "shm", channels=channels).bytes
+
+
+NCCL_TWO, NCCL_EIGHT = consumers.nccl(2, "shm").bytes, consumers.nccl(8, "shm").bytes
+
+
+def _stated(ds: list[Diagnosis]) -> int | None:
+    """The /dev/shm a text says the place had (its size, or what was free)."""
+    return max((d.shm_bytes for d in ds if d.shm_bytes), default=None)
+
+
+def _need_bytes(ds: list[Diagnosis], facts: Facts, measured: Measured | None, need: Requirement | None, job: Job):
     """What /dev/shm must hold: the loader's computed need; else what was in use at the peak plus the segment the
-    text says could not be had, and no less than NCCL's whole SHM need where its GPUs are known here (a segment NCCL
-    could not have is one of many: two H200s failed at 9.2 MiB short of 139 MiB)."""
+    text says could not be had; NCCL's whole need for the job's GPUs, never one segment (two H200s failed at 9.2 MiB
+    short of 139 MiB), 8 GPUs with all-to-all where nothing tells their number; and more than a /dev/shm the text
+    says it had."""
     if need is not None:
         return need.bytes
     asked = max((d.bytes_needed for d in ds if d.bytes_needed), default=None)
     base = measured.peak_bytes if measured else None
     seen = None if asked is None else (base or 0) + asked
     if any(d.consumer == "nccl" for d in ds):
-        whole = Workload(consumers=Consumers(nccl="shm")).requirement(facts)
-        return max(seen or 0, whole.bytes if whole else 0) or seen
+        seen = max(seen or 0, job.nccl() or NCCL_ALL_TO_ALL_8)
+    elif any(d.consumer in ("vllm", "sglang") for d in ds) and job.ranks:
+        ring = consumers.vllm if ds[0].consumer == "vllm" else consumers.sglang
+        seen = max(seen or 0, ring(job.ranks).bytes)
+    had = _stated(ds)
+    if seen is not None and had is not None and seen <= had:
+        seen = had + (asked or 0)  # it failed with that much: more is needed
     return seen
 
 
-def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tuple[Fix, ...]:
+# Where a log comes from a place explain cannot see, each way that place may size /dev/shm
+WHERE_IT_RAN = (
+    "docker/podman run --shm-size, compose shm_size, a pod's emptyDir (medium: Memory) at /dev/shm, ECS/Batch "
+    "linuxParameters.sharedMemorySize, a Quadlet ShmSize: the one of where it ran"
+)
+LOADER_NEED = (
+    "(prefetch_factor × num_workers + 1) × one batch's bytes, one batch less with pin_memory, × local ranks, + 25%"
+)
+
+
+def _alternatives(consumer: str, ds: list[Diagnosis]) -> tuple[Fix, ...]:
+    """A consumer's own way to take less /dev/shm, with its cost."""
+    if consumer == "nccl":
+        return (
+            fixes.env_fix(fixes.NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=fixes.NCCL_SHM_OFF_CAVEAT),
+            fixes.env_fix(
+                "NCCL 2.24+: cuMem host memory instead of /dev/shm",
+                "NCCL_CUMEM_HOST_ENABLE",
+                "1",
+                caveat="needs NCCL_CUMEM_ENABLE on, a driver ≥ 12.6 and a host cuMemCreate that succeeds (Docker: "
+                "--cap-add=SYS_NICE); SGLang and older vLLM turn cuMem off",
+            ),
+        )
+    had = _stated(ds)
+    if consumer == "ray" and had:
+        store = page_floor(int(had * 0.8))
+        return (
+            Fix(
+                f"or an object store that fits the {format_size(had)} there was: ray start --object-store-memory="
+                f"{store} (ray.init(object_store_memory={store}))",
+                caveat="objects spill to disk sooner",
+            ),
+        )
+    return ()
+
+
+def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: Job) -> tuple[Fix, ...]:
     consumer = ds[0].consumer
     if cause == "shm-space":
-        wanted = _need_bytes(ds, facts, measured, need)
-        if wanted is None and consumer == "nccl":
-            wanted = NCCL_ALL_TO_ALL_8
+        wanted = _need_bytes(ds, facts, measured, need, job)
         here = capacity.available(facts, need.loader.ranks if need else 1)
         if wanted is not None and here is not None and wanted <= here and measured is None:
-            # It fits where explain runs: the log comes from a place with less. A size for there, in docker's words.
+            # It fits where explain runs: the log comes from a place with less. A size for there, in every form.
             size = nice_size(int(wanted * capacity.MARGIN))
-            where = f"give /dev/shm {format_size(size)} where it ran: {format_size(wanted)} needed + 25%"
-            return (Fix(where, shm_bytes=size),)
+            where = f"give /dev/shm {format_size(size)} where it ran ({WHERE_IT_RAN}): {format_size(wanted)} + 25%"
+            return (Fix(where, shm_bytes=size), *_alternatives(consumer, ds))
         if wanted is not None:
             out = fixes.grow_shm(wanted, facts, need.ranks if need else 1)
-        else:
+        else:  # a loader's failure without its settings: the one thing to know
+            had = measured.size_bytes if measured else facts.shm.size_bytes
+            more = f", more than the {format_size(had)} it had" if had else ""
             out = (
                 Fix(
-                    "size /dev/shm for the loader: `shmdoctor check --batch-size B --num-workers W --sample-bytes S` "
-                    "computes it, `shmdoctor run -- CMD` measures it"
+                    f"size /dev/shm for the loader: {LOADER_NEED}{more}; give its settings (`explain --batch-size B "
+                    "--num-workers W --sample-bytes S`) for the size, or run the job under `shmdoctor run`"
                 ),
                 Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT),
             )
-        if consumer == "nccl":
-            out += (fixes.env_fix(fixes.NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=fixes.NCCL_SHM_OFF_CAVEAT),)
+        out += _alternatives(consumer, ds)
         if need is not None:
             out += fixes.fit_today(need, facts)
         return out
@@ -256,7 +334,16 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> tup
     return ()
 
 
-def _message(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> str:
+def _nccl_words(job: Job) -> str:
+    if job.ranks is not None:
+        return f"; NCCL's whole /dev/shm for {job.ranks} local GPUs ({job.ranks_from}) is {format_size(job.nccl())}"
+    return (
+        f"; NCCL's whole /dev/shm is {format_size(NCCL_TWO)} for 2 local GPUs, {format_size(NCCL_EIGHT)} for 8 "
+        f"({format_size(NCCL_ALL_TO_ALL_8)} with all-to-all, the size asked here): `--gpus N` gives the exact one"
+    )
+
+
+def _message(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: Job) -> str:
     sig = BY_ID[ds[0].signature]
     where = f"line {ds[0].line}" if ds[0].line else ds[0].excerpt
     text = f"{sig.meaning} ({where})"
@@ -264,7 +351,9 @@ def _message(cause: str, ds: list[Diagnosis], facts: Facts, measured, need) -> s
         text += f"; {ds[0].reason}"
     if cause == "not-shm":
         return f"not shared memory: {ds[0].reason} ({where}: {sig.meaning})"
-    wanted = _need_bytes(ds, facts, measured, need) if cause == "shm-space" else None
+    wanted = _need_bytes(ds, facts, measured, need, job) if cause == "shm-space" else None
+    if cause == "shm-space" and need is None and any(d.consumer == "nccl" for d in ds):
+        text += _nccl_words(job)
     if wanted is not None:
         text += f"; needs ≥ {format_size(wanted)}"
         here = capacity.available(facts, need.loader.ranks if need else 1)
@@ -285,8 +374,11 @@ def judge(
     need: Requirement | None = None,
     notes: tuple[str, ...] = (),
     source: str = "",
+    clues: Clues | None = None,
+    gpus: int | None = None,
 ) -> Explanation:
     found = list(diagnoses)
+    job = Job.of(facts, clues, gpus)
     status = from_exit(ended) if ended else None
     if status is not None and not {d.signature for d in found} & set(BY_ID[status.signature].superseded_by):
         found.append(status)  # unless the log already says it (the shell's "Bus error" for a 135)
@@ -301,8 +393,8 @@ def judge(
             Finding(
                 id=sig_id,
                 severity="error" if cause in SHM_CAUSES else "info",
-                message=_message(cause, ds, facts, measured, need),
-                fixes=_fixes(cause, ds, facts, measured, need),
+                message=_message(cause, ds, facts, measured, need, job),
+                fixes=_fixes(cause, ds, facts, measured, need, job),
             )
         )
     findings.sort(key=lambda f: f.severity != "error")

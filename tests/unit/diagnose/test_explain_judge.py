@@ -64,10 +64,52 @@ def test_nccl_system_error_is_shm_in_64_mib_and_not_in_a_big_one():
     assert any(f.env == (("NCCL_SHM_DISABLE", "1"),) for f in fixes)
 
 
-def test_the_size_in_the_text_is_the_need():
+def test_a_segment_nccl_names_is_one_of_many_never_its_need():
+    """ai-dynamo/dynamo#1408's segment (31.5 MiB) in a 64 MiB container: the fix was --shm-size=64m, the size that
+    failed. NCCL's whole need for the job's GPUs is asked, the figures for 2 and 8 where nothing tells their number."""
     text = "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-roxxN4 (size 33030528), error: x"
-    fix = judge(scan_text(text).diagnoses(), inspected("default")).report.findings[0].fixes[0]
-    assert fix.shm_bytes == 64 * MiB  # 31.5 MiB + 25%, rounded up
+    finding = judge(scan_text(text).diagnoses(), inspected("default")).report.findings[0]
+    assert finding.fixes[0].shm_bytes == 3 * GiB  # 8 GPUs with all-to-all: 1.8 GiB + 25%
+    assert "139 MiB for 2 local GPUs, 813 MiB for 8" in finding.message and "--gpus N" in finding.message
+    # the log names two ranks (NCCL's init line): two H200s' measured 139 MiB + 25%, the size that then ran
+    log = scan_text("h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n" + text)
+    finding = judge(log.diagnoses(), inspected("default"), clues=log.clues).report.findings[0]
+    assert finding.fixes[0].shm_bytes == 192 * MiB and "for 2 local GPUs (the log: NCCL's nranks)" in finding.message
+    assert [f.env for f in finding.fixes[2:]] == [(("NCCL_SHM_DISABLE", "1"),), (("NCCL_CUMEM_HOST_ENABLE", "1"),)]
+    assert "proxy pool" in finding.fixes[2].caveat
+    # --gpus says it where the log does not
+    gpus8 = judge(scan_text(text).diagnoses(), inspected("default"), gpus=8).report.findings[0]
+    assert gpus8.fixes[0].shm_bytes == 1 * GiB  # 813 MiB + 25%
+
+
+def test_a_log_from_elsewhere_gets_a_size_said_in_every_form_that_may_have_run_it():
+    text = "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-roxxN4 (size 9637888), error: x"
+    fix = judge(scan_text(text).diagnoses(), machine(64 * GiB), gpus=2).report.findings[0].fixes[0]
+    assert fix.shm_bytes == 192 * MiB and "where it ran" in fix.summary
+    assert all(form in fix.summary for form in ("--shm-size", "shm_size", "emptyDir", "sharedMemorySize"))
+
+
+def test_a_size_is_never_at_or_below_the_dev_shm_the_text_says_failed():
+    # vLLM asked 1 MiB with 0.5 MiB free: the need is more than what there was
+    text = "RuntimeError: Insufficient space in /dev/shm for psm_1: 1.0 MiB required, 60.0 MiB free. Increase it"
+    finding = judge(scan_text(text).diagnoses(), inspected("default")).report.findings[0]
+    assert "needs ≥ 61 MiB" in finding.message and finding.fixes[0].shm_bytes > 60 * MiB
+
+
+def test_ray_gets_its_own_size_and_an_object_store_that_fits():
+    text = (
+        "WARNING: The object store is using /tmp instead of /dev/shm because /dev/shm has only 67108864 bytes "
+        "available. You can increase /dev/shm size by passing '--shm-size=5.04gb' to 'docker run'"
+    )
+    fixes = judge(scan_text(text).diagnoses(), inspected("default")).report.findings[0].fixes
+    assert fixes[0].shm_bytes == 8 * GiB  # 5.04 GiB (Ray's own) + 25%
+    assert "--object-store-memory=53686272" in fixes[-1].summary  # 80% of the 64 MiB there was, page-rounded down
+
+
+def test_a_loader_failure_without_its_settings_says_the_one_thing_to_know_and_more_than_it_had():
+    fixes = judge(scan_text(BUS).diagnoses(), inspected("default")).report.findings[0].fixes
+    assert "more than the 64 MiB it had" in fixes[0].summary and "--batch-size B" in fixes[0].summary
+    assert "shmdoctor check" not in fixes[0].summary
 
 
 def test_an_oom_kill_the_engine_saw_is_memory_limit_without_any_text():
@@ -144,7 +186,7 @@ def test_a_segment_nccl_could_not_have_asks_for_all_of_ncclss_shm_where_its_gpus
     fixes = judge(scan_text(text).diagnoses(), there, measured=measured).report.findings[0].fixes
     assert fixes[0].shell == "mount -o remount,size=192m /dev/shm", fixes[0]  # a machine: its /dev/shm grows
     alone = judge(scan_text(text).diagnoses(), machine(32 * MiB), measured=measured).report.findings[0].fixes
-    assert alone[0].shell == "mount -o remount,size=64m /dev/shm"  # no GPUs known: what was in use and the segment
+    assert alone[0].shell == "mount -o remount,size=3g /dev/shm"  # no GPUs known: 8 with all-to-all, not the segment
 
 
 def test_a_size_above_1_pib_in_a_log_is_said_implausible_and_never_a_fix():
