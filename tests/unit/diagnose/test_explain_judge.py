@@ -203,3 +203,20 @@ def test_malformed_numbers_in_a_log_are_no_match():
     for bad in ("1.2.3", "1..5", "9" * 400, "9" * 5000, "１２"):
         text = f"Insufficient space in /dev/shm for buf: {bad} MiB required, 1.0 MiB free. Increase /dev/shm"
         assert scan_text(text).diagnoses() == (), bad
+
+
+def test_every_nccl_prescription_of_the_corpus_holds_ncclss_measured_two_rank_need():
+    """Each real NCCL log of the corpus, judged in a 64 MiB container: the size asked is at least what two H200s
+    measured NCCL to take (145,629,184 B, docs/gpu-nccl.md), whatever segment the log names."""
+    import yaml
+
+    data = Path(__file__).resolve().parents[2] / "data" / "explain"
+    cases = yaml.safe_load((data / "cases.yaml").read_text()) + yaml.safe_load((data / "harvested.yaml").read_text())
+    asked = []
+    for case in cases:
+        if case.get("consumer") != "nccl" or case["cause"] != "shm-space" or "text" not in case:
+            continue
+        log = scan_text(case["text"])
+        findings = judge(log.diagnoses(), inspected("default"), clues=log.clues).report.findings
+        asked += [max(f.shm_bytes or 0 for f in finding.fixes) for finding in findings if finding.severity == "error"]
+    assert len(asked) >= 10 and min(asked) >= 145_629_184, asked
