@@ -64,7 +64,7 @@ def _why_not(report: Report) -> str:
     top = next((f for f in report.findings if f.severity != "info"), None)
     fix = next((x for x in top.fixes if forms.applies(x, report.facts)), None) if top else None
     if fix is None:
-        return f"nothing to write for {top.id}" if top else "nothing to write"
+        return f"nothing to write: {top.message}" if top else "nothing to write"
     said = forms.line(fix, report.facts)
     return f"no size to write: {fix.summary}" + (f" ({said})" if said != fix.summary else "")
 

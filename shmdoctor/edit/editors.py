@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ..model import SHM, Facts, Fix
-from ..sizes import MiB, docker_size, k8s_quantity
+from ..sizes import MiB, docker_size, k8s_quantity, parse_quantity
 
 # KubeRay adds a memory-backed emptyDir at /dev/shm to the Ray container of each pod, sized from its memory (FACTS.md):
 # a volume written there instead would replace it, with a size shmdoctor cannot compare.
@@ -124,6 +124,8 @@ def _empty_dir(spec: dict, container: dict, size: str, made: set[int]) -> str:
         empty_dir = volume["emptyDir"]
         if empty_dir.get("medium") != "Memory":
             empty_dir["medium"] = "Memory"
+        old = empty_dir.get("sizeLimit")
+        size = max(size, str(old), key=parse_quantity) if old not in (None, "") else size  # never smaller
         _set(empty_dir, "sizeLimit", size, "sizeLimit")
         return f"volume {volume['name']}: emptyDir medium Memory, sizeLimit {size}"
     names = {v.get("name") for v in volumes if isinstance(v, dict)}
@@ -131,7 +133,7 @@ def _empty_dir(spec: dict, container: dict, size: str, made: set[int]) -> str:
     mine = next((v for v in volumes if id(v) in made), None)  # added for another container of this pod
     if mine is not None:
         name = mine["name"]
-        _set(mine["emptyDir"], "sizeLimit", max(size, mine["emptyDir"]["sizeLimit"], key=_bytes), "sizeLimit")
+        _set(mine["emptyDir"], "sizeLimit", max(size, mine["emptyDir"]["sizeLimit"], key=parse_quantity), "sizeLimit")
     else:
         volume = {"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": size}}
         volumes.append(volume)
@@ -140,12 +142,6 @@ def _empty_dir(spec: dict, container: dict, size: str, made: set[int]) -> str:
         mounts = container["volumeMounts"] = []
     mounts.append({"name": name, "mountPath": SHM})
     return f"volume {name}: emptyDir medium Memory, sizeLimit {size}, mounted at {SHM}"
-
-
-def _bytes(quantity: str) -> int:
-    from ..sizes import parse_quantity
-
-    return parse_quantity(quantity)
 
 
 def azureml(job: dict, fix: Fix, facts: Facts) -> list[str]:

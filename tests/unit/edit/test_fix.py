@@ -198,3 +198,21 @@ def test_the_projects_own_definitions_every_written_target_re_lints_ok(tmp_path,
     verdicts = {r["target"]["name"]: r["verdict"] for r in json.loads(capsys.readouterr().out)["reports"]}
     assert {name: verdicts[name] for name in fixed} == dict.fromkeys(fixed, "ok")
     assert main(["lint", str(tmp_path), "--diff", *need]) == 0  # nothing left to write
+
+
+def test_a_sizelimit_capped_by_the_pods_memory_is_never_made_smaller(tmp_path):
+    text = """apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+    - name: train
+      image: pytorch/pytorch
+      resources: {limits: {memory: 512Mi}}
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes:
+    - name: dshm
+      emptyDir: {medium: Memory, sizeLimit: 32Gi}
+"""
+    code, after = fix(tmp_path, "pod.yaml", text)  # 512 MiB of memory caps the 32 GiB: the limit is what grows
+    assert code == 1 and after == text.replace("{memory: 512Mi}", "{memory: 1536Mi}")
