@@ -82,9 +82,14 @@ def _bytes(group: str, unit: int = 1) -> Needed:
     return lambda m: number(m.group(group), unit)
 
 
-def _triton_requested(m: re.Match[str]) -> int | None:
-    # 'to requested size (N bytes)' asks N; 'Failed to increase … to N bytes' names the pool it had (FACTS.md)
-    return number(m.group("bytes")) if m.group("requested") else None
+TRITON_GROWTH = MiB  # the python backend's shm-growth-byte-size by default: its least step
+
+
+def _triton_needed(m: re.Match[str]) -> int | None:
+    # 'to requested size (N bytes)' asks N; 'Failed to increase … to N bytes' names the pool it had (python_backend
+    # shm_manager.cc prints the size before the growth): it needed at least one step more
+    pool = number(m.group("bytes"))
+    return pool if m.group("requested") or pool is None else pool + TRITON_GROWTH
 
 
 def _ray_shm_size(m: re.Match[str]) -> int | None:
@@ -461,7 +466,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         "Triton python backend: triton-inference-server/server#5681, #6156, #6195",
         "a Triton python-backend instance could not grow its shared-memory region",
-        needed=_triton_requested,
+        needed=_triton_needed,
     ),
     Signature(
         "triton-shm-missing",

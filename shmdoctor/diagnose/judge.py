@@ -239,9 +239,16 @@ WHERE_IT_RAN = (
     "docker/podman run --shm-size, compose shm_size, a pod's emptyDir (medium: Memory) at /dev/shm, ECS/Batch "
     "linuxParameters.sharedMemorySize, a Quadlet ShmSize: the one of where it ran"
 )
-LOADER_NEED = (
-    "(prefetch_factor × num_workers + 1) × one batch's bytes, one batch less with pin_memory, × local ranks, + 25%"
-)
+# What each consumer's /dev/shm is made of, and the one thing to know for its size, where no text gave a number
+SIZED_BY = {
+    "dataloader": "size /dev/shm for the loader: (prefetch_factor × num_workers + 1) × one batch's bytes, one batch "
+    "less with pin_memory, × local ranks, + 25%; give its settings (`explain --batch-size B --num-workers W "
+    "--sample-bytes S`) for the size, or run the job under `shmdoctor run`",
+    "ray": "size /dev/shm for Ray's object store: its object_store_memory + 10% (`ray status` says it; by default 30% "
+    "of the memory), or start Ray with --object-store-memory below the /dev/shm there is",
+    "triton": "size /dev/shm for Triton's python backend: each model instance's pool (shm-default-byte-size, growing "
+    "by shm-growth-byte-size) × instances; --backend-config=python,shm-default-byte-size=… sets it",
+}
 
 
 def _alternatives(consumer: str, ds: list[Diagnosis]) -> tuple[Fix, ...]:
@@ -282,14 +289,11 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
             return (Fix(where, shm_bytes=size), *_alternatives(consumer, ds))
         if wanted is not None:
             out = fixes.grow_shm(wanted, facts, need.ranks if need else 1)
-        else:  # a loader's failure without its settings: the one thing to know
+        else:  # no number in the text and no settings: the one thing to know, and more than it had
             had = measured.size_bytes if measured else facts.shm.size_bytes
-            more = f", more than the {format_size(had)} it had" if had else ""
+            more = f" (more than the {format_size(had)} it had)" if had else ""
             out = (
-                Fix(
-                    f"size /dev/shm for the loader: {LOADER_NEED}{more}; give its settings (`explain --batch-size B "
-                    "--num-workers W --sample-bytes S`) for the size, or run the job under `shmdoctor run`"
-                ),
+                Fix(SIZED_BY.get(consumer, SIZED_BY["dataloader"]) + more),
                 Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT),
             )
         out += _alternatives(consumer, ds)

@@ -108,7 +108,7 @@ def test_ray_gets_its_own_size_and_an_object_store_that_fits():
 
 def test_a_loader_failure_without_its_settings_says_the_one_thing_to_know_and_more_than_it_had():
     fixes = judge(scan_text(BUS).diagnoses(), inspected("default")).report.findings[0].fixes
-    assert "more than the 64 MiB it had" in fixes[0].summary and "--batch-size B" in fixes[0].summary
+    assert "(more than the 64 MiB it had)" in fixes[0].summary and "--batch-size B" in fixes[0].summary
     assert "shmdoctor check" not in fixes[0].summary
 
 
@@ -220,3 +220,16 @@ def test_every_nccl_prescription_of_the_corpus_holds_ncclss_measured_two_rank_ne
         findings = judge(log.diagnoses(), inspected("default"), clues=log.clues).report.findings
         asked += [max(f.shm_bytes or 0 for f in finding.fixes) for finding in findings if finding.severity == "error"]
     assert len(asked) >= 10 and min(asked) >= 145_629_184, asked
+
+
+def test_triton_asks_a_step_more_than_the_pool_it_could_not_grow_and_its_own_setting():
+    grow = (
+        "Failed to increase the shared memory pool size for key 'triton_python_backend_shm_region_2' to 67108864 "
+        "bytes. If you are running Triton inside docker, use '--shm-size' flag to control the shared memory region "
+        "size. Error: No space left on device"
+    )
+    (d,) = scan_text(grow).diagnoses()
+    assert d.bytes_needed == 64 * MiB + 1 * MiB  # the pool it had, and the least step it grows by
+    sigbus = "(RayWorker pid=1) *** SIGBUS received at time=1692931519 on cpu 3 ***"
+    fixes = judge(scan_text(sigbus).diagnoses(), inspected("default")).report.findings[0].fixes
+    assert fixes[0].summary.startswith("size /dev/shm for Ray's object store: its object_store_memory + 10%")
