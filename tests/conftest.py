@@ -1,6 +1,6 @@
 """Shared test plumbing: the markers each folder implies, and fixtures for the real engine, test images and torch.
 
-A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus) without being told (podman
+A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus, ci) without being told (podman
 and prometheus also docker: they need an engine, so the fast lane leaves them out); a test
 marked with a need skips when the need is missing, and fails under CI=true: the suite's real work is the point.
 Tests in tests/unit/ need neither an engine nor torch. Plain helpers: tests/helpers.py.
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.helpers import BUSYBOX, CI, PYTHON, REPO, kill_started, missing, unique_name
+from tests.helpers import BUSYBOX, CI, PYTHON, REPO, ci_tool, kill_started, missing, unique_name
 
 # Hypothesis: no deadline (a case's time on a shared machine is no verdict; the hostile-input bounds catch hangs).
 # Under CI the examples are derandomized, so that a failure there is reproduced here with HYPOTHESIS_PROFILE=ci.
@@ -54,6 +54,10 @@ NEEDS = {
     "torch": (lambda: importlib.util.find_spec("torch") is not None, "torch is not installed"),
     "podman": (lambda: shutil.which("podman") is not None, "podman is not installed"),
     "prometheus": (lambda: shutil.which("prometheus") is not None, "prometheus is not installed"),
+    "ci": (
+        lambda: shutil.which("git") is not None and all(map(ci_tool, ("pre-commit", "actionlint", "shellcheck"))),
+        "git, pre-commit, actionlint or shellcheck is not installed (all but git: the test extra)",
+    ),
 }
 
 

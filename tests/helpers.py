@@ -13,6 +13,7 @@ import os
 import re
 import resource
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,6 +44,13 @@ def missing(what: str) -> None:
     if CI:
         pytest.fail(f"{what} (under CI=true this is a failure: run scripts/test.sh)", pytrace=False)
     pytest.skip(what)
+
+
+def ci_tool(name: str) -> str | None:
+    """A tool of the test extra (pre-commit, actionlint, sarif) installed beside the interpreter running the tests,
+    whether or not its venv is on PATH; None when it is not installed."""
+    path = Path(sys.executable).parent / name
+    return str(path) if path.exists() else shutil.which(name)
 
 
 def entry_point() -> str:

@@ -1,0 +1,131 @@
+"""The pre-commit hook (.pre-commit-hooks.yaml) as a user runs it: real pre-commit installs shmdoctor from a clone of
+this tree (`language: python`: pip, from the package index) into its own environment, in a temporary git repository
+whose config names the hook with a loader as args. A compose file with an ML service on the 64 MiB default blocks the
+commit with the finding; the fixed file passes, through `pre-commit run --all-files` and through `git commit`."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, ci_tool
+from tests.integration.ci.tree import GIT_ENV, git
+
+BAD = """\
+services:
+  trainer:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+    command: ["torchrun", "--nproc-per-node=1", "train.py"]
+"""
+# 900 MiB needed ((2·4 + 1) batches of 100 × 1 MiB); the fix the finding gives is 1.5 GiB
+FIXED = BAD + '    shm_size: "1536m"\n'
+INSTALL = 600  # seconds: pre-commit builds its environment once (pip, from the index), then reuses it
+
+
+@pytest.fixture(scope="module")
+def pre_commit_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+@pytest.fixture
+def project(tmp_path, tree) -> Path:
+    repo, rev = tree
+    assert git("init", "-q", cwd=tmp_path).returncode == 0
+    (tmp_path / ".pre-commit-config.yaml").write_text(
+        f"""repos:
+  - repo: {repo}
+    rev: {rev}
+    hooks:
+      - id: shmdoctor-lint
+        args: [--batch-size, "100", --num-workers, "4", --sample-bytes, 1MiB]
+"""
+    )
+    return tmp_path
+
+
+def pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
+    env.pop("PYTHONPATH", None)  # the hook runs the shmdoctor pre-commit installed, not this tree's import path
+    tool = ci_tool("pre-commit")
+    assert tool
+    return subprocess.run([tool, *args], cwd=cwd, capture_output=True, text=True, timeout=INSTALL, env=env)
+
+
+def test_run_all_files_blocks_the_64_mib_default_and_passes_the_fix(project, pre_commit_home):
+    (project / "docker-compose.yml").write_text(BAD)
+    assert git("add", "-A", cwd=project).returncode == 0
+    blocked = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    assert re.search(r"shmdoctor lint\.+Failed", blocked.stdout), blocked.stdout
+    assert "docker-compose.yml:trainer: error shm-too-small: this loader needs 900 MiB of /dev/shm" in blocked.stdout
+    assert 'shm_size: "1536m"' in blocked.stdout  # the fix, in compose's own words
+
+    (project / "docker-compose.yml").write_text(FIXED)
+    assert git("add", "-A", cwd=project).returncode == 0
+    passed = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert re.search(r"shmdoctor lint\.+Passed", passed.stdout), passed.stdout
+
+
+def test_the_git_commit_itself_is_blocked_then_made(project, pre_commit_home):
+    assert pre_commit("install", cwd=project, home=pre_commit_home).returncode == 0
+    (project / "compose.yaml").write_text(BAD)
+    (project / "README.md").write_text("not a workload: no hook runs on it\n")
+    git("add", "-A", cwd=project)
+    env = {"PRE_COMMIT_HOME": str(pre_commit_home), "NO_COLOR": "1"}
+    commit = subprocess.run(
+        ["git", "commit", "-m", "trainer"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL,
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **GIT_ENV, **env},
+    )
+    assert commit.returncode == 1, commit.stdout + commit.stderr
+    assert "compose.yaml:trainer: error shm-too-small" in commit.stdout + commit.stderr
+    assert git("rev-parse", "--verify", "-q", "HEAD", cwd=project).returncode != 0  # nothing was committed
+
+    (project / "compose.yaml").write_text(FIXED)
+    git("add", "-A", cwd=project)
+    commit = subprocess.run(
+        ["git", "commit", "-m", "trainer, sized"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL,
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **GIT_ENV, **env},
+    )
+    assert commit.returncode == 0, commit.stdout + commit.stderr
+    assert git("log", "--format=%s", cwd=project).stdout.split("\n")[0] == "trainer, sized"
+
+
+@pytest.mark.parametrize(
+    "path, judged",
+    [
+        ("docker-compose.yml", True),
+        ("services/compose.prod.yaml", True),
+        ("deploy/quadlet/trainer.container", True),
+        ("k8s/job.yaml", True),
+        ("deploy/manifests/pod.json", True),
+        ("ecs/train-task-definition.json", True),
+        ("batch/resnet-job-definition.json", True),
+        ("azureml/train-job.yml", True),
+        ("k8s/kustomization.yaml", False),
+        ("charts/trainer/values.yaml", False),
+        ("deploy/chart/templates/job.yaml", False),
+        (".github/workflows/ci.yml", False),
+        ("package.json", False),
+        ("mkdocs.yml", False),
+    ],
+)
+def test_the_hooks_file_patterns(path, judged):
+    """The patterns as pre-commit reads them (its own loader and matcher), on the names where workloads live."""
+    from pre_commit.clientlib import load_manifest
+
+    (hook,) = load_manifest(str(REPO / ".pre-commit-hooks.yaml"))
+    matched = re.search(hook["files"], path) is not None and re.search(hook["exclude"], path) is None
+    assert matched == judged
