@@ -243,7 +243,8 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, message:
 
 def readme_blocks() -> list[str]:
     """The README's code blocks (bash, console or plain), in order."""
-    return re.findall(r"```(?:bash|console)?\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    fenced = re.findall(r"^```(\w*)\n(.*?)^```$", (REPO / "README.md").read_text(), re.S | re.M)
+    return [body for language, body in fenced if language in ("", "bash", "console")]
 
 
 def watch_json(*args: str) -> tuple[list[dict], dict]:
