@@ -163,11 +163,12 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
         )
     if wanted is None and available is not None and available >= PLENTY_FREE:
         free = "free" if shm.free_bytes is not None else "in size"
-        return _not_shm(
-            d,
-            f"/dev/shm has {format_size(available)} {free} here: a bus error then comes from "
-            "another mapped file (LMDB, np.memmap, a file on a network volume)",
+        other = (
+            "a worker gone without a word is then the OOM killer (dmesg says) or a crash in the worker"
+            if d.signature == "torch-worker-exited"
+            else "a bus error then comes from another mapped file (LMDB, np.memmap, a file on a network volume)"
         )
+        return _not_shm(d, f"/dev/shm has {format_size(available)} {free} here: {other}")
     if measured is not None and measured.size_bytes:
         return replace(
             d,
@@ -286,7 +287,8 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
             # It fits where explain runs: the log comes from a place with less. A size for there, in every form.
             size = nice_size(int(wanted * capacity.MARGIN))
             where = f"give /dev/shm {format_size(size)} where it ran ({WHERE_IT_RAN}): {format_size(wanted)} + 25%"
-            return (Fix(where, shm_bytes=size), *_alternatives(consumer, ds))
+            host = Fix("use the host's /dev/shm where it ran", ipc="host", caveat=fixes.IPC_HOST_CAVEAT)
+            return (Fix(where, shm_bytes=size), host, *_alternatives(consumer, ds))
         if wanted is not None:
             out = fixes.grow_shm(wanted, facts, need.ranks if need else 1)
         else:  # no number in the text and no settings: the one thing to know, and more than it had

@@ -170,7 +170,8 @@ def test_a_certain_text_whose_need_fits_here_says_the_log_comes_from_elsewhere()
     ex = judge(scan_text(text).diagnoses(), machine(64 * GiB), need=need)
     finding = ex.report.findings[0]
     assert ex.diagnoses[0].cause == "shm-space" and "the log comes from a place with less" in finding.message
-    assert [(f.shm_bytes, f.ipc) for f in finding.fixes] == [(1536 * MiB, None)]  # no loader cut where it fits
+    # the size where it ran, and the host's /dev/shm with its caveat; no loader cut where it fits
+    assert [(f.shm_bytes, f.ipc) for f in finding.fixes] == [(1536 * MiB, None), (None, "host")]
 
 
 def test_a_segment_nccl_could_not_have_asks_for_all_of_ncclss_shm_where_its_gpus_are_known():
@@ -233,3 +234,11 @@ def test_triton_asks_a_step_more_than_the_pool_it_could_not_grow_and_its_own_set
     sigbus = "(RayWorker pid=1) *** SIGBUS received at time=1692931519 on cpu 3 ***"
     fixes = judge(scan_text(sigbus).diagnoses(), inspected("default")).report.findings[0].fixes
     assert fixes[0].summary.startswith("size /dev/shm for Ray's object store: its object_store_memory + 10%")
+
+
+def test_a_worker_gone_without_a_word_with_plenty_of_dev_shm_is_the_oom_killer_or_a_crash():
+    text = "RuntimeError: DataLoader worker (pid(s) 25) exited unexpectedly"
+    (d,) = judge(scan_text(text).diagnoses(), machine(64 * GiB)).diagnoses
+    assert d.cause == "not-shm" and "the OOM killer (dmesg says) or a crash" in d.reason
+    (d,) = judge(scan_text(text).diagnoses(), inspected("default")).diagnoses
+    assert d.cause == "shm-space"  # 64 MiB: a full /dev/shm is the likelier
