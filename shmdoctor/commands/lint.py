@@ -44,6 +44,7 @@ def command(paths, swarm, env_file, fix, diff, fmt, fail_on, **loader) -> int:
     shmdoctor lint docker-compose.yml k8s/ --batch-size 100 --num-workers 4 --sample-bytes 1MiB
     helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
     kubectl get pods -A -o json | shmdoctor lint - --format json
+    shmdoctor lint docker-compose.yml k8s/ --batch-size 100 --num-workers 4 --sample-bytes 1MiB --fix
     aws ecs describe-task-definition --task-definition train | shmdoctor lint - --batch-size 64 --num-workers 8
     """
     again = lambda: lint(paths, swarm=swarm, env_file=env_file, workload=workload(**loader), fail_on=fail_on)  # noqa: E731
