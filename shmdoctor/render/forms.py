@@ -68,6 +68,19 @@ def _run(engine: str) -> Callable[[Fix, Facts], Statements]:
     return say
 
 
+# The engines whose run command makes a target, by the runtime the probe told: a Quadlet unit's is Podman's too.
+ENGINES = {"docker": "docker", "podman": "podman"}
+
+
+def command(fix: Fix, facts: Facts) -> str | None:
+    """The fix as the command line of the engine that runs the target (`podman run --shm-size=... ...` under Podman,
+    `docker run ...` under Docker); None where no run command makes the target (compose, which may run on either; a
+    pod, a platform's job, the machine itself) or the fix sets nothing such a command takes."""
+    engine = ENGINES.get(facts.runtime)
+    said = _run(engine)(fix, facts) if engine and fix.sets else ()
+    return said[0] if said else None
+
+
 def _shell(fix: Fix, facts: Facts) -> Statements:
     """The machine itself: the builder's command, else the variables and limits for this shell; a size or an IPC
     namespace is a container's, said as docker's flags."""

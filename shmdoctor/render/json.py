@@ -11,7 +11,8 @@ from . import forms
 
 def fix_dict(fix: Fix, facts: Facts) -> dict[str, Any]:
     """What a fix sets, then said in the target's own form (`form`, `text`; text null where that form has no such
-    setting), as docker flags, and again under `compose` or `kubernetes` for a target defined there."""
+    setting), as docker flags and as the run command of the target's engine (`command`, null where none makes it),
+    and again under `compose` or `kubernetes` for a target defined there."""
     form = forms.form_of(facts)
     text = forms.block(fix, facts)
     return {
@@ -20,6 +21,7 @@ def fix_dict(fix: Fix, facts: Facts) -> dict[str, Any]:
         "form": form,
         "text": text,
         "docker_args": list(forms.run_args(fix, facts)),
+        "command": forms.command(fix, facts),
         "compose": text if form in ("compose", "swarm") and fix.sets else None,
         "kubernetes": text if form == "kubernetes" and fix.sets else None,
     }

@@ -1,5 +1,7 @@
 """`shmdoctor check` inside real containers, each started the way users start theirs, with the seed's loader."""
 
+import shlex
+
 import pytest
 
 from tests.helpers import docker_run, shmdoctor_in
@@ -63,13 +65,15 @@ def test_text_report_puts_the_fix_first():
 def test_closed_loop_the_recommended_size_makes_the_real_loader_run():
     """64 MiB: check fails and the seed's real DataLoader dies of it; the size check recommends makes it run."""
     code, report = shmdoctor_in(args=SEED)
-    shm_size = next(a for a in report["findings"][0]["fixes"][0]["docker_args"] if a.startswith("--shm-size="))
+    fix = report["findings"][0]["fixes"][0]
+    assert fix["command"] == "docker run --shm-size=1536m ..."  # 900 MiB + 25%, rounded up; the engine named
+    flags = shlex.split(fix["command"])[2:-1]  # docker run FLAGS ...: run with the flags of the command check wrote
     train = ["python", "examples/train.py", "--batches", "12", "--step", "0.1", "--no-preflight"]
 
     failed = docker_run(cmd=train)
     assert failed.returncode == 1 and "unable to allocate shared memory" in failed.stderr, failed.stdout + failed.stderr
 
-    fixed = docker_run(shm_size, cmd=train)
+    fixed = docker_run(*flags, cmd=train)
     assert fixed.returncode == 0 and "trained on 12 batches" in fixed.stdout, fixed.stdout + fixed.stderr
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -65,6 +66,7 @@ def test_check_inside_podman_knows_podman_and_its_fix_makes_the_loader_train(pod
     assert (report["shm"]["source"], report["shm"]["size_bytes"]) == ("podman-shm", 64000 * 1024)
     [grow, *_] = next(f for f in report["findings"] if f["id"] == "shm-too-small")["fixes"]
     assert grow["docker_args"] == ["--shm-size=1536m"]
+    assert grow["command"] == "podman run --shm-size=1536m ..."  # the engine named: what a JSON consumer runs
 
     text = podman_run(cmd=["python3", "-m", "shmdoctor", "check", *SEED]).stdout
     assert "podman run --shm-size=1536m ..." in text and "docker run" not in text
@@ -72,7 +74,8 @@ def test_check_inside_podman_knows_podman_and_its_fix_makes_the_loader_train(pod
 
     failed = podman_run(cmd=TRAIN)  # the seed loader, for real, in Podman's default /dev/shm
     assert failed.returncode != 0 and "unable to allocate shared memory" in failed.stdout + failed.stderr
-    trained = podman_run(*grow["docker_args"], cmd=TRAIN)  # with what check said
+    flags = shlex.split(grow["command"])[2:-1]  # podman run FLAGS ...: the flags of the command check wrote
+    trained = podman_run(*flags, cmd=TRAIN)  # with what check said
     assert trained.returncode == 0 and "trained on 12 batches" in trained.stdout, trained.stderr[-500:]
 
 

@@ -143,3 +143,25 @@ def test_the_table_says_it_on_one_line_and_a_fix_that_sets_nothing_by_its_summar
 def test_a_compose_fix_for_a_service_in_anothers_ipc_namespace_goes_to_the_owner():
     reader = facts("service", "compose", ipc=Ipc("container", "feature-store"))
     assert forms.statements(GROW, reader)[0] == "# on service feature-store, the IPC owner"
+
+
+@pytest.mark.parametrize(
+    "target, runner",
+    [
+        (DOCKER, "docker"),
+        (facts("local", "docker"), "docker"),  # check inside a Docker container
+        (facts("container", "podman"), "podman"),  # audit through Podman's socket
+        (facts("local", "podman"), "podman"),  # check inside a Podman container
+        (facts("service", "podman"), "podman"),  # a Quadlet unit: Podman runs it
+        (facts("service", "compose"), None),  # compose runs on either engine: its own form says it
+        (facts("workload", "kubernetes"), None),
+        (facts("workload", "ecs"), None),
+        (facts("local", "none"), None),  # the machine itself
+        (facts("local", "container"), None),  # a container whose engine could not be told
+    ],
+)
+def test_the_command_is_the_run_line_of_the_engine_that_runs_the_target(target, runner):
+    expected = f"{runner} run --shm-size=1536m --memory=3g ..." if runner else None
+    assert forms.command(GROW, target) == expected
+    assert forms.command(HOST, target) == (f"{runner} run --ipc=host ..." if runner else None)
+    assert forms.command(Fix("fits today", loader={"num_workers": 1}), target) is None  # sets nothing a run takes
