@@ -48,6 +48,8 @@ SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 @dataclass(frozen=True)
 class Target:
+    """What is judged: this machine, a container, a compose service or a Kubernetes workload."""
+
     kind: Literal["local", "container", "service", "workload"]
     name: str
     id: str | None = None
@@ -57,6 +59,8 @@ class Target:
 
 @dataclass(frozen=True)
 class Shm:
+    """The target's /dev/shm: where it comes from, its size and use (None: not known)."""
+
     present: bool
     size_bytes: int | None
     used_bytes: int | None
@@ -81,12 +85,16 @@ class Shm:
 
 @dataclass(frozen=True)
 class Ipc:
+    """The target's IPC namespace mode, and the container that owns it for container:NAME."""
+
     mode: IpcMode
     owner: str | None = None
 
 
 @dataclass(frozen=True)
 class Memory:
+    """The target's memory limit and use."""
+
     limit_bytes: int | None  # None: no limit below the machine's
     used_bytes: int | None
     machine_bytes: int | None = None  # the machine's memory, where the probe runs on it
@@ -107,6 +115,8 @@ class Swarm:
 
 @dataclass(frozen=True)
 class Facts:
+    """Everything a probe found about one target: what every rule reads."""
+
     target: Target
     shm: Shm
     ipc: Ipc
@@ -133,6 +143,8 @@ class Facts:
 
 @dataclass(frozen=True)
 class LoaderConfig:
+    """A DataLoader's settings, with the batch they load."""
+
     batch_size: int
     num_workers: int
     prefetch_factor: int  # the effective value: 2 by default with workers, 0 without
@@ -213,6 +225,8 @@ class Fix:
 
 @dataclass(frozen=True)
 class Finding:
+    """A rule's verdict on one target, with its fixes."""
+
     id: str
     severity: Severity
     message: str

@@ -1,6 +1,6 @@
 """Each rule of the catalogue in words, for those who read about it away from a report: code scanning (SARIF's rule
 descriptors) and the documentation. `description` says when it fires and what fails; `fix` what its fixes do (the
-report gives them with the numbers). tests/unit/test_rule_help.py proves the table total over rules.RULES."""
+report gives them with the numbers). tests/unit/test_rule_help.py proves the table total over rules.catalogue()."""
 
 from __future__ import annotations
 

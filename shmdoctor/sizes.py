@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
 
 from .errors import UsageError
 from .limits import MAX_BYTES, MAX_DIGITS, shown
@@ -41,7 +40,14 @@ def _exact(number: str, unit: int, text: object, what: str) -> int:
     """digits[.digits] x unit, exactly (no float: 400 digits are not infinity), bounded before it is multiplied."""
     if len(number.partition(".")[0].lstrip("0")) > MAX_DIGITS:
         _at_most(MAX_BYTES + 1, text, what)
-    return int(Fraction(number) * unit)
+    return _scaled(number, unit)
+
+
+def _scaled(number: str, unit: int, divisor: int = 1) -> int:
+    """digits[.digits] x unit / divisor, rounded down, in integers (exact, as a Fraction would be, without its
+    import: `check` parses a size)."""
+    whole, _, frac = number.partition(".")
+    return int(whole + frac) * unit // (10 ** len(frac) * divisor)
 
 
 def _at_most(value: int, text: object, what: str) -> int:
@@ -74,7 +80,7 @@ def parse_quantity(text: str | int, *, what: str = "") -> int:
     if unit.endswith("i"):
         return _at_most(_exact(number, _UNITS[unit[0].lower()], text, what), text, what)
     if unit == "m":  # milli-bytes: legal, absurd
-        return _at_most(int(Fraction(number) / 1000), text, what)
+        return _at_most(_scaled(number, 1, 1000), text, what)
     return _at_most(_exact(number, _DECIMAL.get(unit.lower(), 1), text, what), text, what)
 
 

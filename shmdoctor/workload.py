@@ -75,6 +75,8 @@ CONSUMER_KEYS = frozenset(f.name for f in fields(Consumers))
 
 @dataclass(frozen=True)
 class Workload:
+    """What a target runs that takes /dev/shm: a loader and the other consumers."""
+
     loader: LoaderSpec = LoaderSpec()
     consumers: Consumers = Consumers()
 

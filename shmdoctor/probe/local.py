@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import resource
-import socket
 from collections.abc import Mapping
 
 from ..errors import UsageError
@@ -110,7 +109,7 @@ def probe(shm_path: str = SHM) -> Facts:
     limit, usage = cgroup.memory()
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     return Facts(
-        target=Target(kind="local", name=socket.gethostname(), id=None),
+        target=Target(kind="local", name=os.uname().nodename, id=None),
         shm=shm,
         ipc=ipc,
         memory=Memory(limit_bytes=limit, used_bytes=usage, machine_bytes=_machine_memory()),

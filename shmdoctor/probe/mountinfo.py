@@ -14,6 +14,8 @@ _DEFAULT = format_size(ENGINE_DEFAULT_SHM)
 
 @dataclass(frozen=True)
 class Mount:
+    """One line of /proc/self/mountinfo."""
+
     mount_id: int
     parent_id: int
     root: str

@@ -16,10 +16,12 @@ findings sit in files or containers: lint's and audit's.
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .escape import escaped
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 FORMATS = ("text", "json")  # every document's
 SARIF_KINDS = ("lint", "audit")
@@ -77,6 +79,8 @@ def schema_id(kind: str) -> str:
 
 def schema_file(schema: str) -> Path:
     """The JSON Schema file of a schema ID: shmdoctor/<name>/<version> is schemas/<name>.json."""
+    from pathlib import Path  # for tests and tools: no command needs it
+
     return Path(__file__).parent / "schemas" / f"{schema.split('/')[1]}.json"
 
 

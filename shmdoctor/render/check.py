@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
 from ..model import Report
-from . import schema_id
-from .json import report_dict
 from .text import report
 
 
@@ -15,4 +11,9 @@ def to_text(doc: Report) -> str:
 
 
 def to_json(doc: Report) -> str:
+    import json  # here: text output does not pay for it
+
+    from . import schema_id
+    from .json import report_dict
+
     return json.dumps({"schema": schema_id(doc.kind), **report_dict(doc)}, indent=2)

@@ -1,6 +1,6 @@
 """lint's and audit's documents as SARIF 2.1.0, for code scanning (GitHub's upload-sarif, GitLab, IDEs).
 
-One run; its driver names shmdoctor, its version and every rule of the catalogue (rules.RULES, in words from
+One run; its driver names shmdoctor, its version and every rule of the catalogue (rules.catalogue(), in words from
 rule_help.HELP, each with helpUri: the Documentation URL of the installed package's metadata, at the rule's anchor).
 One result per finding, with the fix in its message. Code scanning refuses a result without a physical location:
 lint's is the file as given and the line the workload's definition starts on (1 where the format keeps no lines:
@@ -19,7 +19,7 @@ from urllib.parse import quote
 from ..model import Audit, Facts, Finding, Fix, Lint, Report, Reports, Severity
 from ..probe.documents import STDIN
 from ..rule_help import HELP
-from ..rules import RULES
+from ..rules import catalogue
 from . import forms
 
 VERSION = "2.1.0"
@@ -48,7 +48,7 @@ def _version() -> str:
 
 def rule_descriptors(docs: str | None) -> list[dict[str, Any]]:
     out = []
-    for rule in RULES:
+    for rule in catalogue():
         help_ = HELP[rule.id]
         descriptor: dict[str, Any] = {
             "id": rule.id,
@@ -100,7 +100,7 @@ def _location(report: Report, doc: Reports) -> dict[str, Any]:
 
 def to_sarif(doc: Reports) -> str:
     urls = _urls()
-    index = {rule.id: i for i, rule in enumerate(RULES)}
+    index = {rule.id: i for i, rule in enumerate(catalogue())}
     results = []
     for report in doc.reports:
         for finding in report.findings:

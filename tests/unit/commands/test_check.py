@@ -62,10 +62,15 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
     assert_one_line_error(forked_cli("check", *args), 2, words)
 
 
-def test_check_imports_neither_torch_nor_the_docker_sdk():
+# What check's text run does not use: torch, the Docker SDK, YAML, rich; bench's model and rules; json (its JSON
+# output's only); Fraction for a size (integers do it exactly); socket for the host name (os.uname has it).
+UNUSED = ("torch", "docker", "yaml", "rich", "shmdoctor.bench", "shmdoctor.rules_bench", "json", "fractions", "socket")
+
+
+def test_check_imports_nothing_it_does_not_use():
     code = (
         "import sys; from shmdoctor.cli import main; main(['check', '--batch-size', '100', '--num-workers', '4', "
-        "'--sample-bytes', '1MiB']); print(sorted(m for m in ('torch', 'docker', 'yaml', 'rich') if m in sys.modules))"
+        f"'--sample-bytes', '1MiB']); print(sorted(m for m in {UNUSED!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
     assert out.strip().splitlines()[-1] == "[]"
