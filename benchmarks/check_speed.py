@@ -59,7 +59,8 @@ def main() -> None:
     print(f"median ratio {statistics.median(ratios):.3f}, worst {max(ratios):.3f} (goal <= {GOAL}: {verdict})")
     base = imported(CLICK)
     own = {name: us for name, us in imported(CHECK).items() if name not in base}
-    print(f"imported by check beyond Python's start and Click ({len(own)}, {sum(own.values()) / 1000:.1f} ms own time):")
+    total = sum(own.values()) / 1000
+    print(f"imported by check beyond Python's start and Click ({len(own)}, {total:.1f} ms own time):")
     print("  " + ", ".join(f"{name} {us / 1000:.1f}" for name, us in own.items()))
 
 
