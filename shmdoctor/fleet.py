@@ -33,7 +33,16 @@ def audit(
     probed = docker.probe_within(
         timeout, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df
     )
-    reports = tuple(judge_labelled(p.facts, workload, p.loader_label, fail_on, p.notes) for p in probed)
+    judged: dict[tuple, Report] = {}  # containers alike but for their names (replicas, a sweep) are judged once
+
+    def one(p: docker.Probed) -> Report:
+        key = (replace(p.facts, target=replace(p.facts.target, name="", id=None)), p.loader_label, p.notes)
+        if key not in judged:
+            judged[key] = judge_labelled(key[0], workload, p.loader_label, fail_on, p.notes)
+        report = judged[key]
+        return replace(report, facts=replace(report.facts, target=p.facts.target))
+
+    reports = tuple(map(one, probed))
     return Audit(reports, engine=docker.address(), exec=exec_df, include_exited=include_exited)
 
 

@@ -47,7 +47,8 @@ def _scaled(number: str, unit: int, divisor: int = 1) -> int:
     """digits[.digits] x unit / divisor, rounded down, in integers (exact, as a Fraction would be, without its
     import: `check` parses a size)."""
     whole, _, frac = number.partition(".")
-    return int(whole + frac) * unit // (10 ** len(frac) * divisor)
+    scale: int = 10 ** len(frac)
+    return int(whole + frac) * unit // (scale * divisor)
 
 
 def _at_most(value: int, text: object, what: str) -> int:

@@ -341,17 +341,39 @@ def printable(text: str) -> str:
 
 
 class Engine:
-    """The Docker engine named by DOCKER_HOST (or the local socket), through the Docker SDK."""
+    """The Docker engine named by DOCKER_HOST (or the local socket), through the Docker SDK (or engine_socket)."""
 
-    def __init__(self, timeout: float = ENGINE_TIMEOUT) -> None:
+    api: Any  # the SDK's APIClient, or an engine_socket.SocketAPI
+    _errors: Any  # the module of its exceptions: docker.errors, or engine_socket
+
+    def __init__(self, timeout: float = ENGINE_TIMEOUT, reads_only: bool = False) -> None:
+        """reads_only: only version, list and inspect are called (audit without --exec); on a unix socket they go
+        through engine_socket, and the Docker SDK is not imported."""
+        where = address()
+        self.host = printable(where)  # what messages name
+        if reads_only and where.startswith("unix://"):
+            self._socket(where[len("unix://") :], timeout)
+        else:
+            self._sdk(where, timeout)
+        self.host_shm = engine_host_shm(where)
+        self.runtime = self._runtime()
+
+    def _socket(self, path: str, timeout: float) -> None:
+        from . import engine_socket
+
+        self._errors = engine_socket
+        try:
+            self.api = engine_socket.SocketAPI(path, timeout, CONCURRENCY)
+        except OSError as e:
+            raise self._unreachable(e) from None
+
+    def _sdk(self, where: str, timeout: float) -> None:
         try:
             import docker
             from docker.transport.basehttpadapter import BaseHTTPAdapter
         except ImportError:
             raise ProbeError("the Docker SDK for Python is not installed: pip install docker") from None
         self._errors = docker.errors
-        where = address()
-        self.host = printable(where)  # what messages name
         try:  # the SDK's own version round trip: it also proves the engine answers
             # ssh:// through the system's ssh client, as the docker CLI does (~/.ssh/config applies; no paramiko)
             ssh = where.startswith("ssh://")
@@ -361,18 +383,19 @@ class Engine:
         except docker.errors.DockerException as e:
             if "Invalid bind address" in str(e) or "protocol" in str(e).lower() and "not" in str(e).lower():
                 raise UsageError(f"DOCKER_HOST={self.host!r} is not an engine address: {_reason(e)}") from None
-            raise ProbeError(
-                f"cannot reach the Docker engine at {self.host}: {_reason(e)}; check DOCKER_HOST and that dockerd runs"
-            ) from None
+            raise self._unreachable(e) from None
         if where.startswith("unix://"):  # no proxy applies to a socket: spare requests its per-call env lookups
             self.api.trust_env = False
         _one_pool_per_adapter(self.api, BaseHTTPAdapter)
-        self.host_shm = engine_host_shm(where)
-        self.runtime = self._runtime()
+
+    def _unreachable(self, error: BaseException) -> ProbeError:
+        return ProbeError(
+            f"cannot reach the Docker engine at {self.host}: {_reason(error)}; check DOCKER_HOST and that dockerd runs"
+        )
 
     def _runtime(self) -> Runtime:
         """podman when the engine is Podman serving Docker's API (`podman system service`), else docker."""
-        components = self._call(self.api.version).get("Components") or []
+        components = map(_dict, _list(_dict(self._call(self.api.version)).get("Components")))
         return "podman" if any("podman" in str(c.get("Name", "")).lower() for c in components) else "docker"
 
     def close(self) -> None:
@@ -520,13 +543,13 @@ def _owner_id(info: Inspect) -> str:
     return mode[len("container:") :] if mode.startswith("container:") else ""
 
 
-def with_engine(timeout: float, work: Callable[[Engine], T]) -> T:
+def with_engine(timeout: float, work: Callable[[Engine], T], reads_only: bool = False) -> T:
     """work(engine) on a new Engine, the whole conversation (connecting included) within one deadline of `timeout`
     seconds: an engine that trickles its answers, or an ssh host that accepts and says nothing, is exit 3 once it
     passes, with every ssh process of it ended."""
 
     def run() -> T:
-        engine = Engine(timeout)
+        engine = Engine(timeout, reads_only)
         try:
             return work(engine)
         finally:
@@ -540,7 +563,9 @@ def probe_within(
 ) -> list[Probed]:
     """probe() through a new Engine: listing, inspecting and exec-ing df within one deadline (with_engine)."""
     return with_engine(
-        timeout, lambda engine: probe(engine, names, filters, include_exited=include_exited, exec_df=exec_df)
+        timeout,
+        lambda engine: probe(engine, names, filters, include_exited=include_exited, exec_df=exec_df),
+        reads_only=not exec_df,
     )
 
 

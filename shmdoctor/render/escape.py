@@ -33,34 +33,41 @@ def escape(text: str, *, one_line: bool = True) -> str:
 def escaped(document: Any) -> Any:
     """The document (a dataclass, and what it holds: tuples, lists, dicts, frozensets) with every string escaped;
     the same object where nothing needed it."""
-    return _walk(document, one_line=False)
+    return _walk(document, False, {})
 
 
-def _walk(value: Any, one_line: bool) -> Any:
+def _walk(value: Any, one_line: bool, seen: dict[tuple[int, bool], Any]) -> Any:
+    """`seen`: what an object already walked became; an audit's containers judged alike share their findings."""
     kind = _KINDS.get(type(value))
     if kind is None:
         kind = _KINDS[type(value)] = _kind(type(value))
     if kind == "str":
         return escape(value, one_line=one_line)
+    if kind == "leaf":
+        return value  # numbers, None, enums: nothing to escape
+    key = (id(value), one_line)
+    if key in seen:
+        return seen[key]
     if kind == "dataclass":
         changes = {}
         for f in _init_fields(type(value)):
             old = getattr(value, f)
-            new = _walk(old, f in NAMES)
+            new = _walk(old, f in NAMES, seen)
             if new is not old:
                 changes[f] = new
-        return dataclasses.replace(value, **changes) if changes else value
-    if kind == "sequence":
-        items = [_walk(v, one_line) for v in value]
+        out = dataclasses.replace(value, **changes) if changes else value
+    elif kind == "sequence":
+        items = [_walk(v, one_line, seen) for v in value]
         if all(new is old for new, old in zip(items, value)):
-            return value
-        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-    if kind == "mapping":
-        pairs = [(_walk(k, True), _walk(v, one_line)) for k, v in value.items()]
-        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items())):
-            return value
-        return dict(pairs)
-    return value  # numbers, None, enums: nothing to escape
+            out = value
+        else:
+            out = type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    else:
+        pairs = [(_walk(k, True, seen), _walk(v, one_line, seen)) for k, v in value.items()]
+        unchanged = all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items()))
+        out = value if unchanged else dict(pairs)
+    seen[key] = out
+    return out
 
 
 _KINDS: dict[type, str] = {}  # type -> how to walk it, decided once per type
