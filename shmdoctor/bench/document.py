@@ -58,6 +58,7 @@ def recommendation_dict(rec: Recommendation | None, workload: BenchWorkload, fac
         "available_shm_bytes": rec.capacity,
         "best_fitting": _config(rec.best_fit),
         "best": best,
+        "within_noise": [_config(r) for r in rec.alike],
     }
 
 

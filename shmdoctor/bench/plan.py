@@ -6,9 +6,12 @@ and the last step did not pay: more workers cannot make such a loop faster, only
 tolerance of the fastest): each run narrows a bracket (below it: waits; at it: the knee), and the next config is the
 knee a model of the loop predicts from what ran, T(w) = max(S, L/w) a batch with S the loop's own time a batch and L a
 worker's time to load one; bisection where the model cannot say or has missed too often. The model picks, the runs
-decide: the knee is always a config measured at it, next to one measured below it. A config predicted not to fit the
-/dev/shm available is skipped, except the smallest such one, run to confirm the failure the prediction claims
-(`run_failing` runs them all). `exhaustive` runs every config in the order given.
+decide: the knee is always a config measured at it, next to one measured below it. Only one group of settings is
+walked or searched, the lead: the seed's pinned, non-blocking copies where the grid has them (else the first group
+given); every other group (the other pin_memory / non_blocking pairs, persistent workers, a pin_memory_device, another
+prefetch_factor) is timed only at the lead's knee and the config measured below it, where the recommendation is made.
+A config predicted not to fit the /dev/shm available is skipped, except the smallest such one, run to confirm the
+failure the prediction claims (`run_failing` runs them all). `exhaustive` runs every config in the order given.
 """
 
 from __future__ import annotations
@@ -77,6 +80,13 @@ def _member(config: Config, key: tuple) -> bool:
     return _group(config) == key
 
 
+def _seed_first(key: tuple) -> tuple:
+    """The lead group first: pinned, non-blocking copies (the seed's), without persistent workers or a
+    pin_memory_device; among equals, the first given (min() keeps it)."""
+    _, pin, non_blocking, persistent, device = key
+    return (not pin, not non_blocking, persistent, device is not None)
+
+
 @dataclass
 class Plan:
     configs: Sequence[Config]  # the grid, in the order given
@@ -112,18 +122,75 @@ class Plan:
             return next((c for c in self.configs if c not in self.results), None)
         if self._confirming is not None and self._confirming not in self.results:
             return self._confirming
-        keys = dict.fromkeys(_group(c) for c in self.configs if c.num_workers) or dict.fromkeys(
-            map(_group, self.configs)
+        keys = list(dict.fromkeys(_group(c) for c in self.configs if c.num_workers)) or list(
+            dict.fromkeys(map(_group, self.configs))
         )
+        lead = min(keys, key=_seed_first)
+        group = self._members(lead)
+        nxt = self._search(group) if self.search else self._walk(group)
+        if nxt is not None:
+            return nxt
+        at = self._knee(group)
         for key in keys:
-            group = sorted(
-                (c for c in self.configs if _member(c, key) and c not in self.reasons and c != self._confirming),
-                key=lambda c: c.num_workers,
-            )
-            nxt = self._search(group) if self.search else self._walk(group)
+            if key == lead:
+                continue
+            group = self._members(key)
+            if at is None:  # nothing of the lead's was timed: no knee to go by, each group is walked or searched
+                nxt = self._search(group) if self.search else self._walk(group)
+            else:
+                nxt = self._at_knee(group, at, lead)
             if nxt is not None:
                 return nxt
         return None
+
+    def _at_knee(self, group: list[Config], at: tuple[Result, Result | None], lead: tuple) -> Config | None:
+        """A group other than the lead's: its config at the lead's knee; and the one below, only where it measured
+        faster than the lead there (its copies, not the loading, are what the settings change: a group no faster at
+        the knee cannot be at it with fewer workers)."""
+        knee_, below = at
+        mine = {c.num_workers: c for c in group}
+        here = mine.get(knee_.config.num_workers)
+        if here is not None and here not in self.results:
+            return here
+        t, lead_t = timed(self.results.get(here) if here else None), timed(knee_)
+        faster = t is not None and lead_t is not None and t < lead_t * (1 - self.tolerance)
+        lower = mine.get(below.config.num_workers) if below is not None and faster else None
+        if lower is not None and lower not in self.results:
+            return lower
+        for c in group:
+            if c not in self.results:
+                self.reasons.setdefault(c, self._elsewhere(lead, knee_.config.num_workers))
+        return None
+
+    def _members(self, key: tuple) -> list[Config]:
+        """The group's configs that may run, by workers."""
+        return sorted(
+            (c for c in self.configs if _member(c, key) and c not in self.reasons and c != self._confirming),
+            key=lambda c: c.num_workers,
+        )
+
+    def _knee(self, group: list[Config]) -> tuple[Result, Result | None] | None:
+        """The lead's run at the knee (the fewest workers there), and its run with the most workers below it; None
+        when none of its configs was timed."""
+        runs = [r for c in group if (r := self.results.get(c)) is not None and timed(r) is not None]
+        if not runs:
+            return None
+        best = min(t for r in runs if (t := timed(r)) is not None)
+        knee_ = min((r for r in runs if at_knee(r, best, self.tolerance)), key=lambda r: r.config.num_workers)
+        below = [r for r in runs if r.config.num_workers < knee_.config.num_workers]
+        return knee_, max(below, key=lambda r: r.config.num_workers) if below else None
+
+    @staticmethod
+    def _elsewhere(lead: tuple, workers: int) -> str:
+        prefetch, pin, non_blocking, persistent, device = lead
+        settings = f"pin_memory={str(pin).lower()}, non_blocking={str(non_blocking).lower()}"
+        settings += f", prefetch_factor={prefetch}" if prefetch else ""
+        settings += ", persistent_workers=true" if persistent else ""
+        settings += f", pin_memory_device={device}" if device else ""
+        return (
+            f"the knee was searched with {settings}: num_workers={workers}; other settings are timed at it (and below "
+            "it where they were faster there)"
+        )
 
     def _walk(self, group: list[Config]) -> Config | None:
         previous: Result | None = None

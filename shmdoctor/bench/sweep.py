@@ -56,6 +56,7 @@ class Recommendation:
     best: Result  # the fastest config measured; may need more shared memory than is available
     capacity: int | None  # /dev/shm a loader can take here (free space capped by the memory limit)
     tolerance: float = TOLERANCE
+    alike: tuple[Result, ...] = ()  # the other configs that ran with as many workers, within noise of the choice
 
     @property
     def best_fits(self) -> bool:
@@ -102,4 +103,12 @@ def recommend(results: Sequence[Result], capacity: int | None, tolerance: float 
     # Fewer settings: at equal workers, a config at the knee without pin_memory_device wins over any with it.
     choice = min(near, key=lambda r: (r.config.num_workers, r.config.pin_memory_device is not None, _seconds(r)))
     best = min(timed, key=_seconds)
-    return Recommendation(choice=choice, best_fit=best_fit, best=best, capacity=capacity, tolerance=tolerance)
+    # Within noise: the same workers and a time within the tolerance of the choice's; a second run may swap them.
+    alike = tuple(
+        r
+        for r in fitting
+        if r is not choice
+        and r.config.num_workers == choice.config.num_workers
+        and _seconds(r) <= _seconds(choice) * (1 + tolerance)
+    )
+    return Recommendation(choice, best_fit, best, capacity, tolerance, alike)

@@ -192,6 +192,13 @@ def render_text(doc: dict[str, Any]) -> str:
                 f"           the fastest ({Config.of(best).label(cuda)}: {best['batch_seconds']:.3f} s) needs "
                 f"{_size(best['predicted_shm_bytes'])}: docker run {' '.join(best['docker_args'])} ..."
             )
+        alike = rec.get("within_noise") or []  # absent from documents saved before it was measured
+        if alike:
+            others = "; ".join(f"{Config.of(r).label(cuda)}: {r['batch_seconds']:.3f} s" for r in alike)
+            out.append(
+                f"           within noise of it ({rec['tolerance']:.0%}), as good: {others}; which of them is "
+                "fastest can change from one run to the next"
+            )
         out.extend(_transfer_lines(doc, rec))
     out.extend(_persistence_lines(doc))
     out.extend(_pin_device_lines(doc, cuda))

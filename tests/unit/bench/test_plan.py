@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+from dataclasses import replace
 
 import pytest
 
@@ -10,6 +12,7 @@ from shmdoctor.bench.model import Config, Result
 from shmdoctor.bench.plan import Plan, knee
 from shmdoctor.bench.sweep import configs, recommend
 from shmdoctor.sizes import MiB
+from tests.helpers import REPO
 
 B = 100 * MiB
 # seconds a batch and waiting a batch by workers, as the seed's experiment measures them (H200, docs/gpu-bench.md)
@@ -126,10 +129,94 @@ def test_configs_predicted_not_to_fit_are_skipped_but_the_smallest_confirms_the_
     assert drive(Plan(grid, need=need, capacity=capacity, run_failing=True), fail_over=capacity)[-1] == 8
 
 
-def test_pin_memory_device_is_walked_apart_from_the_same_configs_without_it():
+def test_pin_memory_device_is_timed_only_at_the_knee_of_the_configs_without_it():
     grid = configs([0, 1, 2, 3, 4, 6], [2], [True], [False], [None, "cuda"])
     plan = Plan(grid)
     order = drive(plan)
-    assert order == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]  # each walk stops at 4, as one alone does
-    ran = {c for c in grid if c in plan.results}
-    assert {c.pin_memory_device for c in ran if c.num_workers == 0} == {None, "cuda"}
+    assert order == [0, 1, 2, 3, 4, 3]  # the walk without it stops at 4 (knee 3); with it, 3 alone: as fast
+    ran = [c for c in grid if c in plan.results]
+    assert [c.pin_memory_device for c in ran if c.num_workers == 3] == [None, "cuda"]
+    reasons = {(r.config.num_workers, r.config.pin_memory_device): r.message for r in plan.skipped(need)}
+    assert reasons[(2, "cuda")].startswith(
+        "the knee was searched with pin_memory=true, non_blocking=false, prefetch_factor=2: num_workers=3; other "
+        "settings are timed at it"
+    )
+
+
+# A copy's cost a batch on top of the loop, by (pin_memory, non_blocking): what the settings change (not the load).
+COPY = {(True, True): 0.0005, (True, False): 0.0021, (False, True): 0.011, (False, False): 0.011}
+
+
+def paired(load: float, step: float, cores: int | None = None, copy=COPY):
+    """modelled(), with each pin_memory / non_blocking pair's copy added to the loop's own time."""
+    loop = modelled(load, step, cores)
+
+    def run(c: Config) -> Result:
+        r = loop(c)
+        extra = copy[(c.pin_memory, c.non_blocking)]
+        return replace(r, batch_seconds=r.batch_seconds + extra)
+
+    return run
+
+
+def cuda_grid(top: int) -> list[Config]:
+    return configs(range(top + 1), [2], [True, False], [True, False])
+
+
+def test_the_default_cuda_grid_searches_once_then_times_the_other_pairs_at_the_knee():
+    grid = cuda_grid(8)
+    plan = Plan(grid, search=True)
+    order = drive(plan, loop=paired(0.5, 0.2))
+    pairs = [(c.num_workers, c.pin_memory, c.non_blocking) for c in grid if c in plan.results]
+    assert order == [3, 2, 3, 3, 3]  # the seed's pair searched (3, then 2 below it); each other pair at 3 alone
+    assert sorted(pairs) == [(2, True, True), (3, False, False), (3, False, True), (3, True, False), (3, True, True)]
+    assert len(plan.skipped(need)) == len(grid) - 5
+
+
+def test_a_pair_faster_at_the_knee_is_timed_below_it_too():
+    copy = {**COPY, (False, False): -0.1}  # unpinned, blocking: 0.1 s less a batch (a pin thread that cost the loop)
+    plan = Plan(cuda_grid(8), search=True)
+    order = drive(plan, loop=paired(0.5, 0.2, copy=copy))
+    assert order == [3, 2, 3, 3, 3, 2]
+    assert [c.num_workers for c in plan.results if (c.pin_memory, c.non_blocking) == (False, False)] == [3, 2]
+
+
+@pytest.mark.parametrize(
+    "load, step, cores, top",
+    [
+        (load, step, cores, top)
+        for load, step, cores, top in itertools.product((0.05, 0.5, 1.3, 4.0), (0.01, 0.2), (None, 2), (8, 32))
+    ],
+)
+def test_the_search_over_the_pairs_recommends_what_the_whole_grid_does(load, step, cores, top):
+    """The oracle: recommend() over every config of the default CUDA grid (4 pairs), run; the search picks the same
+    workers, and a pair as fast within the tolerance (said as within noise where not the same)."""
+    grid = cuda_grid(top)
+    loop = paired(load, step, cores)
+    everything = recommend([loop(c) for c in grid], None)
+    plan = Plan(grid, search=True)
+    order = drive(plan, loop=loop)
+    searched = recommend([plan.results[c] for c in grid if c in plan.results], None)
+    assert searched is not None and everything is not None
+    assert searched.choice.config.num_workers == everything.choice.config.num_workers, order
+    pick, oracle = searched.choice.batch_seconds, everything.choice.batch_seconds
+    assert pick is not None and oracle is not None and pick <= oracle * (1 + searched.tolerance), order
+    assert len(order) <= (7 if top == 32 else 5) + 3, order  # one search, then the 3 other pairs at the knee
+
+
+def test_on_the_h200s_measured_grid_the_search_picks_what_all_of_it_does_and_says_what_is_noise():
+    """The H200's 20 configs (docs/gpu-bench/bench-seed-workers.json: workers 0-4, the 4 pairs), replayed: the
+    search runs 5 and recommends what the whole grid does; the other pinned pair at 3 workers is within noise."""
+    doc = json.loads((REPO / "docs" / "gpu-bench" / "bench-seed-workers.json").read_text())
+    keys = ("batch_seconds", "data_wait_seconds", "first_batch_seconds", "worker_startup_seconds")
+    measured = {
+        Config.of(r): Result(Config.of(r), "ok", r["predicted_shm_bytes"], **{k: r[k] for k in keys})
+        for r in doc["results"]
+    }
+    plan = Plan(list(measured), search=True)
+    order = drive(plan, loop=measured.__getitem__)
+    everything, searched = recommend(list(measured.values()), None), recommend(list(plan.results.values()), None)
+    assert order == [3, 2, 3, 3, 3]
+    assert searched is not None and everything is not None
+    assert searched.choice.config == everything.choice.config == Config(3, 2, True, False)  # 0.2027 s
+    assert [r.config for r in searched.alike] == [Config(3, 2, True, True)]  # 0.2034 s; unpinned: 0.244 s, not

@@ -91,3 +91,18 @@ def test_persistent_workers_lines_from_the_gpu_run_say_the_next_epochs_start_and
     twins = {r["num_workers"]: r["next_epoch_start_seconds"] for r in doc["results"] if not r["persistent_workers"]}
     for line, w in zip(lines, sorted(kept)):
         assert ("nothing saved: it does not pay here" in line) == (twins[w] <= saved[w])
+
+
+def test_configs_within_noise_of_the_recommendation_are_said_to_be(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    doc = json.loads(GPU_RUN.read_text())
+    assert "within noise" not in render_text(doc)  # saved before it was said: nothing
+    rec = doc["recommendation"]
+    twin = next(r for r in doc["results"] if Config.of(r) == Config(3, 2, True, True))
+    rec["within_noise"] = [twin]
+    lines = render_text(doc).splitlines()
+    assert lines[0].startswith("RECOMMEND  num_workers=3, prefetch_factor=2, pin_memory=true, non_blocking=false")
+    assert lines[2] == (
+        "           within noise of it (5%), as good: num_workers=3, prefetch_factor=2, pin_memory=true, "
+        "non_blocking=true: 0.203 s; which of them is fastest can change from one run to the next"
+    )
