@@ -216,6 +216,29 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
     )
 
 
+def facts(job: dict) -> dict:
+    """What the parent (which never imports torch) needs before a sweep: torch's version and sharing strategy, the
+    CUDA devices where one may be used (the model of the one asked for), and a --dataset's batch measured."""
+    import torch
+    import torch.multiprocessing as mp
+
+    out: dict[str, Any] = {"torch": torch.__version__, "sharing_strategy": mp.get_sharing_strategy()}
+    device = job["device"]
+    if device != "cpu":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device.partition(":")[2] or 0)
+        out.update(cuda_devices=count, model=torch.cuda.get_device_name(index) if index < count else None)
+    if job.get("dataset"):
+        from ..errors import UsageError
+        from ..measure import load_dataset, sample_tensors
+
+        try:
+            out["sample_tensors"] = sample_tensors(load_dataset(job["dataset"]), job["batch_size"], spec=job["dataset"])
+        except UsageError as e:
+            out["usage_error"] = str(e)
+    return out
+
+
 def main(argv: list[str]) -> int:
     """Emitting the result ends the process at once: the parent then ends the workers (SIGKILL to the process group)
     and removes what they leave, so a loader's shutdown (up to seconds when a worker died) is never waited for."""
@@ -233,6 +256,8 @@ def main(argv: list[str]) -> int:
     with open(job_path) as f:
         job = json.load(f)
     try:
+        if job.get("facts"):
+            emit(facts(job))
         measure(job, emit)
     except BaseException as e:  # the parent classifies it: every end of a config is a result
         text = str(e) if type(e).__name__ in str(e) else f"{type(e).__name__}: {e}"

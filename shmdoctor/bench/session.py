@@ -4,18 +4,20 @@ sweep with its progress, then the recommendation, the findings and the document.
 
 from __future__ import annotations
 
+import importlib.util
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from ..errors import UsageError
+from ..errors import ProbeError, UsageError
 from ..exits import ExitCode
 from .document import BenchDocument, document
 from .model import Result
 from .plan import Plan, with_persistence
 from .prctl import reaping_orphans
-from .stop import Stopped, deferred, pending
+from .stop import Stopped, pending
 from .zygote import Zygote
 
 Progress = Callable[[int, bool], AbstractContextManager[Callable[[Result], None]]]
@@ -42,6 +44,18 @@ class Request:
     run_failing: bool = False
 
 
+@dataclass
+class Timeline:
+    """Seconds from the bench process's start to each step: where the fixed cost of a bench goes (the JSON's
+    timeline). A step marked at a time.time() another process read (the zygote's) is marked at that time."""
+
+    start: float  # time.time() of the process's start
+    steps: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, step: str, at: float | None = None) -> None:
+        self.steps[step] = round((time.time() if at is None else at) - self.start, 3)
+
+
 @dataclass(frozen=True)
 class Outcome:
     document: BenchDocument
@@ -49,42 +63,59 @@ class Outcome:
     note: str | None = None  # a line for stderr: how the sweep was cut short
 
 
-def resolve_device(name: str) -> tuple[str, dict]:
-    """auto | cpu | cuda | cuda:N -> (torch device string, what the JSON says about it). Imports torch."""
+def device_name(name: str) -> str:
+    """auto | cpu | cuda | cuda:N, as typed -> its canonical form (cuda is cuda:0). Imports nothing."""
     name = name.strip().lower()
     name = "cuda:0" if name == "cuda" else name
-    index = name.partition(":")[2]
-    if name not in ("auto", "cpu") and not (name.startswith("cuda:") and index.isdigit()):
+    if name not in ("auto", "cpu") and not (name.startswith("cuda:") and name[5:].isdigit()):
         raise UsageError(f"--device {name!r}: expected auto, cpu, cuda or cuda:N")
-    try:
-        with deferred():
-            import torch
-            import torch.multiprocessing as mp
-    except ImportError:
-        raise UsageError("shmdoctor bench needs torch: pip install 'shmdoctor[bench]'") from None
+    return name
 
-    available = torch.cuda.is_available()
+
+def device_info(name: str, facts: dict) -> tuple[str, dict]:
+    """The device to run on and what the JSON says about it, from a child's facts (child.facts)."""
     if name == "auto":
-        name, index = ("cuda:0", "0") if available else ("cpu", "")
-    info = {"name": name, "torch": torch.__version__, "sharing_strategy": mp.get_sharing_strategy()}
+        name = "cuda:0" if facts.get("cuda_devices") else "cpu"
+    info = {"name": name, "torch": facts["torch"], "sharing_strategy": facts["sharing_strategy"]}
     if name == "cpu":
         return name, info
-    if not available or int(index) >= torch.cuda.device_count():
-        raise UsageError(f"--device {name}: CUDA device not available (torch sees {torch.cuda.device_count()})")
-    info["model"] = torch.cuda.get_device_name(int(index))
+    count = facts.get("cuda_devices") or 0
+    if int(name.partition(":")[2]) >= count:
+        raise UsageError(f"--device {name}: CUDA device not available (torch sees {count})")
+    info["model"] = facts["model"]
     return name, info
+
+
+def ask_facts(request: Request, name: str, zygote: Zygote) -> dict:
+    """child.facts in a child of the zygote: versions, devices, a --dataset's batch."""
+    from . import isolate
+
+    job = {"facts": True, "device": name, "dataset": request.dataset, "batch_size": request.batch_size}
+    out = isolate.run(job, timeout=isolate.GRACE, zygote=zygote, shm_charged=False)
+    if out.status != "ok" or "torch" not in out.measured:
+        raise ProbeError(f"bench could not read torch's devices: {out.message or out.status}")
+    if "usage_error" in out.measured:
+        raise UsageError(out.measured["usage_error"])
+    return out.measured
 
 
 def bench(request: Request, progress: Progress) -> Outcome:
     """Runs the sweep. A stop (Ctrl-C, SIGTERM: bench.stop) after some configs ended is an Outcome with what ended
     and the stop's exit code; one before raises Stopped. Nothing of the sweep outlives this call: the zygote starts
-    first (its `import torch` runs beside this process's own) in the run's one temporary folder, and both go at the
+    first (it imports torch, which this process never does) in the run's one temporary folder, and both go at the
     end, however it ends."""
+    import psutil
+
+    timeline = Timeline(psutil.Process().create_time())
+    timeline.mark("command")  # Python, Click and shmdoctor's modules imported, the command line read
+    name = device_name(request.device)
+    if importlib.util.find_spec("torch") is None:  # located, not imported: that is the zygote's, once
+        raise UsageError("shmdoctor bench needs torch: pip install 'shmdoctor[bench]'")
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, reaping_orphans(), Zygote(tmp) as zygote:
-        return _bench(request, progress, zygote)
+        return _bench(request, progress, zygote, name, timeline)
 
 
-def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
+def _bench(request: Request, progress: Progress, zygote: Zygote, name: str, timeline: Timeline) -> Outcome:
     import psutil
 
     from .. import capacity
@@ -94,19 +125,25 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
     from . import parent, sweep
     from .workload import BenchWorkload, need, refusal
 
-    name, info = resolve_device(request.device)
+    facts_ = ask_facts(request, name, zygote)
+    timeline.mark("torch_imported", zygote.ready_at)  # in the zygote, started with the command
+    timeline.mark("devices_known")  # a child of the zygote asked torch (and measured a --dataset)
+    name, info = device_info(name, facts_)
     cuda = name.startswith("cuda")
     if not cuda and any(request.pin_memory_device):
         raise UsageError(f"--pin-memory-device: nothing is pinned on {name}; it applies to a CUDA --device")
-    measured = loader_spec(  # the synthetic batch, or a --dataset's, measured
+    spec = loader_spec(  # the synthetic batch; a --dataset's, as the child measured it
         batch_size=request.batch_size,
         num_workers=None,
         prefetch_factor=None,
         sample_bytes=request.sample_bytes,
-        dataset=request.dataset,
+        dataset=None,
         pin_memory=False,
         ranks=1,
-    ).config()
+    )
+    if request.dataset:
+        spec = replace(spec, sample_tensors=tuple(facts_["sample_tensors"]))
+    measured = spec.config()
     workload = BenchWorkload(
         batch_size=request.batch_size,
         sample_bytes=measured.sample_bytes,
@@ -146,6 +183,7 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
     )
     results: list[Result] = []
     note, code = None, None
+    timeline.mark("sweep_started")
     try:
         with (
             progress(len(configs), cuda) as done,
@@ -154,6 +192,8 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
             pending()
             for result in each:
                 results.append(result)
+                if len(results) == 1:
+                    timeline.mark("first_config_ended")
                 done(result)
                 pending()
     except Stopped as stop:  # what finished is still worth showing; the rest was stopped and cleaned up
@@ -162,9 +202,10 @@ def _bench(request: Request, progress: Progress, zygote: Zygote) -> Outcome:
         ran = sum(r.status != "skipped" for r in results)
         note, code = f"shmdoctor: {stop.word} after {ran} of {len(configs)} configs", stop.exit_code
         results += plan.skipped(lambda c: need(workload, c).bytes)
+    timeline.mark("sweep_ended")
     rec = sweep.recommend(results, available)
     found = judge_bench(workload, results, facts)
-    doc = BenchDocument(document(workload, results, rec, found, facts, info))
+    doc = BenchDocument({**document(workload, results, rec, found, facts, info), "timeline": timeline.steps})
     if code is None:
         code = ExitCode.FINDING if any(f.severity == "error" for f in found) else ExitCode.OK
     return Outcome(doc, int(code), note)

@@ -22,7 +22,6 @@ class Stopped(KeyboardInterrupt):
 
 
 _stopped: list[int] = []  # the signal that stopped the sweep, once one did
-_deferring: list[bool] = []  # inside `deferred()`: a signal is noted, raised at its end
 
 
 def pending() -> None:
@@ -31,19 +30,6 @@ def pending() -> None:
     cleans up: a Stopped that propagated is in cleanup or handled by then."""
     if _stopped:
         raise Stopped(_stopped[0])
-
-
-@contextmanager
-def deferred() -> Iterator[None]:
-    """A signal inside the block is raised as Stopped when the block ends, not where it lands: `import torch` runs
-    C++ that calls back into Python, and an exception raised there aborts the process (pybind11's terminate, exit -6)
-    or is caught by the import and turned into an ImportError."""
-    _deferring.append(True)
-    try:
-        yield
-    finally:
-        _deferring.pop()
-    pending()
 
 
 @contextmanager
@@ -56,8 +42,7 @@ def stop_on_signals() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         if not _stopped:
             _stopped.append(signum)
-            if not _deferring:
-                raise Stopped(signum)
+            raise Stopped(signum)
 
     previous = {}
     try:

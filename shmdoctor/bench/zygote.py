@@ -4,8 +4,10 @@ Each config still runs in a process of its own (its own session and process grou
 a result), but without paying for an interpreter and `import torch` each time: seconds a config on a GPU machine,
 more than the measurement itself. The zygote never touches CUDA, so each child initialises its own.
 
-Protocol, one line each way: the parent writes `{"job": PATH, "result": PATH, "log": PATH, "tmp": DIR}`; the
-zygote answers `started PID`, then `ended PID CODE` (CODE as subprocess reports it: negative for a signal).
+Protocol, one line each way: the zygote says `ready` once torch is imported; then for each job the parent writes
+`{"job": PATH, "result": PATH, "log": PATH, "tmp": DIR}` and the zygote answers `started PID`, then `ended PID CODE`
+(CODE as subprocess reports it: negative for a signal). The parent never imports torch: its first job asks a child
+for the versions, the devices and a --dataset's batch (child.facts).
 Each child's temporary files (multiprocessing's `pymp-*` folder of each worker, which a killed worker cannot remove)
 go under DIR, which the parent removes after the config. SIGTERM to the zygote, or its parent's death, ends the
 child it runs, with its workers, and the zygote.
@@ -46,6 +48,7 @@ class Zygote:
         self.proc: subprocess.Popen | None = None
         self.tmp = tmp  # the zygote's TMPDIR: nothing of the run is written to the machine's /tmp
         self._buffer = b""
+        self.ready_at: float | None = None  # time.time() when the zygote said torch was imported
 
     def _spawn(self) -> subprocess.Popen:
         env = {
@@ -55,6 +58,7 @@ class Zygote:
             "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")])),
         }
         self._buffer = b""
+        self.ready_at = None
         return subprocess.Popen(
             [sys.executable, "-m", "shmdoctor.bench.zygote", str(os.getpid())],
             stdin=subprocess.PIPE,
@@ -90,9 +94,19 @@ class Zygote:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode()
 
-    def start(self, job: str, result: str, log: str, tmp: str) -> int:
+    def ready(self) -> float:
+        """Waits until the zygote has imported torch; when that was (time.time())."""
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._spawn()
+        if self.ready_at is None:
+            line = self._line(START_TIMEOUT, stoppable=True)
+            if line != "ready":
+                raise ZygoteDied(f"the bench's zygote did not get ready: {line!r}")
+            self.ready_at = time.time()
+        return self.ready_at
+
+    def start(self, job: str, result: str, log: str, tmp: str) -> int:
+        self.ready()
         stdin = self._pipes()[0]
         stdin.write((json.dumps({"job": job, "result": result, "log": log, "tmp": tmp}) + "\n").encode())
         stdin.flush()
@@ -177,6 +191,7 @@ def serve(parent: int) -> None:
 
     from . import child  # noqa: F401
 
+    print("ready", flush=True)
     for raw in sys.stdin:
         request = json.loads(raw)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # no end() between the fork and running[0]

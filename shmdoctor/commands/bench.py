@@ -171,6 +171,8 @@ def command(
     """
     if not dataset and not sample_bytes:
         raise UsageError("give --sample-bytes SIZE (the synthetic dataset) or --dataset MODULE:ATTR")
+    if dataset and sample_bytes:
+        raise UsageError("give --sample-bytes or --dataset, not both")
     if dataset and item_latency:
         raise UsageError("--item-latency applies to the synthetic dataset, not to --dataset")
     from ..bench.session import Request

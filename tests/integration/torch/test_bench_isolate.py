@@ -150,3 +150,35 @@ def test_text_puts_the_recommendation_first_and_progress_on_stderr():
     assert lines[0].startswith("RECOMMEND  num_workers=")
     assert any(line.split()[:3] == ["WORKERS", "PREFETCH", "STATUS"] for line in lines)
     assert "[2/2] num_workers=1, prefetch_factor=2: ok" in proc.stderr
+
+
+def test_the_parent_imports_neither_torch_nor_the_dataset_and_says_where_its_time_went():
+    """torch is imported once, in the zygote: the device, the versions and a --dataset's batch come from a child of
+    it (child.facts); the JSON's timeline has each step from the process's start, in order."""
+    code = (
+        "import sys; from shmdoctor.cli import main; code = main(['bench', '--dataset', 'tests.loaders.seed:seed_set', "
+        "'--batch-size', '4', '--num-workers', '0', '--batches', '6', '--format', 'json']); "
+        "print(sorted(m for m in ('torch', 'tests.loaders.seed') if m in sys.modules), code, file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.stderr.splitlines()[-1] == "[] 0", proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["workload"]["sample_bytes"] == 2**20 and doc["workload"]["batch_bytes"] == 4 * 2**20  # measured there
+    assert doc["device"]["torch"].startswith("2.") and doc["device"]["sharing_strategy"] == "file_descriptor"
+    steps = doc["timeline"]
+    assert list(steps) == [
+        "command",
+        "torch_imported",
+        "devices_known",
+        "sweep_started",
+        "first_config_ended",
+        "sweep_ended",
+    ]
+    assert list(steps.values()) == sorted(steps.values()) and steps["command"] > 0
+
+
+def test_a_dataset_that_cannot_be_read_is_a_usage_error_from_the_child():
+    proc = run_cli("bench", "--dataset", "tests.loaders.seed:broken", "--batch-size", "4", timeout=300)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "shmdoctor: error: dataset tests.loaders.seed:broken: reading sample 0 raised ValueError: corrupt record 0"
+    ]
