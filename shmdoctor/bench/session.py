@@ -5,6 +5,7 @@ sweep with its progress, then the recommendation, the findings and the document.
 from __future__ import annotations
 
 import importlib.util
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -56,6 +57,16 @@ class Timeline:
         self.steps[step] = round((time.time() if at is None else at) - self.start, 3)
 
 
+def process_age() -> float:
+    """Seconds since this process started: its start and the uptime, both counted from boot (psutil's create_time
+    adds a boot time rounded to the second)."""
+    with open("/proc/self/stat") as f:
+        start = int(f.read().rpartition(")")[2].split()[19])  # field 22, starttime, in clock ticks
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    return uptime - start / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True)
 class Outcome:
     document: BenchDocument
@@ -104,9 +115,7 @@ def bench(request: Request, progress: Progress) -> Outcome:
     and the stop's exit code; one before raises Stopped. Nothing of the sweep outlives this call: the zygote starts
     first (it imports torch, which this process never does) in the run's one temporary folder, and both go at the
     end, however it ends."""
-    import psutil
-
-    timeline = Timeline(psutil.Process().create_time())
+    timeline = Timeline(time.time() - process_age())
     timeline.mark("command")  # Python, Click and shmdoctor's modules imported, the command line read
     name = device_name(request.device)
     if importlib.util.find_spec("torch") is None:  # located, not imported: that is the zygote's, once
