@@ -7,8 +7,9 @@ from dataclasses import replace
 
 from .errors import UsageError
 from .limits import ENGINE_TIMEOUT, MAX_TIMEOUT, seconds
-from .model import Audit, Facts, Lint, Report, Severity
+from .model import Facts, Report, Severity
 from .probe import docker  # stdlib only: the Docker SDK is imported when the engine is reached
+from .reports import Audit, Lint
 from .rules import judge
 from .workload import Workload, labelled_requirement
 

@@ -58,7 +58,7 @@ def _at_most(value: int, text: object, what: str) -> int:
     return value
 
 
-_QUANTITY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P|m)?\s*$")
+_QUANTITY = r"^\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P|m)?\s*$"  # compiled (cached by re) at first use
 
 
 def parse_quantity(text: str | int, *, what: str = "") -> int:
@@ -74,7 +74,7 @@ def parse_quantity(text: str | int, *, what: str = "") -> int:
         if text < 0:
             raise UsageError(f"a quantity of memory cannot be negative, got {text!r}")
         return _at_most(text, text, what)
-    m = _QUANTITY.match(text)
+    m = re.match(_QUANTITY, text)
     if not m:
         raise UsageError(f"cannot read {shown(text)} as a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)")
     number, unit = m.group(1), m.group(2) or ""

@@ -17,9 +17,10 @@ from typing import Any
 
 from .. import fixes
 from ..errors import UsageError
-from ..model import Fix, Lint, Report
+from ..model import Fix, Report
 from ..probe import azureml, compose, documents, ecs, kubernetes, quadlet
 from ..render import forms
+from ..reports import Lint
 from . import editors
 from .patch import Unpatchable, patch
 

@@ -46,7 +46,7 @@ ML_IMAGE_WORDS = frozenset(
     }
 )
 # A command or module that trains or serves a model.
-ML_COMMAND = re.compile(
+ML_COMMAND = (  # a pattern, compiled (and cached by re) at its first use: check never uses it
     r"(?<![\w.-])(torchrun|torch\.distributed\.run|deepspeed|accelerate|vllm|sglang|tritonserver|ray|"
     r"text-generation-launcher|torchserve|horovodrun|lightning|huggingfaceserver|"
     r"(?:[\w-]*[_-]|pre)?train(?:ing)?(?:[_-][\w-]*)?\.py)(?![\w-])"
@@ -74,7 +74,7 @@ def ml_signs(image: object, *command: object) -> tuple[str, ...]:
     signs = []
     if isinstance(image, str) and ML_IMAGE_WORDS & _image_words(image):
         signs.append(f"image {image}")
-    match = ML_COMMAND.search(" ".join(_words(command)))
+    match = re.search(ML_COMMAND, " ".join(_words(command)))
     if match:
         signs.append(f"command {match.group(1)}")
     return tuple(signs)

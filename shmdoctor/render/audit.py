@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..model import Audit
+from ..reports import Audit
 from . import schema_id
 from .json import report_dict
 from .text import table

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..model import Lint
+from ..reports import Lint
 from . import schema_id
 from .json import report_dict
 from .text import fixes_by_target, table

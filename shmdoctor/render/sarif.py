@@ -16,8 +16,9 @@ from importlib import metadata
 from typing import Any
 from urllib.parse import quote
 
-from ..model import Audit, Facts, Finding, Fix, Lint, Report, Reports, Severity
+from ..model import Facts, Finding, Fix, Report, Severity
 from ..probe.documents import STDIN
+from ..reports import Audit, Lint, Reports
 from ..rule_help import HELP
 from ..rules import catalogue
 from . import forms

@@ -133,8 +133,8 @@ def test_oom_killed_exited_container():
 
 
 def test_no_environment_in_facts_or_output():
-    from shmdoctor.model import Audit
     from shmdoctor.render import render
+    from shmdoctor.reports import Audit
 
     info = captured("default")
     assert info["Config"]["Env"] == ["SECRET_TOKEN=<stripped>", "PATH=<stripped>"]  # the capture kept no value
@@ -242,8 +242,8 @@ def test_filters():
 
 def test_audits_json_of_every_captured_container_is_valid():
     """Every captured inspect, judged as audit judges it, in one audit document: valid against shmdoctor/audit/1."""
-    from shmdoctor.model import Audit
     from shmdoctor.render import render
+    from shmdoctor.reports import Audit
 
     reports = tuple(
         _judge(probe.facts_from_inspect(json.loads(path.read_text()), host_shm=HOST_SHM), SEED, "error")

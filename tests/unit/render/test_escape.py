@@ -9,11 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shmdoctor.loader import LoaderSpec, loader_config, requirement
-from shmdoctor.model import Facts, Ipc, Lint, Memory, Shm, Target
+from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
 from shmdoctor.probe import files
 from shmdoctor.probe.holders import Holder, Holders, Segment
 from shmdoctor.render import render
 from shmdoctor.render.escape import escape, escaped
+from shmdoctor.reports import Lint
 from shmdoctor.rules import judge
 from shmdoctor.shm.sampling import Sampler
 from shmdoctor.sizes import GiB, MiB

@@ -13,10 +13,11 @@ import pytest
 
 from shmdoctor.fleet import judge_labelled
 from shmdoctor.loader import loader_config, requirement
-from shmdoctor.model import Facts, Ipc, Lint, Memory, Shm, Target
+from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
 from shmdoctor.probe import files
 from shmdoctor.probe.holders import Holder, Holders, Segment
 from shmdoctor.render import render
+from shmdoctor.reports import Lint
 from shmdoctor.rules import judge
 from shmdoctor.shm.removal import Cleaned
 from shmdoctor.shm.sampling import Sampler

@@ -20,9 +20,9 @@ from sarif import loader as sarif_loader
 
 from shmdoctor.fleet import judge_labelled
 from shmdoctor.loader import LoaderSpec
-from shmdoctor.model import Audit
 from shmdoctor.probe import docker
 from shmdoctor.render import render
+from shmdoctor.reports import Audit
 from shmdoctor.rules import catalogue
 from shmdoctor.sizes import GiB, MiB
 from shmdoctor.workload import Workload
