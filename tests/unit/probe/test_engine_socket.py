@@ -4,9 +4,11 @@ alike but for their names."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
+import socket
 import socketserver
 import subprocess
 import sys
@@ -127,3 +129,40 @@ def test_audit_on_a_socket_never_imports_the_docker_sdk(dockerd):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=os.environ)
     lines = out.stdout.strip().splitlines()
     assert lines[0] == f"3 container(s) on {os.environ['DOCKER_HOST']}" and lines[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "answer, says",
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "a negative length in the answer"),
+        (b"SSH-2.0-OpenSSH_9.2\r\n", "not an HTTP answer"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70_000 + b"\r\n\r\n", "a line of more than 64 KiB"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n[]", "the engine closed the connection"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[]\r\n", "the engine closed the connection"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nnope!", "is not JSON"),
+    ],
+)
+def test_a_broken_answer_is_a_probe_error_naming_what_broke(tmp_path, monkeypatch, answer, says):
+    """An engine's answer read as hostile input: each way it can break is exit 3 with what broke, never a hang."""
+    path = str(tmp_path / "broken.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(4)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn, contextlib.suppress(OSError):  # the client may hang up before it has read it all
+                conn.recv(65536)
+                conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    try:
+        with pytest.raises(ProbeError, match=f"the Docker engine at unix://{path} failed: .*{says}"):
+            _audit()
+    finally:
+        server.close()
