@@ -71,6 +71,21 @@ def test_run_all_files_blocks_the_64_mib_default_and_passes_the_fix(project, pre
     assert re.search(r"shmdoctor lint\.+Passed", passed.stdout), passed.stdout
 
 
+def test_the_fix_hook_writes_the_fix_stops_once_and_then_passes(project, pre_commit_home):
+    """shmdoctor-lint-fix, as ruff's --fix hook: the first run writes the fix and fails (a file changed, to review
+    and stage), the second passes with the file as it was written."""
+    config = project / ".pre-commit-config.yaml"
+    config.write_text(config.read_text().replace("id: shmdoctor-lint\n", "id: shmdoctor-lint-fix\n"))
+    (project / "docker-compose.yml").write_text(BAD)
+    assert git("add", "-A", cwd=project).returncode == 0
+    fixed = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert fixed.returncode == 1 and re.search(r"shmdoctor lint --fix\.+Failed", fixed.stdout), fixed.stdout
+    assert (project / "docker-compose.yml").read_text() == BAD + "    shm_size: 1536m\n"
+    assert git("add", "-A", cwd=project).returncode == 0
+    again = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert again.returncode == 0 and re.search(r"shmdoctor lint --fix\.+Passed", again.stdout), again.stdout
+
+
 def test_the_git_commit_itself_is_blocked_then_made(project, pre_commit_home):
     assert pre_commit("install", cwd=project, home=pre_commit_home).returncode == 0
     (project / "compose.yaml").write_text(BAD)
@@ -126,6 +141,7 @@ def test_the_hooks_file_patterns(path, judged):
     """The patterns as pre-commit reads them (its own loader and matcher), on the names where workloads live."""
     from pre_commit.clientlib import load_manifest
 
-    (hook,) = load_manifest(str(REPO / ".pre-commit-hooks.yaml"))
-    matched = re.search(hook["files"], path) is not None and re.search(hook["exclude"], path) is None
+    lint, fix = load_manifest(str(REPO / ".pre-commit-hooks.yaml"))
+    matched = re.search(lint["files"], path) is not None and re.search(lint["exclude"], path) is None
     assert matched == judged
+    assert (fix["id"], fix["files"], fix["exclude"]) == ("shmdoctor-lint-fix", lint["files"], lint["exclude"])
