@@ -57,3 +57,10 @@ def test_sizes_asked_for_keep_the_margin_and_round_to_what_people_type():
     assert capacity.shm_size_for(900 * MiB, facts(used=400 * MiB, size=GiB, source="host")) == 1536 * MiB
     # 100 MiB in use + 256 MiB process + 900 MiB × 1.25 = 1481 MiB -> 1.5 GiB
     assert capacity.memory_for(900 * MiB, facts(limit=GiB, in_use=100 * MiB)) == 1536 * MiB
+
+
+def test_memory_asked_for_holds_every_ranks_process_and_reads_unknown_use_as_none():
+    # 4 ranks × 256 MiB + 1 GiB × 1.25 = 2304 MiB -> 3 GiB (one rank's process alone would be 1536 MiB)
+    assert capacity.memory_for(GiB, facts(limit=GiB, in_use=0), ranks=4) == 3 * GiB
+    # use unknown: 0 B. 256 MiB + (1 GiB + 1 B) × 1.25 = 1536 MiB + 1 B, past 1.5 GiB by one byte -> 2 GiB
+    assert capacity.memory_for(GiB + 1, facts(limit=GiB, in_use=None)) == 2 * GiB

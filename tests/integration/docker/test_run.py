@@ -127,7 +127,7 @@ def test_a_memory_limit_below_the_need_is_caught_from_the_host(tmp_path):
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
 
 
-def _stop(name: str, *cmd: str) -> tuple[int, float, str]:
+def _stop(name: str, *cmd: str) -> tuple[int, str]:
     subprocess.run(
         ["docker", "run", "-d", "--name", name, "--network", "none", "-v", f"{REPO}:/src:ro", "-w", "/src", PYTHON,
          "python", "-m", "shmdoctor", "run", "--", *cmd],
@@ -137,19 +137,17 @@ def _stop(name: str, *cmd: str) -> tuple[int, float, str]:
         if "ready" in subprocess.run(["docker", "logs", name], capture_output=True, text=True).stdout:
             break
         time.sleep(0.1)
-    start = time.monotonic()
     subprocess.run(["docker", "stop", "-t", "3", name], capture_output=True, timeout=120)
-    took = time.monotonic() - start
     code = int(subprocess.run(["docker", "wait", name], capture_output=True, text=True).stdout.strip())
     logs = subprocess.run(["docker", "logs", name], capture_output=True, text=True)
-    return code, took, logs.stdout + logs.stderr
+    return code, logs.stdout + logs.stderr
 
 
 def test_docker_stop_reaches_the_child_through_run():
     name = unique_name("run-stop")
     try:
-        code, took, logs = _stop(name, "python", "tests/loaders/failing.py", "handle-term")
-        assert code == 0 and "got SIGTERM" in logs and took < 3
+        code, logs = _stop(name, "python", "tests/loaders/failing.py", "handle-term")
+        assert code == 0 and "got SIGTERM" in logs  # its own exit on SIGTERM: docker's SIGKILL after 3 s is 137
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
 
@@ -157,8 +155,8 @@ def test_docker_stop_reaches_the_child_through_run():
 def test_a_child_that_ignores_sigterm_is_killed_by_docker_after_its_timeout():
     name = unique_name("run-ignore")
     try:
-        code, took, logs = _stop(name, "python", "tests/loaders/failing.py", "ignore-term", "--seconds", "60")
+        code, logs = _stop(name, "python", "tests/loaders/failing.py", "ignore-term", "--seconds", "60")
         assert "ignoring SIGTERM" in logs  # forwarded; run itself stayed, waiting for its child
-        assert code == 137 and took >= 3
+        assert code == 137 and "done" not in logs  # docker's SIGKILL after its timeout, before the child's 60 s
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)

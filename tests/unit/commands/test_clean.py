@@ -16,7 +16,7 @@ import pytest
 
 from shmdoctor.probe import holders
 from shmdoctor.shm import removal
-from shmdoctor.shm.segments import Entry
+from shmdoctor.shm.segments import Entry, Plan
 from tests.helpers import forked_cli, missing, validate
 
 SHM = "/dev/shm"
@@ -52,7 +52,7 @@ def _dead_creator_segment() -> str:
 HOLD = """
 import mmap, os, sys, time
 path, how = sys.argv[1], sys.argv[2]
-fd = os.open(path, os.O_RDWR)
+fd = os.open(path, os.O_RDONLY if how == "read" else os.O_RDWR)
 if how in ("map", "unlinked"):
     m = mmap.mmap(fd, os.fstat(fd).st_size)
     os.close(fd)  # held by the map alone, as PyTorch's file_system strategy does
@@ -65,7 +65,8 @@ time.sleep(600)
 
 @pytest.fixture
 def hold():
-    """hold(path, 'fd' | 'map' | 'unlinked') -> a live process holding the file that way."""
+    """hold(path, 'fd' | 'read' | 'map' | 'unlinked') -> a live process holding the file that way ('read': open
+    read-only)."""
     children = []
 
     def start(path: str, how: str) -> subprocess.Popen:
@@ -223,6 +224,24 @@ def test_the_lease_keeps_a_segment_proc_did_not_show(made, hold):
     entry = Entry(name, os.stat(made[0]).st_ino, SIZE, "PyTorch")
     assert removal.remove(SHM, entry) == "a process /proc did not show has it open or mapped"
     assert os.path.exists(made[0])
+
+
+def test_confirm_keeps_what_a_holder_proc_did_not_show_has_open_even_read_only(made, hold):
+    """The plan from /proc said leaked; the kernel knows better. A write lease is refused to a file another process
+    has open at all (a read lease only to one open for writing): a reader keeps the file too."""
+    names = [f"torch_1_{TAG}_{n}" for n in (5, 6, 7)]
+    made += [os.path.join(SHM, n) for n in names]
+    for path in made:
+        _write(path)
+    held_rw, held_ro, free = (Entry(n, os.stat(p).st_ino, SIZE, "PyTorch") for n, p in zip(names, made))
+    hold(made[0], "fd")
+    hold(made[1], "read")
+    gone = Entry(f"torch_1_{TAG}_8", 1, SIZE, "PyTorch")  # listed, then removed by someone else
+    plan = removal.confirm(SHM, Plan((held_rw, held_ro, free, gone), (), ()))
+    assert plan.leaked == (free,)
+    why = "a process /proc did not show has it open or mapped"
+    assert [(e.name, e.why) for e in plan.kept] == [(held_rw.name, why), (held_ro.name, why)]
+    assert removal.remove(SHM, held_ro) == why and os.path.exists(made[1])
 
 
 def test_the_lease_refuses_a_replaced_file(made):

@@ -1,8 +1,9 @@
 """The text outputs the README shows, rendered from the same documents and compared with tests/golden/*.txt.
 
 A renderer's change shows here as a diff. When it is meant: `UPDATE_GOLDEN=1 pytest tests/unit/render/test_golden.py`
-rewrites the files; review them with `git diff tests/golden`, then bring the README's block to the same text (the
-README test here says where it differs).
+rewrites the files (and skips the comparison: a file is not checked against itself; refused under CI=true); review
+them with `git diff tests/golden`, then bring the README's block to the same text (the README test here says where it
+differs). Each test also asserts its key numbers, worked out here, so that a golden rewritten wrong still fails.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from shmdoctor.shm.sampling import Sampler
 from shmdoctor.shm.segments import File, plan_removal
 from shmdoctor.sizes import GiB, KiB, MiB
 from shmdoctor.workload import Workload
-from tests.helpers import REPO, readme_blocks
+from tests.helpers import CI, REPO, readme_blocks
 
 GOLDEN = REPO / "tests" / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -38,7 +39,10 @@ def no_color(monkeypatch):
 def golden(name: str, text: str) -> list[str]:
     path = GOLDEN / f"{name}.txt"
     if UPDATE:
+        if CI:
+            pytest.fail("UPDATE_GOLDEN=1 under CI=true: a golden is reviewed and committed, not rewritten by the run")
         path.write_text(text + "\n")
+        pytest.skip(f"{path} rewritten: review it with git diff")
     assert text + "\n" == path.read_text(), f"{path} differs (UPDATE_GOLDEN=1 rewrites it)"
     return text.splitlines()
 
@@ -73,6 +77,11 @@ def test_check_in_a_default_container():
     need = requirement(loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB"))
     text = render(judge(facts, need), "text")
     same_lines(readme_block("FAIL  this loader needs 900 MiB"), golden("check-fail", text))
+    need_mib = (2 * 4 + 1) * 100  # (prefetch·workers + 1) batches of 100 × 1 MiB
+    assert text.startswith(f"FAIL  this loader needs {need_mib} MiB of /dev/shm; 64 MiB is free")
+    assert "--shm-size=1536m" in text and need_mib * 1.25 <= 1536  # +25%, rounded up to 1.5 GiB
+    fits = max(b for b in range(1, 101) if (2 * 4 + 1) * b <= 64 * 0.8)  # batches of b MiB in 80% of 64 MiB
+    assert f"DataLoader(batch_size={fits}, ...)" in text and fits == 5
 
 
 def test_lint_of_the_examples():
@@ -80,6 +89,8 @@ def test_lint_of_the_examples():
     reports = tuple(judge_labelled(d.facts, Workload(), d.loader_spec, "error") for d in inputs.definitions)
     text = render(Lint(reports, sources=tuple(inputs.sources)), "text")
     same_lines(readme_block("$ shmdoctor lint examples/")[1:], golden("lint-examples", text))
+    rows = [line.split() for line in text.splitlines() if line.startswith("OK ")]
+    assert [r[2:6] for r in rows] == [["1.5", "GiB", "private", "900"]] * 2  # the examples give 1.5 GiB for 900 MiB
 
 
 def _cleaned(exclusive: bool) -> Cleaned:
@@ -97,6 +108,8 @@ def test_clean_in_a_container(exclusive):
     command = "$ shmdoctor clean --yes --exclusive" if exclusive else "$ shmdoctor clean --yes  "
     text = render(_cleaned(exclusive), "text")
     same_lines(readme_block(command)[1:], golden(name, text))
+    removed = 2 if exclusive else 1  # the dead NCCL segment; with --exclusive the PyTorch one too, 8 KiB each
+    assert f"Freed {removed * 8} KiB: removed {removed} of {removed} leaked segment" in text
 
 
 def test_watch_beside_a_loader():
@@ -121,6 +134,10 @@ def test_watch_beside_a_loader():
     text = "\n".join(line for line in lines if line)
     readme = readme_block("$ shmdoctor watch --duration 6")[1:]
     same_lines(readme, golden("watch", text))
+    assert "Summary  13 samples over 6.0 s" in text  # t = 0, 0.5, ... 6
+    assert "peak     10.1 MiB at 1.5s" in text and "took 101% of it" in text  # 10.1 MiB of a 10 MiB budget
+    assert "holders  3 processes seen in 1 scans" in text
+    assert "dataloader 10.2 MiB" in text  # 4.1 + 4 + 2.1 MiB held at once
 
 
 def test_the_same_documents_as_json_are_valid():

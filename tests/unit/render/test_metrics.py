@@ -116,3 +116,37 @@ def test_label_values_are_bounded():
 def test_every_captured_container_renders_and_parses(name):
     text = metrics.render(_scrape(_target(name)))
     assert _samples(text)["shmdoctor_targets"] == [({}, 1)]
+
+
+# The exported names and types are the exporter's contract with dashboards and alerts (examples/prometheus/): written
+# here, not read from the code, so that a renamed metric fails.
+EXPORTED = {
+    "shmdoctor_shm_size_bytes": "gauge",
+    "shmdoctor_shm_used_bytes": "gauge",
+    "shmdoctor_memory_limit_bytes": "gauge",
+    "shmdoctor_need_bytes": "gauge",
+    "shmdoctor_finding": "gauge",
+    "shmdoctor_leaked_bytes": "gauge",
+    "shmdoctor_oom_killed": "gauge",
+    "shmdoctor_scrape_duration_seconds": "gauge",
+    "shmdoctor_scrape_errors": "counter",  # its sample is shmdoctor_scrape_errors_total
+    "shmdoctor_targets": "gauge",
+    "shmdoctor_targets_skipped": "gauge",
+    "shmdoctor_engine_up": "gauge",
+}
+
+
+def test_every_exported_family_by_name_and_type_and_the_skipped_targets_count():
+    need = requirement(loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB"))
+    target = _target("memory", usage=(64 * MiB, 1 * MiB, 63 * MiB), need=need, leaked=0)
+    scrape = Scrape((target,), 0.5, (), 3, True, skipped=7)
+    text = metrics.render(scrape).decode()
+    types = {f.name: f.type for f in text_string_to_metric_families(text)}
+    assert types == EXPORTED
+    got = _samples(metrics.render(scrape))
+    assert got["shmdoctor_targets_skipped"] == [({}, 7)]
+    assert got["shmdoctor_targets"] == [({}, 1)]
+    assert got["shmdoctor_scrape_errors_total"] == [({}, 3)]
+    assert got["shmdoctor_scrape_duration_seconds"] == [({}, 0.5)]
+    assert [v for _, v in got["shmdoctor_leaked_bytes"]] == [0]  # read as nothing leaked: a sample of 0
+    assert "# HELP shmdoctor_targets_skipped Targets past --max-targets" in text
