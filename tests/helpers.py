@@ -137,8 +137,11 @@ def forked_cli(
                 sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the child's own streams, to its exit)
                 sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
                 sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
-                for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-                    signal.signal(signum, signal.SIG_DFL)
+                # the dispositions a fresh interpreter starts with (SIGPIPE ignored: a closed pipe is BrokenPipeError)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
                 os.chdir(cwd)
                 os.environ.clear()
                 os.environ.update(full_env)

@@ -64,3 +64,10 @@ def test_memory_asked_for_holds_every_ranks_process_and_reads_unknown_use_as_non
     assert capacity.memory_for(GiB, facts(limit=GiB, in_use=0), ranks=4) == 3 * GiB
     # use unknown: 0 B. 256 MiB + (1 GiB + 1 B) × 1.25 = 1536 MiB + 1 B, past 1.5 GiB by one byte -> 2 GiB
     assert capacity.memory_for(GiB + 1, facts(limit=GiB, in_use=None)) == 2 * GiB
+
+
+def test_the_memory_limit_binds_once_a_second_ranks_process_takes_its_room():
+    # 1 GiB limit beside 700 MiB of /dev/shm: one rank leaves 768 MiB (the shm binds), two leave 512 MiB (the limit)
+    given = facts(size=700 * MiB, limit=GiB, in_use=0)
+    assert capacity.memory_binds(given) is False
+    assert capacity.memory_binds(given, ranks=2) is True
