@@ -8,6 +8,7 @@ import pytest
 from shmdoctor.loader import LoaderSpec
 from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
 from shmdoctor.rules import judge
+from shmdoctor.workload import Consumers, Workload
 
 MiB = 2**20
 RESERVE = 256 * MiB  # capacity.PROCESS_RESERVE, per rank: the training process beside /dev/shm
@@ -82,3 +83,23 @@ def test_shm_full_below_one_twentieth_free(free, full):
         Target("container", "t"), Shm(True, size, size - free, free, "docker-shm"), Ipc("private"), Memory(None, None)
     )
     assert ("shm-full" in {x.id for x in judge(f, None).findings}) is full
+
+
+NCCL_8 = 60 * 9_650_176 + 8 * 34_213_888  # 8 GPUs over SHM: 60 connections and a proxy pool a rank (FACTS.md)
+SEED = 900 * MiB  # (2·4 + 1) × 100 MiB
+
+
+@pytest.mark.parametrize("free, warned", [(SEED + NCCL_8, False), (SEED + NCCL_8 - 1, True)])
+def test_nccl_fallback_warns_only_when_loader_and_fallback_outgrow_what_is_free(free, warned):
+    spec = LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB)
+    job = Workload(spec, Consumers(gpus=8)).requirement(facts(free))
+    assert job.nccl_fallback == NCCL_8 and job.bytes == SEED  # P2P assumed: nothing of NCCL's in /dev/shm
+    assert ("nccl-shm-fallback" in {x.id for x in judge(facts(free), job).findings}) is warned
+
+
+@pytest.mark.parametrize("free, warned", [(SEED + 2 * 2**30, False), (SEED + 2 * 2**30 - 1, True)])
+def test_ray_store_falls_back_only_when_it_outgrows_what_the_loader_leaves(free, warned):
+    spec = LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB)
+    job = Workload(spec, Consumers(ray_object_store=2 * 2**30)).requirement(facts(free))
+    assert job.term("ray").bytes == 2 * 2**30
+    assert ("ray-object-store-fallback" in {x.id for x in judge(facts(free), job).findings}) is warned
