@@ -6,6 +6,7 @@
 #
 #   nice -n 19 bash scripts/mutation.sh sizes capacity   # the named modules (one chunk each)
 #   nice -n 19 bash scripts/mutation.sh                   # all of them, in the order below
+#   nice -n 19 bash scripts/mutation.sh --retest capacity # the report's survivors again, against today's tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -30,12 +31,47 @@ declare -A TESTS=(
 )
 ORDER=(sizes capacity loader consumers shm/removal render/metrics workload model fixes rules diagnose/judge
   diagnose/scan diagnose/catalogue)
+RETEST=
+if [ "${1:-}" = --retest ]; then RETEST=1; shift; fi
 [ $# -gt 0 ] && ORDER=("$@")
 
 [ -x "$CR" ] || { echo "no cosmic-ray beside $PY: $(dirname "$PY")/pip install -e '.[mutation]'" >&2; exit 2; }
 mkdir -p docs/mutation
 for module in "${ORDER[@]}"; do
   [ -n "${TESTS[$module]:-}" ] || { echo "unknown module: $module (one of ${ORDER[*]})" >&2; exit 2; }
+  if [ -n "$RETEST" ]; then  # each survivor's diff applied to a copy of the tree, the module's tests run on it
+    "$PY" - "docs/mutation/${module//\//.}.txt" ${TESTS[$module]} <<'EOF' | tee "docs/mutation/${module//\//.}.retest.txt"
+import os, re, subprocess, sys, tempfile
+
+report, tests = sys.argv[1], sys.argv[2:]
+blocks = re.split(r"\n(?=--- survived: )", open(report).read())[1:]
+lines, killed, retested = [], 0, 0
+for block in blocks:
+    diff = block.split("--- mutation diff ---\n", 1)[1]
+    # the mutated line for the original one (cosmic-ray's mutants are one line; its diffs end past EOF for patch)
+    old, new = (next(x[1:] for x in diff.splitlines() if x[:1] == sign and x[:3] != sign * 3) for sign in "-+")
+    row = int(re.match(r"--- survived: line (\d+)", block).group(1))
+    if "BitOr" in block.splitlines()[0] and re.match(r"\s*(def |\w+: )", old):
+        continue  # an annotation: equivalent (reports made since skip them before the run)
+    with tempfile.TemporaryDirectory() as work:
+        tree = "git ls-files -co --exclude-standard -z | tar --null -cf - -T - | tar -xf - -C " + work
+        subprocess.run(tree, shell=True, check=True)
+        path = os.path.join(work, re.search(r"^\+\+\+ b/(\S+)", diff, re.M).group(1))
+        source = open(path).read().split("\n")
+        assert source[row - 1] == old, (row, old)
+        source[row - 1] = new
+        open(path, "w").write("\n".join(source))
+        pytest = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+        env = {**os.environ, "PYTHONPATH": work}
+        failed = subprocess.run(pytest, cwd=work, env=env, capture_output=True, timeout=300).returncode != 0
+    killed += failed
+    retested += 1
+    lines.append(("killed   " if failed else "SURVIVED ") + block.splitlines()[0][len("--- survived: ") :])
+print(f"{report}: {killed} of {retested} survivors now killed by today's tests ({len(blocks) - retested} annotations)")
+print("\n".join(lines))
+EOF
+    continue
+  fi
   work=$(mktemp -d /tmp/shmdoctor-mutation.XXXXXX)
   git ls-files -co --exclude-standard -z | tar --null -cf - -T - | tar -xf - -C "$work"
   cat >"$work/mutation.toml" <<EOF

@@ -71,3 +71,27 @@ def test_the_memory_limit_binds_once_a_second_ranks_process_takes_its_room():
     given = facts(size=700 * MiB, limit=GiB, in_use=0)
     assert capacity.memory_binds(given) is False
     assert capacity.memory_binds(given, ranks=2) is True
+
+
+# int() drops the fraction: (n + others) × 1.25 up to 1536 MiB (1,610,612,736 B) asks 1.5 GiB, one byte past it 2 GiB
+AT_STEP, PAST_STEP = 1_288_490_189, 1_288_490_190  # × 1.25 = 1,610,612,736.25 and 1,610,612,737.5
+
+
+@pytest.mark.parametrize(
+    "given",
+    [facts(used=None), facts(used=0, source="host"), facts(used=400 * MiB, size=GiB, source="host-ipc")],
+    ids=["use unknown", "the host's, empty", "the host's, in use"],
+)
+def test_a_size_asked_for_counts_no_use_it_cannot_see_or_leaves_behind(given):
+    assert capacity.shm_size_for(AT_STEP, given) == 1536 * MiB
+    assert capacity.shm_size_for(PAST_STEP, given) == 2 * GiB
+
+
+def test_memory_asked_for_exactly_on_a_step_stays_on_it():
+    # use unknown: 0 B. 256 MiB + 1 GiB × 1.25 = 1536 MiB exactly -> 1.5 GiB
+    assert capacity.memory_for(GiB, facts(limit=GiB, in_use=None)) == 1536 * MiB
+
+
+def test_at_a_tie_the_shm_binds():
+    # 1 GiB limit, 256 MiB for the process: 768 MiB of room beside 768 MiB of /dev/shm: the fix grows /dev/shm
+    assert capacity.memory_binds(facts(size=768 * MiB, limit=GiB, in_use=0)) is False

@@ -9,6 +9,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from shmdoctor.exporter.model import LABEL_MAX, Labels, Scrape, Target
 from shmdoctor.loader import loader_config, requirement
+from shmdoctor.model import Facts, Ipc, Memory, Shm
+from shmdoctor.model import Target as Of
 from shmdoctor.probe import docker
 from shmdoctor.render import metrics
 from shmdoctor.rules import judge
@@ -150,3 +152,12 @@ def test_every_exported_family_by_name_and_type_and_the_skipped_targets_count():
     assert got["shmdoctor_scrape_duration_seconds"] == [({}, 0.5)]
     assert [v for _, v in got["shmdoctor_leaked_bytes"]] == [0]  # read as nothing leaked: a sample of 0
     assert "# HELP shmdoctor_targets_skipped Targets past --max-targets" in text
+
+
+def test_the_hosts_own_dev_shm_has_no_oom_series():
+    """oom_killed is the engine's word about a container: the host itself (--source proc) has none to give."""
+    facts = Facts(Of("local", "host"), Shm(True, 64 * MiB, 0, 64 * MiB, "system"), Ipc("host"), Memory(None, None))
+    host = Target(judge(facts, None), Labels("", "", "", "host", "system"))
+    got = _samples(metrics.render(_scrape(host, _target("oom"))))
+    assert [lab["container"] for lab, _ in got["shmdoctor_oom_killed"]] == [_inspect("oom")["Name"].lstrip("/")]
+    assert [lab["container"] for lab, _ in got["shmdoctor_shm_size_bytes"]][0] == ""
