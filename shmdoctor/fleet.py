@@ -74,5 +74,9 @@ def lint(
         judge_labelled(d.facts, workload, d.loader_spec, fail_on, at=d.loader_at) for d in inputs.definitions
     )
     return Lint(
-        reports, sources=tuple(inputs.sources), passed_over=tuple(inputs.objects), files_passed_over=tuple(inputs.files)
+        reports,
+        sources=tuple(inputs.sources),
+        passed_over=tuple(inputs.objects),
+        files_passed_over=tuple(inputs.files),
+        errors=tuple(inputs.errors),
     )

@@ -43,3 +43,9 @@ class Lint(Reports):
     sources: tuple[str, ...] = ()  # the files read, in order; "-" for stdin
     passed_over: tuple[str, ...] = ()  # <source>:<object> without a pod template
     files_passed_over: tuple[str, ...] = ()  # files of a directory that define nothing, each with why
+    errors: tuple[str, ...] = ()  # files of a directory (or of several inputs) that could not be judged, each with why
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """2 when a file could not be judged (its error is in the document), else the reports' worst."""
+        return ExitCode.USAGE if self.errors else super().exit_code

@@ -37,7 +37,8 @@ def command(paths, swarm, env_file, fix, diff, fmt, fail_on, **loader) -> int:
     and Batch job definitions, Azure ML jobs, Podman Quadlet units. One report per service or container.
 
     Directories are searched for *.yml, *.yaml, *.json and *.container; files that define none are passed over
-    with why; '-' reads stdin. A workload's own label or annotation
+    with why; one that cannot be judged (a bad value) is an error line and exit 2, every other file still judged;
+    '-' reads stdin. A workload's own label or annotation
     `shmdoctor.loader: "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.
 
     \b

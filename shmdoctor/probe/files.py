@@ -33,6 +33,7 @@ class Inputs:
     objects: list[str] = field(default_factory=list)  # 'file:Kind/name' of manifests' objects without a pod
     files: list[str] = field(default_factory=list)  # 'file[:line]: why' of what defines nothing to judge
     sources: list[str] = field(default_factory=list)  # the files read as definitions
+    errors: list[str] = field(default_factory=list)  # 'file[:line]: why' of a file that could not be judged
 
 
 def helm_hint(text: str, source: str) -> str | None:
@@ -61,6 +62,8 @@ class _Environments:
     def __init__(self, env_file: str | None):
         self.env_file = env_file
         self.read: dict[str, dict[str, str]] = {}
+        if env_file is not None:  # the command line's: bad input for every file, said once before any is read
+            self(env_file)
 
     def __call__(self, source: str) -> Mapping[str, str]:
         directory = os.getcwd() if source == documents.STDIN else os.path.dirname(source) or "."
@@ -89,41 +92,66 @@ def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into
 
 
 def read(paths: list[str], swarm: bool | None = None, env_file: str | None = None) -> Inputs:
-    """Every target of every input (files, directories, '-'), and what was passed over. UsageError (exit 2) for a
-    file that cannot be read, a bad value in a definition, or when no input defines anything."""
+    """Every target of every input (files, directories, '-'), and what was passed over. One input that is a file:
+    UsageError (exit 2) when it cannot be read or holds a bad value in a definition. Several, or a directory: such a
+    file is one of `errors` and every other file is judged (as ruff and eslint do). UsageError too when no input
+    defines anything and none was in error."""
     out, environ = Inputs(), _Environments(env_file)
+    single = len(paths) == 1 and (paths[0] == "-" or not os.path.isdir(paths[0]))
     for path in paths:
-        for name in documents.files(path):
-            source = documents.STDIN if name == "-" else name
-            text = documents.text(name)
-            before = len(out.definitions), len(out.objects)
-            if source.endswith(quadlet.SUFFIX):  # an INI-style unit, not YAML
-                out.definitions.extend(quadlet.probe(text, source))
-                out.sources.append(source)
-                continue
+        try:
+            names = list(documents.files(path))
+        except UsageError as e:  # no such path, an empty or too deep directory
+            if len(paths) == 1:
+                raise
+            out.errors.append(str(e))
+            continue
+        for name in names:
+            before = len(out.definitions), len(out.objects), len(out.files), len(out.sources)
             try:
-                parsed = documents.parse(text, source)
-                unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out)]
-            except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
-                hint = helm_hint(text, source)
-                if hint is None and not isinstance(e, documents.Unparsable):
+                _read_file(name, swarm, environ, out)
+            except UsageError as e:
+                if single:
                     raise
-                del out.definitions[before[0] :], out.objects[before[1] :]
-                out.files.append(hint or str(e))
-                continue
-            if len(unknown) < len(parsed):
-                out.sources.append(source)
-                out.files.extend(unknown)
-            else:  # the file as a whole: why a chart's template is not judged, or the first reason
-                # ({{ }} alone is no chart: Prometheus rules and Go templates of other tools use it too)
-                chart = "templates" in os.path.normpath(source).split(os.sep)
-                hint = helm_hint(text, source) if chart or not unknown else None
-                out.files.append(hint or (unknown[0] if unknown else f"{source}: empty"))
+                del out.definitions[before[0] :], out.objects[before[1] :], out.files[before[2] :]
+                del out.sources[before[3] :]
+                out.errors.append(str(e))
+    if out.errors:
+        return out
     if not out.sources:
         raise UsageError(_nothing(out.files))
     if not out.definitions and not out.objects:  # `kubectl get pods -o json` of no pod: never "0 services ... ok"
         raise UsageError(f"{', '.join(out.sources)}: no service, workload or object in it: nothing to judge")
     return out
+
+
+def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Inputs) -> None:
+    """One file's targets into `out`, or why it is passed over; UsageError when it cannot be judged."""
+    source = documents.STDIN if name == "-" else name
+    text = documents.text(name)
+    before = len(out.definitions), len(out.objects)
+    if source.endswith(quadlet.SUFFIX):  # an INI-style unit, not YAML
+        out.definitions.extend(quadlet.probe(text, source))
+        out.sources.append(source)
+        return
+    try:
+        parsed = documents.parse(text, source)
+        unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out)]
+    except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
+        hint = helm_hint(text, source)
+        if hint is None and not isinstance(e, documents.Unparsable):
+            raise
+        del out.definitions[before[0] :], out.objects[before[1] :]
+        out.files.append(hint or str(e))
+        return
+    if len(unknown) < len(parsed):
+        out.sources.append(source)
+        out.files.extend(unknown)
+    else:  # the file as a whole: why a chart's template is not judged, or the first reason
+        # ({{ }} alone is no chart: Prometheus rules and Go templates of other tools use it too)
+        chart = "templates" in os.path.normpath(source).split(os.sep)
+        hint = helm_hint(text, source) if chart or not unknown else None
+        out.files.append(hint or (unknown[0] if unknown else f"{source}: empty"))
 
 
 def _nothing(passed_over: list[str]) -> str:

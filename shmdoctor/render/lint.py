@@ -16,11 +16,14 @@ def to_text(doc: Lint) -> str:
     targets = "1 service or workload" if n == 1 else f"{n} services and workloads"
     files = len(doc.sources)
     out = [f"shmdoctor lint: {targets} in {files} file" + "s"[files == 1 :]]
+    if doc.errors:
+        out[0] += f"; {len(doc.errors)} could not be judged"
     if doc.reports:
         out = [table(list(doc.reports), out[0]), fixes_by_target(list(doc.reports))]
     if doc.passed_over:
         out.append(f"passed over {len(doc.passed_over)} objects without a pod template: " + ", ".join(doc.passed_over))
     out += [f"passed over {why}" for why in doc.files_passed_over]
+    out += [f"could not judge {why}" for why in doc.errors]
     return "\n".join(out)
 
 
@@ -31,6 +34,7 @@ def to_json(doc: Lint) -> str:
             "verdict": doc.verdict,
             "passed_over": list(doc.passed_over),
             "files_passed_over": list(doc.files_passed_over),
+            "errors": list(doc.errors),
             "reports": [report_dict(r) for r in doc.reports],
         },
         indent=2,

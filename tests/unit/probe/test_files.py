@@ -81,9 +81,39 @@ def test_nothing_to_judge_is_exit_2_in_one_line(repository, capsys):
 
 
 def test_a_bad_value_in_a_real_definition_is_still_bad_input(repository):
-    (repository / "bad.yml").write_text("services:\n  trainer:\n    image: x\n    shm_size: plenty\n")
-    with pytest.raises(UsageError, match="bad.yml:3: service 'trainer': shm_size"):
-        files.read([str(repository)])
+    bad = repository / "bad.yml"
+    bad.write_text("services:\n  trainer:\n    image: x\n    shm_size: plenty\n")
+    with pytest.raises(UsageError, match="bad.yml:3: service 'trainer': shm_size"):  # the file alone: one line
+        files.read([str(bad)])
+    inputs = files.read([str(repository)])  # in a directory: that file's error, and every other file judged
+    assert [e.split(" as a size")[0] for e in inputs.errors] == [
+        f"{bad}:3: service 'trainer': shm_size: cannot read 'plenty'"
+    ]
+    assert inputs.sources == [str(repository / "docker-compose.yml")] and len(inputs.definitions) == 10
+
+
+def test_a_folder_run_never_stops_at_one_file(repository, capsys):
+    """Each file that cannot be judged is one error line (text) or errors[] entry (JSON), exit 2; the rest judged."""
+    (repository / "a-bad.yml").write_text("services:\n  trainer:\n    image: x\n    shm_size: plenty\n")
+    (repository / "b-unset.yml").write_text("services:\n  web:\n    image: ${IMAGE:?set IMAGE}\n")
+    (repository / "c-pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n")
+    assert main(["lint", str(repository), "--format", "json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert [e.split(": ", 1)[0] for e in doc["errors"]] == [
+        f"{repository}/a-bad.yml:3",
+        f"{repository}/b-unset.yml:3",
+        f"{repository}/c-pod.yaml:4",
+    ]
+    assert len(doc["reports"]) == 10 and len(doc["files_passed_over"]) == 6
+    assert main(["lint", str(repository)]) == 2
+    out = capsys.readouterr().out
+    assert "shmdoctor lint: 10 services and workloads in 1 file; 3 could not be judged" in out
+    assert f"could not judge {repository}/a-bad.yml:3: service 'trainer': shm_size: cannot read 'plenty'" in out
+    # several inputs are a folder run too: a missing one is an error beside the others' reports
+    assert main(["lint", str(repository / "docker-compose.yml"), str(repository / "nowhere.yml")]) == 2
+    out = capsys.readouterr().out
+    assert "10 services and workloads in 1 file; 1 could not be judged" in out
+    assert f"could not judge {repository}/nowhere.yml: no such file or directory" in out
 
 
 COMPOSE_WITH_VARIABLES = "services:\n  trainer:\n    image: x\n    shm_size: ${SHM_SIZE:-64m}\n    mem_limit: ${MEM}\n"
@@ -123,10 +153,15 @@ def test_stdin_reads_the_working_directorys_env_file(tmp_path, monkeypatch, caps
 def test_a_bad_or_missing_env_file_is_exit_2_in_one_line(tmp_path, capsys):
     (tmp_path / "docker-compose.yml").write_text(COMPOSE_WITH_VARIABLES)
     (tmp_path / ".env").write_text("MEM=8g\nAPI_TOKEN hunter2\n")
-    assert main(["lint", str(tmp_path)]) == 2
+    assert main(["lint", str(tmp_path / "docker-compose.yml")]) == 2
     err = capsys.readouterr().err
     assert (
         err == f"shmdoctor: error: {tmp_path}/.env:2: not a KEY=VALUE line (an env file for compose's interpolation)\n"
     )
+    assert main(["lint", str(tmp_path)]) == 2  # in a folder run: the compose file's error, never the value
+    out = capsys.readouterr().out
+    assert f"could not judge {tmp_path}/.env:2: not a KEY=VALUE line" in out and "hunter2" not in out
+    # --env-file is the command line's: refused once, before any file is read
     assert main(["lint", str(tmp_path), "--env-file", str(tmp_path / "nowhere.env")]) == 2
-    assert capsys.readouterr().err.strip().endswith("nowhere.env: cannot read: No such file or directory")
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.strip().endswith("nowhere.env: cannot read: No such file or directory")
