@@ -71,7 +71,7 @@ def lint(
     inputs = files.read(list(paths), swarm, env_file)
     workload.validate()  # a bad command line is refused before a file is read
     reports = tuple(
-        judge_labelled(d.facts, workload, d.loader_spec, fail_on, at=d.loader_at) for d in inputs.definitions
+        judge_labelled(d.facts, workload, d.loader_spec, fail_on, d.notes, at=d.loader_at) for d in inputs.definitions
     )
     return Lint(
         reports,

@@ -139,6 +139,8 @@ class Facts:
     nccl_env: tuple[tuple[str, str], ...] = ()
     # The target's own shmdoctor.loader label or annotation, when it is not a loader: why (a 'bad-label' finding).
     bad_label: str | None = None
+    # Where a /dev/shm fix goes in the terms of the operator that creates this pod (KubeRay sizes it from memory).
+    operator_fix: str | None = None
 
 
 @dataclass(frozen=True)

@@ -281,3 +281,4 @@ class Definition:
     facts: Facts
     loader_spec: str | None = None
     loader_at: str = ""  # file:line of the spec, for its error message
+    notes: tuple[str, ...] = ()  # what was assumed to read it (the operator that shapes its pod), for the report

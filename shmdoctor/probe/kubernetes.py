@@ -23,6 +23,7 @@ from ..errors import UsageError
 from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm
 from ..sizes import format_size, parse_quantity
+from . import operators
 from .documents import Definition, Document, line_of, target, where
 from .workload import env_pairs, ml_signs, nccl_env
 
@@ -73,21 +74,22 @@ def objects(body: dict) -> Iterator[dict]:
 
 
 def pod_templates(
-    node: Any, path: tuple[str, ...] = (), parent: Any = None
-) -> Iterator[tuple[tuple[str, ...], dict, dict]]:
-    """(where it sits, template, pod spec) for every pod spec (a mapping with a containers list), however deep:
-    a pod spec is looked into too (a serving runtime's workerSpec sits beside its own containers). The template is
-    what holds the spec under `spec:` (its metadata carries annotations), or the pod spec itself."""
+    node: Any, path: tuple[str, ...] = (), parent: Any = None, holder: Any = None
+) -> Iterator[tuple[tuple[str, ...], dict, dict, Any]]:
+    """(where it sits, template, pod spec, what holds the template) for every pod spec (a mapping with a containers
+    list), however deep: a pod spec is looked into too (a serving runtime's workerSpec sits beside its own
+    containers). The template is what holds the spec under `spec:` (its metadata carries annotations), or the pod
+    spec itself; what holds the template is the mapping around it (a Ray group spec with its rayStartParams)."""
     if isinstance(node, dict):
         if isinstance(node.get("containers"), list):
             held = path[-1:] == ("spec",) and isinstance(parent, dict)
-            yield (path[:-1], parent, node) if held else (path, node, node)
+            yield (path[:-1], parent, node, holder) if held else (path, node, node, parent)
         for key, value in node.items():
             if key not in _CONTAINER_LISTS:
-                yield from pod_templates(value, path + (str(key),), node)
+                yield from pod_templates(value, path + (str(key),), node, parent)
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            yield from pod_templates(value, path + (_item_name(value, i),), node)
+            yield from pod_templates(value, path + (_item_name(value, i),), node, parent)
 
 
 def _item_name(item: Any, index: int) -> str:
@@ -105,7 +107,7 @@ def _template_label(path: tuple[str, ...]) -> str:
 
 
 class _Pod:
-    def __init__(self, doc: Document, obj: dict, path: tuple[str, ...], template: dict, spec: dict):
+    def __init__(self, doc: Document, obj: dict, path: tuple[str, ...], template: dict, spec: dict, holder: Any):
         self.doc, self.obj, self.template, self.spec = doc, obj, template, spec
         meta = _mapping(obj.get("metadata"), "metadata", doc.source, obj)
         self.name = f"{obj['kind']}/{meta.get('name') or meta.get('generateName') or '?'}"
@@ -116,6 +118,11 @@ class _Pod:
         if not self.containers or not all(isinstance(c, dict) for c in self.containers):
             what = "is empty" if not self.containers else "holds something that is not a mapping"
             raise UsageError(f"{where(doc.source, self.spec)}: {self.name}: spec.containers {what}: nothing to judge")
+        self.operator, self.added = operators.operator(obj), {}
+        shaped = self.operator.shape(path, holder, spec) if self.operator and self.operator.shape else None
+        if shaped is not None:  # the pod as the operator will create it
+            self.spec, self.added = shaped.spec, shaped.added
+            self.containers = self.spec["containers"]
         self.host_ipc = _boolean(self.spec.get("hostIPC"), "spec.hostIPC", doc.source, self.spec)
         volumes = _sequence(self.spec.get("volumes"), "spec.volumes", doc.source, self.spec)
         self.volumes = {v["name"]: v for v in volumes if isinstance(v, dict) and isinstance(v.get("name"), str)}
@@ -187,7 +194,9 @@ class _Pod:
                     f"emptyDir {volume.get('name')} on the node's disk (no medium: Memory)",
                     read_only,
                 )
-            return replace(self._memory_empty_dir(volume["name"], size_limit, unreadable), read_only=read_only)
+            shm = self._memory_empty_dir(volume["name"], size_limit, unreadable)
+            added = self.added.get(volume["name"])
+            return replace(shm, read_only=read_only, detail=f"{added}: {shm.detail}" if added else shm.detail)
         host_path = _mapping(volume.get("hostPath"), "hostPath", self.doc.source, volume).get("path", "")
         if str(host_path).rstrip("/") == SHM:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (hostPath {SHM} is the node's, whose size a manifest does not tell)")
@@ -240,8 +249,11 @@ class _Pod:
                 gpus=self.gpus(container),
                 nccl_env=nccl_env(env_pairs(container.get("env"))),
                 unreadable=tuple(unreadable),
+                operator_fix=self.operator.fix if self.operator and self.operator.fix else None,
             )
-            out.append(Definition(facts, spec, where(self.doc.source, at if line_of(at) else self.template)))
+            assumed = (f"assumed {self.operator.assumed()}",) if self.operator else ()
+            at_spec = where(self.doc.source, at if line_of(at) else self.template)
+            out.append(Definition(facts, spec, at_spec, notes=assumed))
         return out
 
 
@@ -262,6 +274,6 @@ def probe(doc: Document) -> tuple[list[Definition], list[str]]:
         if not templates:
             meta = _mapping(obj.get("metadata"), "metadata", doc.source, obj)
             passed_over.append(f"{obj['kind']}/{meta.get('name', '?')}")
-        for path, template, spec in templates:
-            found.extend(_Pod(doc, obj, path, template, spec).definitions())
+        for path, template, spec, holder in templates:
+            found.extend(_Pod(doc, obj, path, template, spec, holder).definitions())
     return found, passed_over

@@ -587,7 +587,7 @@ CASES = [
     ),
     (
         "lint a compose file whose .env has a bad line",
-        ["lint", "{d}/env-compose"],
+        ["lint", "{d}/env-compose/docker-compose.yml"],
         {},
         USAGE,
         "env-compose/.env:2: not a KEY=VALUE line",

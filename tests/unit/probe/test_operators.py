@@ -1,0 +1,103 @@
+"""What operators add to the pods they create (shmdoctor/probe/operators.py, docs/operators.md): one case table per
+row, each case a rule the operator's source states (KubeRay: ray-operator/controllers/ray/common/pod.go)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shmdoctor.probe import operators
+from shmdoctor.sizes import GiB, MiB
+from tests.unit.probe.test_kubernetes import workloads
+
+RAY_HEAD = """apiVersion: ray.io/v1
+kind: {kind}
+metadata: {{name: r}}
+spec:
+  {nest}headGroupSpec:
+  {nest}  rayStartParams: {params}
+  {nest}  template:
+  {nest}    spec:
+  {nest}      containers:
+  {nest}        - {{name: ray-head, image: rayproject/ray:2.9.0{resources}{mounts}}}
+  {nest}        - {{name: sidecar, image: busybox}}
+  {nest}      volumes: {volumes}
+"""
+
+
+def ray(
+    kind="RayCluster", params="{}", resources="", mounts="", volumes="[]", api="ray.io/v1"
+) -> dict[str, tuple[int | None, str, str]]:
+    text = RAY_HEAD.format(kind=kind, params=params, resources=resources, mounts=mounts, volumes=volumes, nest="")
+    found, _ = workloads(text.replace("ray.io/v1", api))
+    return {n: (d.facts.shm.size_bytes, d.facts.shm.source, d.facts.shm.detail) for n, d in found.items()}
+
+
+LIMIT = ", resources: {limits: {memory: 12Gi}, requests: {memory: 8Gi}}"
+REQUEST = ", resources: {requests: {memory: 54Gi}}"
+OWN = ", volumeMounts: [{name: mine, mountPath: /dev/shm}]"
+MINE = "[{name: mine, emptyDir: {medium: Memory, sizeLimit: 2Gi}}]"
+
+
+@pytest.mark.parametrize(
+    "case, kwargs, size, added",
+    [
+        ("the memory limit sizes it, over the request", {"resources": LIMIT}, 12 * GiB, True),
+        ("else the memory request", {"resources": REQUEST}, 54 * GiB, True),
+        ("neither: no sizeLimit, unknown", {}, None, True),
+        (
+            "a /dev/shm the template mounts is kept",
+            {"resources": LIMIT, "mounts": OWN, "volumes": MINE},
+            2 * GiB,
+            False,
+        ),
+        ("plasma-directory: none added", {"resources": LIMIT, "params": "{plasma-directory: /tmp}"}, 64 * MiB, False),
+        ("another group's RayCluster is no KubeRay's", {"resources": LIMIT, "api": "example.com/v1"}, 64 * MiB, False),
+    ],
+)
+def test_kuberay_mounts_a_memory_emptydir_sized_from_the_ray_containers_memory(case, kwargs, size, added):
+    found = ray(**kwargs)
+    head = next(v for n, v in found.items() if n.endswith("/ray-head"))
+    sidecar = next(v for n, v in found.items() if n.endswith("/sidecar"))
+    assert head[0] == size
+    assert head[2].startswith("added by KubeRay") is added, head[2]
+    assert sidecar[:2] == (64 * MiB, "runtime-shm")  # only the Ray container (the first) gets it
+
+
+def test_kuberay_mounts_the_pods_own_shared_mem_volume_where_there_is_one():
+    volumes = "[{name: shared-mem, emptyDir: {medium: Memory, sizeLimit: 3Gi}}]"
+    head = next(v for n, v in ray(resources=LIMIT, volumes=volumes).items() if n.endswith("/ray-head"))
+    assert head[0] == 3 * GiB and head[2].startswith("mounted at /dev/shm by KubeRay")
+
+
+def test_a_rayjobs_cluster_is_shaped_and_its_submitter_pod_is_a_plain_jobs():
+    text = RAY_HEAD.format(kind="RayJob", params="{}", resources=LIMIT, mounts="", volumes="[]", nest="  ")
+    found, _ = workloads(text.replace("spec:\n    headGroupSpec", "spec:\n  rayClusterSpec:\n    headGroupSpec", 1))
+    (head,) = [d for n, d in found.items() if n.endswith("/ray-head")]
+    assert head.facts.shm.size_bytes == 12 * GiB and head.facts.shm.detail.startswith("added by KubeRay")
+    text = """apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: j}
+spec:
+  submitterPodTemplate:
+    spec:
+      containers: [{name: submit, image: rayproject/ray:2.9.0, resources: {limits: {memory: 1Gi}}}]
+"""
+    (submit,) = workloads(text)[0].values()
+    assert (submit.facts.shm.size_bytes, submit.facts.shm.source) == (64 * MiB, "runtime-shm")
+
+
+def test_the_report_says_which_row_it_assumed():
+    found, _ = workloads(
+        RAY_HEAD.format(kind="RayService", params="{}", resources=LIMIT, mounts="", volumes="[]", nest="")
+    )
+    for definition in found.values():
+        (note,) = definition.notes
+        assert note.startswith("assumed KubeRay (v0.3.0 to v1.7) mounts a memory-backed emptyDir at /dev/shm")
+        assert definition.facts.operator_fix and "KubeRay sizes its /dev/shm" in definition.facts.operator_fix
+
+
+def test_every_row_names_its_source_and_releases():
+    for row in operators.OPERATORS:
+        assert row.kinds and row.group and row.versions and row.adds
+        repository, _, where = row.source.partition(" ")
+        assert repository.count("/") == 1 and ": " in where, row.source
