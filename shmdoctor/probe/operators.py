@@ -79,7 +79,7 @@ def _kuberay(path: tuple[str, ...], holder: Any, spec: dict) -> Shaped | None:
     ray = containers[0]
     if _mounts_shm(ray):
         return None
-    volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+    volumes: list = spec["volumes"] if isinstance(spec.get("volumes"), list) else []
     added = {KUBERAY_SHM: "mounted at /dev/shm by KubeRay in the Ray container (the pod's own 'shared-mem' volume)"}
     if not any(isinstance(v, dict) and v.get("name") == KUBERAY_SHM for v in volumes):
         memory = _memory(ray)
@@ -89,7 +89,7 @@ def _kuberay(path: tuple[str, ...], holder: Any, spec: dict) -> Shaped | None:
         volumes = [*volumes, {"name": KUBERAY_SHM, "emptyDir": empty_dir}]
         sized = "sized from the Ray container's memory limit, else its request" if memory is not None else "no size"
         added[KUBERAY_SHM] = f"added by KubeRay to the Ray container (memory-backed, {sized})"
-    mounts = ray.get("volumeMounts") if isinstance(ray.get("volumeMounts"), list) else []
+    mounts: list = ray["volumeMounts"] if isinstance(ray.get("volumeMounts"), list) else []
     ray = {**ray, "volumeMounts": [*mounts, {"name": KUBERAY_SHM, "mountPath": SHM}]}
     return Shaped({**spec, "containers": [ray, *containers[1:]], "volumes": volumes}, added)
 
