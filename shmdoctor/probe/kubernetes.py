@@ -119,7 +119,7 @@ class _Pod:
             what = "is empty" if not self.containers else "holds something that is not a mapping"
             raise UsageError(f"{where(doc.source, self.spec)}: {self.name}: spec.containers {what}: nothing to judge")
         self.operator, self.added = operators.operator(obj), {}
-        shaped = self.operator.shape(path, holder, spec) if self.operator and self.operator.shape else None
+        shaped = self.operator.shape(obj, path, holder, spec) if self.operator and self.operator.shape else None
         if shaped is not None:  # the pod as the operator will create it
             self.spec, self.added = shaped.spec, shaped.added
             self.containers = self.spec["containers"]

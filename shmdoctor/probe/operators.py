@@ -25,9 +25,9 @@ class Shaped:
     added: dict[str, str]  # volume name -> why it is there ("added by KubeRay: ...")
 
 
-# (where the template sits, the mapping that holds it (a Ray group spec), the pod spec) -> the pod that runs, or
-# None where the operator leaves this one as written
-Shape = Callable[[tuple[str, ...], Any, dict], Shaped | None]
+# (the object, where the template sits in it, the mapping that holds the template (a Ray group spec), the pod spec)
+# -> the pod that runs, or None where the operator leaves this one as written
+Shape = Callable[[dict, tuple[str, ...], Any, dict], Shaped | None]
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def _memory(container: dict) -> Any:
 KUBERAY_SHM = "shared-mem"  # SharedMemoryVolumeName
 
 
-def _kuberay(path: tuple[str, ...], holder: Any, spec: dict) -> Shaped | None:
+def _kuberay(obj: dict, path: tuple[str, ...], holder: Any, spec: dict) -> Shaped | None:
     """BuildPod: unless rayStartParams sets plasma-directory, addEmptyDir(containers[0], "shared-mem", /dev/shm,
     Memory): nothing where that container already mounts /dev/shm (checkIfVolumeMounted, the path compared as
     written); the volume is made only where the pod has none of that name (checkIfVolumeExists), with sizeLimit
@@ -94,6 +94,53 @@ def _kuberay(path: tuple[str, ...], holder: Any, spec: dict) -> Shaped | None:
     return Shaped({**spec, "containers": [ray, *containers[1:]], "volumes": volumes}, added)
 
 
+def _container(spec: dict, name: str) -> int | None:
+    return next((i for i, c in enumerate(spec["containers"]) if c.get("name") == name), None)
+
+
+def _with_shm(spec: dict, index: int, volume: dict, mount: dict, why: str) -> Shaped:
+    """The spec with `volume` (unless the pod has one of its name: the pod's is merged over it) and `mount` on
+    container `index`."""
+    volumes: list = spec["volumes"] if isinstance(spec.get("volumes"), list) else []
+    own = next((v for v in volumes if isinstance(v, dict) and v.get("name") == volume["name"]), None)
+    volumes = [*volumes] if own else [*volumes, volume]
+    container = spec["containers"][index]
+    mounts: list = container["volumeMounts"] if isinstance(container.get("volumeMounts"), list) else []
+    containers = [*spec["containers"]]
+    containers[index] = {**container, "volumeMounts": [*mounts, mount]}
+    return Shaped({**spec, "containers": containers, "volumes": volumes}, {volume["name"]: why})
+
+
+def _llm_inference_service(obj: dict, path: tuple[str, ...], holder: Any, spec: dict) -> Shaped | None:
+    """combineBaseRefsConfig merges a well-known LLMInferenceServiceConfig under the service's own spec (a strategic
+    merge: containers by name, volumes by name, mounts by path): config-llm-template (and the prefill and decode
+    ones) mount a memory emptyDir 'dshm' of 1Gi at /dev/shm in the 'main' container; with a `worker` (multi-node
+    data parallel) the *-worker-data-parallel configs mount 8Gi, in the template and the worker."""
+    main = _container(spec, "main")
+    if main is None or _mounts_shm(spec["containers"][main]) or path[-1:] not in (("template",), ("worker",)):
+        return None
+    size = "8Gi" if isinstance(holder, dict) and holder.get("worker") else "1Gi"
+    why = f"added by KServe's well-known config (memory-backed, sizeLimit {size}; a 'dshm' volume of yours wins)"
+    volume = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}
+    return _with_shm(spec, main, volume, {"name": "dshm", "mountPath": SHM}, why)
+
+
+def _trainer_flux(obj: dict, path: tuple[str, ...], holder: Any, spec: dict) -> Shaped | None:
+    """Flux.EnforceMLPolicy, where the runtime's mlPolicy has flux: the 'node' replicated job's 'node' container
+    gets a memory emptyDir 'shared-memory' at /dev/shm, read-only, without sizeLimit (getViewVolumes)."""
+    policy = obj["spec"].get("mlPolicy") if isinstance(obj.get("spec"), dict) else None
+    if not isinstance(policy, dict) or policy.get("flux") is None:
+        return None
+    node = _container(spec, "node")
+    if "node" not in path or node is None or _mounts_shm(spec["containers"][node]):
+        return None
+    volume = {"name": "shared-memory", "emptyDir": {"medium": "Memory"}}
+    why = "added by Kubeflow Trainer's flux policy (memory-backed, mounted read-only, no size)"
+    return _with_shm(spec, node, volume, {"name": "shared-memory", "mountPath": SHM, "readOnly": True}, why)
+
+
+NOTHING = "adds nothing to /dev/shm, IPC or memory: the pod runs as its template says"
+
 OPERATORS: tuple[Operator, ...] = (
     Operator(
         "KubeRay",
@@ -108,6 +155,101 @@ OPERATORS: tuple[Operator, ...] = (
         _kuberay,
         "KubeRay sizes its /dev/shm from the Ray container's memory limit (else its request): raise it, or mount "
         "your own emptyDir at /dev/shm in the group's template (KubeRay then adds none)",
+    ),
+    Operator(
+        "KServe",
+        "serving.kserve.io",
+        ("LLMInferenceService",),
+        "v0.16.0 to v0.20",
+        "merges a well-known config that mounts a memory-backed emptyDir 'dshm' at /dev/shm in the 'main' container: "
+        "1Gi, 8Gi with a worker (data parallel); not where 'main' mounts /dev/shm",
+        "kserve/kserve pkg/controller/v1alpha2/llmisvc/config_merge.go: combineBaseRefsConfig; "
+        "config/llmisvcconfig/config-llm-template.yaml, config-llm-worker-data-parallel.yaml",
+        _llm_inference_service,
+        "KServe's config mounts 'dshm' at /dev/shm: a 'dshm' volume in the service's template overrides its size",
+    ),
+    Operator(
+        "KServe",
+        "serving.kserve.io",
+        ("InferenceService", "ServingRuntime", "ClusterServingRuntime", "InferenceGraph"),
+        "v0.20",
+        NOTHING,
+        "kserve/kserve pkg/webhook/admission/pod: mutator (storage initializer, agent, batcher: no /dev/shm)",
+    ),
+    Operator(
+        "Kubeflow Trainer",
+        "trainer.kubeflow.org",
+        ("TrainingRuntime", "ClusterTrainingRuntime"),
+        "v2.3.0",
+        "with mlPolicy flux, mounts a memory-backed emptyDir at /dev/shm, read-only and unsized, in the 'node' "
+        "container; otherwise nothing",
+        "kubeflow/trainer pkg/runtime/framework/plugins/flux/flux.go: EnforceMLPolicy, getViewVolumes",
+        _trainer_flux,
+    ),
+    Operator(
+        "Kubeflow Trainer",
+        "trainer.kubeflow.org",
+        ("TrainJob",),
+        "v2.3.0",
+        NOTHING + " (its runtime's)",
+        "kubeflow/trainer pkg/runtime/framework/plugins: torch, mpi, jobset (no /dev/shm)",
+    ),
+    Operator(
+        "Kubeflow training-operator",
+        "kubeflow.org",
+        ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MXJob"),
+        "v1.9.0",
+        NOTHING,
+        "kubeflow/training-operator pkg/controller.v1/common/pod.go: ReconcilePods, createNewPod (no /dev/shm)",
+    ),
+    Operator(
+        "MPI operator",
+        "kubeflow.org",
+        ("MPIJob",),
+        "v0.8.0",
+        NOTHING,
+        "kubeflow/mpi-operator pkg/controller/mpi_job_controller.go: newLauncherPodTemplate, newWorker (no /dev/shm)",
+    ),
+    Operator(
+        "LeaderWorkerSet",
+        "leaderworkerset.x-k8s.io",
+        ("LeaderWorkerSet",),
+        "v0.10.0",
+        NOTHING,
+        "kubernetes-sigs/lws pkg/controllers/leaderworkerset_controller.go: SSAWithStatefulset; pkg/webhooks/pod_webhook.go "
+        "(no /dev/shm)",
+    ),
+    Operator(
+        "JobSet",
+        "jobset.x-k8s.io",
+        ("JobSet",),
+        "v0.12",
+        NOTHING,
+        "kubernetes-sigs/jobset pkg/controllers/jobset_controller.go: constructJob (no /dev/shm)",
+    ),
+    Operator(
+        "Volcano",
+        "batch.volcano.sh",
+        ("Job",),
+        "v1.15.1",
+        NOTHING,
+        "volcano-sh/volcano pkg/controllers/job/job_controller_util.go: createJobPod (no /dev/shm)",
+    ),
+    Operator(
+        "Kubeflow Notebooks",
+        "kubeflow.org",
+        ("Notebook",),
+        "v1.10.0",
+        NOTHING + " (the web app's 'shm' option writes a dshm volume into the Notebook itself)",
+        "kubeflow/kubeflow components/notebook-controller/controllers/notebook_controller.go: generateStatefulSet",
+    ),
+    Operator(
+        "Seldon Core",
+        "mlops.seldon.io",
+        ("Server", "ServerConfig"),
+        "v2 (7b77f8b7)",
+        NOTHING + "; a Server without podSpec takes its ServerConfig's (the default 'triton' one mounts 256Mi)",
+        "SeldonIO/seldon-core operator/controllers/mlops/server_controller.go: ServerReconciler; k8s/yaml/components.yaml",
     ),
 )
 

@@ -100,4 +100,74 @@ def test_every_row_names_its_source_and_releases():
     for row in operators.OPERATORS:
         assert row.kinds and row.group and row.versions and row.adds
         repository, _, where = row.source.partition(" ")
-        assert repository.count("/") == 1 and ": " in where, row.source
+        assert repository.count("/") == 1 and ":" in where, row.source
+
+
+LLMISVC = """apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata: {{name: llm}}
+spec:
+  model: {{uri: "hf://Qwen/Qwen2.5-7B-Instruct"}}
+  template:
+    containers:
+      - {{name: main, image: vllm/vllm-openai{mounts}}}
+    volumes: {volumes}
+{worker}"""
+WORKER = "  worker:\n    containers:\n      - {name: main, image: vllm/vllm-openai}\n"
+
+
+@pytest.mark.parametrize(
+    "case, mounts, volumes, worker, sizes",
+    [
+        ("one node: config-llm-template's 1Gi", "", "[]", "", {"llm": 1 * GiB}),
+        ("a worker: the data-parallel config's 8Gi", "", "[]", WORKER, {"llm": 8 * GiB, "worker": 8 * GiB}),
+        ("a dshm volume of the service's own wins", "", MINE.replace("mine", "dshm"), "", {"llm": 2 * GiB}),
+        ("its own mount at /dev/shm wins", OWN, MINE, "", {"llm": 2 * GiB}),
+    ],
+)
+def test_kserve_llm_inference_service_gets_its_configs_dshm(case, mounts, volumes, worker, sizes):
+    found, _ = workloads(LLMISVC.format(mounts=mounts, volumes=volumes, worker=worker))
+    assert {n.rsplit("/", 1)[1]: d.facts.shm.size_bytes for n, d in found.items()} == sizes
+
+
+FLUX_RUNTIME = """apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: flux-runtime}
+spec:
+  mlPolicy: {numNodes: 2, flux: {numProcPerNode: 1}}
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            spec:
+              template:
+                spec:
+                  containers: [{name: node, image: ghcr.io/converged-computing/lammps-reax:ubuntu2204}]
+"""
+
+
+def test_kubeflow_trainers_flux_policy_mounts_a_read_only_unsized_shm():
+    (node,) = workloads(FLUX_RUNTIME)[0].values()
+    assert node.facts.shm.read_only and node.facts.shm.size_bytes is None
+    assert node.facts.shm.detail.startswith("added by Kubeflow Trainer's flux policy")
+    (plain,) = workloads(FLUX_RUNTIME.replace(", flux: {numProcPerNode: 1}", ""))[0].values()
+    assert (plain.facts.shm.size_bytes, plain.facts.shm.read_only) == (64 * MiB, False)
+
+
+@pytest.mark.parametrize(
+    "api, kind",
+    [("kubeflow.org/v1", "PyTorchJob"), ("kubeflow.org/v2beta1", "MPIJob"), ("jobset.x-k8s.io/v1alpha2", "JobSet")],
+)
+def test_operators_that_add_nothing_are_said_and_leave_the_pod_as_written(api, kind):
+    text = f"apiVersion: {api}\nkind: {kind}\nmetadata: {{name: j}}\nspec:\n  template:\n    spec:\n      containers: [{{name: c, image: pytorch/pytorch}}]\n"
+    (job,) = workloads(text)[0].values()
+    assert job.facts.shm.size_bytes == 64 * MiB and job.notes[0].endswith(operators.NOTHING)
+
+
+def test_docs_operators_md_has_every_row_with_its_source():
+    from tests.helpers import REPO
+
+    table = (REPO / "docs" / "operators.md").read_text()
+    for row in operators.OPERATORS:
+        assert f"{row.name} (`{row.group}`: {', '.join(row.kinds)})" in table and row.source.split(" ", 1)[1] in table
