@@ -216,8 +216,8 @@ OPERATORS: tuple[Operator, ...] = (
         ("LeaderWorkerSet",),
         "v0.10.0",
         NOTHING,
-        "kubernetes-sigs/lws pkg/controllers/leaderworkerset_controller.go: SSAWithStatefulset; pkg/webhooks/pod_webhook.go "
-        "(no /dev/shm)",
+        "kubernetes-sigs/lws pkg/controllers/leaderworkerset_controller.go: SSAWithStatefulset; "
+        "pkg/webhooks/pod_webhook.go (no /dev/shm)",
     ),
     Operator(
         "JobSet",
@@ -249,7 +249,8 @@ OPERATORS: tuple[Operator, ...] = (
         ("Server", "ServerConfig"),
         "v2 (7b77f8b7)",
         NOTHING + "; a Server without podSpec takes its ServerConfig's (the default 'triton' one mounts 256Mi)",
-        "SeldonIO/seldon-core operator/controllers/mlops/server_controller.go: ServerReconciler; k8s/yaml/components.yaml",
+        "SeldonIO/seldon-core operator/controllers/mlops/server_controller.go: ServerReconciler; "
+        "k8s/yaml/components.yaml",
     ),
 )
 
