@@ -160,7 +160,10 @@ def test_kubeflow_trainers_flux_policy_mounts_a_read_only_unsized_shm():
     [("kubeflow.org/v1", "PyTorchJob"), ("kubeflow.org/v2beta1", "MPIJob"), ("jobset.x-k8s.io/v1alpha2", "JobSet")],
 )
 def test_operators_that_add_nothing_are_said_and_leave_the_pod_as_written(api, kind):
-    text = f"apiVersion: {api}\nkind: {kind}\nmetadata: {{name: j}}\nspec:\n  template:\n    spec:\n      containers: [{{name: c, image: pytorch/pytorch}}]\n"
+    text = (
+        f"apiVersion: {api}\nkind: {kind}\nmetadata: {{name: j}}\nspec:\n  template:\n    spec:\n"
+        "      containers: [{name: c, image: pytorch/pytorch}]\n"
+    )
     (job,) = workloads(text)[0].values()
     assert job.facts.shm.size_bytes == 64 * MiB and job.notes[0].endswith(operators.NOTHING)
 
