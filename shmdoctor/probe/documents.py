@@ -19,7 +19,7 @@ from ..limits import MAX_DEPTH, MAX_DIGITS, MAX_JSON_BYTES, MAX_NODES, MAX_YAML_
 from ..model import Facts, Target
 from .regular import open_regular
 
-SUFFIXES = (".yml", ".yaml", ".json", ".container")  # .container: a Podman Quadlet unit
+SUFFIXES = (".yml", ".yaml", ".json", ".container", ".pod")  # .container, .pod: Podman Quadlet units
 STDIN = "<stdin>"
 
 

@@ -130,9 +130,15 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
     source = documents.STDIN if name == "-" else name
     text = documents.text(name)
     before = len(out.definitions), len(out.objects)
-    if source.endswith(quadlet.SUFFIX):  # an INI-style unit, not YAML
+    if source.endswith(quadlet.SUFFIX) or (source == documents.STDIN and quadlet.is_unit(text)):  # INI, not YAML
         out.definitions.extend(quadlet.probe(text, source))
         out.sources.append(source)
+        return
+    if source.endswith(quadlet.POD_SUFFIX):  # read where a .container names it; a bad one is said here too
+        quadlet.parse(text, source, "Pod")
+        out.files.append(
+            f"{source}: a Quadlet .pod unit: its /dev/shm is judged with the .container units that name it (Pod=)"
+        )
         return
     try:
         parsed = documents.parse(text, source)

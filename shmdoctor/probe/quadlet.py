@@ -4,6 +4,12 @@ The [Container] section says what `podman run` gets: `ShmSize=`, `Tmpfs=` and `V
 of a tmpfs there, and flags Quadlet has no key for in `PodmanArgs=` (`--shm-size`, `--ipc`, `--memory`). As Podman
 applies them: a mount at /dev/shm wins, then `--ipc=host` (the host's) or `none`, else Podman's own shm mount, sized
 by ShmSize / --shm-size (64000k by default).
+
+`Pod=NAME.pod` puts the container in a pod: its IPC namespace and /dev/shm are the pod's (podman#14609, a
+container's ShmSize is not its size there), sized by the `.pod` unit beside it (`[Pod] ShmSize=`, or
+`PodmanArgs=--shm-size=`); without that unit the size is unknown. Keys came in different releases, and Quadlet
+rejects a key it does not know: `[Container] ShmSize=` Podman 4.7 (#19230), `.pod` units 5.0 (#20762),
+`[Pod] ShmSize=` 5.4 (#24899; before it, `PodmanArgs=--shm-size=` in the .pod).
 """
 
 from __future__ import annotations
@@ -14,17 +20,29 @@ import shlex
 from ..errors import UsageError
 from ..model import PODMAN_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..sizes import parse_size, parse_tmpfs_size
-from .documents import Definition
+from . import documents
+from .documents import STDIN, Definition
 from .workload import ml_signs
 
 SUFFIX = ".container"
+POD_SUFFIX = ".pod"
+# A pod member's /dev/shm fix goes in its .pod unit, said for the Podman that takes it.
+POD_FIX = (
+    "the size is the pod's: set it in {pod}'s [Pod] section: ShmSize= (Podman 5.4+), or PodmanArgs=--shm-size= "
+    "(Podman 5.0 to 5.3)"
+)
 
 
-def parse(text: str, source: str) -> dict[str, list[tuple[int, str]]]:
-    """[Container]'s keys -> [(line, value)], repeated keys kept in order; `\\` continues a line. UsageError with
+def is_unit(text: str) -> bool:
+    """An INI-style Quadlet .container unit (stdin has no file name to tell it): a [Container] section line."""
+    return any(line.strip() == "[Container]" for line in text.splitlines()[:1000])
+
+
+def parse(text: str, source: str, section: str = "Container") -> dict[str, list[tuple[int, str]]]:
+    """The section's keys -> [(line, value)], repeated keys kept in order; `\\` continues a line. UsageError with
     file:line for a line that is neither a section, a comment nor KEY=VALUE."""
     keys: dict[str, list[tuple[int, str]]] = {}
-    section, pending, start = None, "", 0
+    current, pending, start, found = None, "", 0, False
     for number, raw in enumerate(text.splitlines(), 1):
         line = (pending + " " + raw.strip()) if pending else raw.strip()
         start = start if pending else number
@@ -35,15 +53,17 @@ def parse(text: str, source: str) -> dict[str, list[tuple[int, str]]]:
         if not line or line[0] in "#;":
             continue
         if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1]
+            current = line[1:-1]
+            found = found or current == section
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"{source}:{start}: not a KEY=VALUE line of a Quadlet unit")
-        if section == "Container":
+        if current == section:
             keys.setdefault(key.strip(), []).append((start, value.strip()))
-    if not keys:
-        raise UsageError(f"{source}: no [Container] section: not a Quadlet .container unit")
+    if not keys and not found:
+        kind = SUFFIX if section == "Container" else POD_SUFFIX
+        raise UsageError(f"{source}: no [{section}] section: not a Quadlet {kind} unit")
     return keys
 
 
@@ -127,6 +147,11 @@ class _Unit:
         if mode.startswith("container:"):
             ipc = Ipc("container", owner=mode.split(":", 1)[1])
         shm = self.mount(unreadable)
+        pod = self.last("Pod")
+        owner_fix = None
+        if pod is not None:  # the pod's IPC namespace and /dev/shm, whatever this unit says of them
+            ipc, owner_fix = Ipc("container", owner=pod[1]), POD_FIX.format(pod=pod[1])
+            shm = shm or self.pod_shm(pod, unreadable)
         if shm is None and mode == "host":
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (--ipc=host: the host's, not in the unit)")
             shm = Shm.unmeasured(None, "host-ipc", "PodmanArgs=--ipc=host (the host's /dev/shm)")
@@ -153,7 +178,26 @@ class _Unit:
             gpus=gpus,
             unreadable=tuple(unreadable),
             ml_signs=ml_signs((self.last("Image") or (0, ""))[1], exec_[1] if exec_ else ""),
+            operator_fix=owner_fix,
         )
+
+    def pod_shm(self, pod: tuple[int, str], unreadable: list[str]) -> Shm:
+        """The /dev/shm of the pod `Pod=` names, from its .pod unit beside this one; unknown without it."""
+        line, name = pod
+        if not name.endswith(POD_SUFFIX) or os.sep in name:
+            raise UsageError(f"{self.source}:{line}: Pod={name}: not the name of a Quadlet .pod unit (NAME.pod)")
+        path = os.path.join(os.path.dirname(self.source), name)
+        if self.source == STDIN or not os.path.isfile(path):
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (Pod={name}: the pod's, and its unit is not beside this one)")
+            return Shm.unmeasured(None, "podman-shm", f"Pod={name}: the pod's /dev/shm")
+        unit = _Unit(parse(documents.text(path), path, "Pod"), path)
+        written = unit.last("ShmSize") or unit.flag("--shm-size")
+        if unit.flag("--ipc") or unit.flag("--share"):  # namespaces the pod shares otherwise: not told here
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (Pod={name}: its PodmanArgs change what the pod shares)")
+            return Shm.unmeasured(None, "unknown", f"Pod={name}: PodmanArgs of {path}")
+        size = unit.size(written, "ShmSize") or PODMAN_DEFAULT_SHM
+        said = f"ShmSize={written[1]}" if written else "no ShmSize: Podman's default 64000k"
+        return Shm.unmeasured(size, "podman-shm", f"Pod={name}: the pod's /dev/shm ({path}: {said})")
 
 
 def probe(text: str, source: str) -> list[Definition]:

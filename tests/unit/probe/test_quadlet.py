@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import pytest
 
 from shmdoctor.cli import main
@@ -79,3 +82,59 @@ def test_the_real_unit():
 def test_bad_units_are_file_and_line(text, message):
     with pytest.raises(UsageError, match=message):
         quadlet.probe(text, "u.container")
+
+
+def _in_pod(tmp_path, pod_unit: str | None, container: str = "[Container]\nImage=pytorch/pytorch:2.3.0\nPod=ml.pod\n"):
+    if pod_unit is not None:
+        (tmp_path / "ml.pod").write_text(pod_unit)
+    (tmp_path / "train.container").write_text(container)
+    return files.read([str(tmp_path)])
+
+
+@pytest.mark.parametrize(
+    "pod_unit, size",
+    [
+        ("[Pod]\nShmSize=2g\n", 2 * GiB),  # Podman 5.4+
+        ("[Pod]\nPodmanArgs=--shm-size=1g\n", GiB),  # the form Podman 5.0 to 5.3 takes
+        ("[Pod]\nPodName=ml\n", 64000 * 1024),  # Podman's default, the pod's
+        (None, None),  # no unit beside it: the pod's, unknown
+    ],
+)
+def test_a_container_in_a_pod_has_the_pods_shm_and_ipc(tmp_path, pod_unit, size):
+    inputs = _in_pod(tmp_path, pod_unit, "[Container]\nImage=pytorch/pytorch:2.3.0\nPod=ml.pod\nShmSize=8g\n")
+    [found] = inputs.definitions
+    facts = found.facts
+    assert facts.shm.size_bytes == size  # the container's own ShmSize=8g is not its size in a pod
+    assert (facts.ipc.mode, facts.ipc.owner) == ("container", "ml.pod")
+    assert ("probe-incomplete" in [f.id for f in judge(facts, None).findings]) is (size is None)
+    if pod_unit is not None:  # the .pod itself is read, and said to be judged through its containers
+        assert inputs.files == [
+            f"{tmp_path}/ml.pod: a Quadlet .pod unit: its /dev/shm is judged with the .container "
+            "units that name it (Pod=)"
+        ]
+
+
+def test_a_pod_members_fix_goes_in_the_pod_unit_with_the_podman_it_needs(tmp_path, capsys):
+    _in_pod(tmp_path, "[Pod]\nShmSize=256m\n")
+    assert main(["lint", str(tmp_path), "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]) == 1
+    out = capsys.readouterr().out
+    assert "Fix   ShmSize=1536m" in out and "on ml.pod, the IPC owner: give /dev/shm 1.5 GiB" in out
+    assert (
+        "set it in ml.pod's [Pod] section: ShmSize= (Podman 5.4+), or PodmanArgs=--shm-size= (Podman 5.0 to 5.3)" in out
+    )
+    assert "--ipc=host" not in out  # a pod's member joins the pod's IPC namespace: no host alternative
+
+
+def test_a_bad_pod_name_or_pod_unit_is_file_and_line(tmp_path):
+    with pytest.raises(UsageError, match=r"train.container:3: Pod=ml: not the name of a Quadlet .pod unit"):
+        quadlet.probe("[Container]\nImage=x\nPod=ml\n", str(tmp_path / "train.container"))
+    (tmp_path / "ml.pod").write_text("[Pod]\nShmSize=lots\n")
+    with pytest.raises(UsageError, match=r"ml.pod:2: .*cannot read 'lots'"):
+        quadlet.probe("[Container]\nImage=x\nPod=ml.pod\n", str(tmp_path / "train.container"))
+
+
+def test_a_unit_on_stdin_is_read_as_a_unit(monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"[Container]\nImage=x\nShmSize=2g\n")))
+    assert main(["lint", "-", "--format", "json"]) == 0
+    [report] = json.loads(capsys.readouterr().out)["reports"]
+    assert report["shm"]["size_bytes"] == 2 * GiB
