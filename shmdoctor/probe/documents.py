@@ -21,6 +21,7 @@ from .regular import open_regular
 
 SUFFIXES = (".yml", ".yaml", ".json", ".container", ".pod")  # .container, .pod: Podman Quadlet units
 STDIN = "<stdin>"
+TEMPLATES = tuple(f"{s}{t}" for s in SUFFIXES for t in (".j2", ".jinja", ".jinja2", ".tpl"))  # said, not read
 
 
 class Unparsable(UsageError):
@@ -226,7 +227,7 @@ def files(path: str) -> Iterator[str]:
                 raise UsageError(f"{root[:80]}...: directories nested deeper than {MAX_DEPTH} levels")
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(names):
-                if name.endswith(SUFFIXES):
+                if name.endswith(SUFFIXES) or name.endswith(TEMPLATES):
                     found = True
                     yield os.path.join(root, name)
         if not found:

@@ -25,6 +25,8 @@ FORMATS = (
 # A Go template action: {{ .Values.x }}, {{- include "x" . }}, {{ if ... }}, {{ $x := ... }}
 RENDER = "helm template CHART | shmdoctor lint -"
 _TEMPLATE = re.compile(r"\{\{-?\s*(?:[.$]|[a-z]+\b)")
+_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]{0,100}(?:[:?+=-][^}\n]{0,200})?\}")
+_COMPOSE = re.compile(r"^services:", re.M)
 
 
 @dataclass
@@ -43,6 +45,19 @@ def helm_hint(text: str, source: str) -> str | None:
         return None
     line = text.count("\n", 0, match.start()) + 1
     return f"{source}:{line}: an unrendered Helm template ({{{{ ... }}}}): render it first: {RENDER}"
+
+
+def placeholder_hint(text: str, source: str) -> str | None:
+    """${VAR} placeholders in a file that is not compose's (compose interpolates its own): a template for envsubst
+    or a deploy script, with the line of the first; None when there is none."""
+    match = _PLACEHOLDER.search(text)
+    if match is None or _COMPOSE.search(text):
+        return None
+    line = text.count("\n", 0, match.start()) + 1
+    name = "FILE" if source == documents.STDIN else source
+    return (
+        f"{source}:{line}: a template with ${{VAR}} placeholders: render it first: envsubst < {name} | shmdoctor lint -"
+    )
 
 
 def _unknown(doc: Document) -> str:
@@ -76,12 +91,12 @@ class _Environments:
 
 def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into: Inputs) -> bool:
     """The document's targets into `into`; False when it is no format lint knows."""
-    if compose.is_compose(doc.body):
+    if azureml.is_job(doc.body):  # first: a job's `services:` (Jupyter, TensorBoard) are no compose services
+        into.definitions.extend(azureml.probe(doc))
+    elif compose.is_compose(doc.body):
         into.definitions.extend(compose.probe(doc, swarm, environ(doc.source)))
     elif ecs.is_task_definition(doc.body):
         into.definitions.extend(ecs.probe(doc))
-    elif azureml.is_job(doc.body):
-        into.definitions.extend(azureml.probe(doc))
     elif kubernetes.is_manifest(doc.body):
         found, skipped = kubernetes.probe(doc)
         into.definitions.extend(found)
@@ -128,6 +143,9 @@ def read(paths: list[str], swarm: bool | None = None, env_file: str | None = Non
 def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Inputs) -> None:
     """One file's targets into `out`, or why it is passed over; UsageError when it cannot be judged."""
     source = documents.STDIN if name == "-" else name
+    if source.endswith(documents.TEMPLATES):  # compose.yml.j2, task.json.tpl: said to be rendered first
+        out.files.append(f"{source}: a template ({os.path.splitext(source)[1]}): render it first, then lint the result")
+        return
     text = documents.text(name)
     before = len(out.definitions), len(out.objects)
     if source.endswith(quadlet.SUFFIX) or (source == documents.STDIN and quadlet.is_unit(text)):  # INI, not YAML
@@ -144,7 +162,7 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
         parsed = documents.parse(text, source)
         unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out)]
     except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
-        hint = helm_hint(text, source)
+        hint = helm_hint(text, source) or placeholder_hint(text, source)
         if hint is None and not isinstance(e, documents.Unparsable):
             raise
         del out.definitions[before[0] :], out.objects[before[1] :]

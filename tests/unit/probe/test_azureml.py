@@ -51,3 +51,16 @@ def test_the_real_example_job_has_no_shm_size_and_says_so():
 def test_a_bad_shm_size_is_file_and_line():
     with pytest.raises(UsageError, match=r"^job.yml:6: t: resources.shm_size: cannot read 'plenty'"):
         jobs(SCHEMA + "name: t\ncommand: python train.py\nenvironment: e\nresources:\n  shm_size: plenty\n")
+
+
+def test_a_job_with_services_is_a_job_not_a_compose_file(tmp_path):
+    (tmp_path / "job.yml").write_text(
+        SCHEMA + "name: t\ncommand: python train.py\nenvironment: azureml:pytorch:1\nresources: {shm_size: 3100m}\n"
+        "services:\n  my_jupyter: {type: jupyter_lab}\n  my_tensorboard: {type: tensor_board, log_dir: outputs}\n"
+    )
+    [found] = files.read([str(tmp_path / "job.yml")]).definitions
+    assert (found.facts.target.name, found.facts.runtime, found.facts.shm.size_bytes) == (
+        f"{tmp_path}/job.yml:t",
+        "azureml",
+        3100 * 2**20,
+    )

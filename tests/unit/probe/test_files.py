@@ -165,3 +165,23 @@ def test_a_bad_or_missing_env_file_is_exit_2_in_one_line(tmp_path, capsys):
     assert main(["lint", str(tmp_path), "--env-file", str(tmp_path / "nowhere.env")]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.strip().endswith("nowhere.env: cannot read: No such file or directory")
+
+
+def test_placeholders_and_template_files_are_said_to_be_rendered_first(tmp_path, capsys):
+    (tmp_path / "task.json").write_text(
+        '{"family": "t",\n "containerDefinitions": [{"name": "c", "memory": ${MEM}}]}\n'
+    )
+    (tmp_path / "job.json").write_text(
+        '{"family": "t", "containerDefinitions":\n [{"name": "c", "image": "x", "memory": "${MEM}"}]}\n'
+    )
+    (tmp_path / "docker-compose.yml.j2").write_text("services:\n  t: {image: '{{ image }}'}\n")
+    (tmp_path / "_helpers.tpl").write_text('{{- define "x" -}}{{- end -}}\n')  # no format of lint's: not walked
+    with pytest.raises(UsageError) as e:
+        files.read([str(tmp_path)])
+    render = "render it first: envsubst < {} | shmdoctor lint -"
+    assert str(e.value) == (
+        "nothing to judge in 3 files: "
+        f"{tmp_path}/docker-compose.yml.j2: a template (.j2): render it first, then lint the result; "
+        f"{tmp_path}/job.json:2: a template with ${{VAR}} placeholders: " + render.format(f"{tmp_path}/job.json") + "; "
+        f"{tmp_path}/task.json:2: a template with ${{VAR}} placeholders: " + render.format(f"{tmp_path}/task.json")
+    )
