@@ -26,7 +26,7 @@ from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
 from .deadline import concurrently, within
-from .workload import env_pairs, ml_signs, nccl_env
+from .workload import amd_gpus, env_pairs, ml_signs, nccl_env
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
@@ -196,7 +196,7 @@ def facts_from_inspect(
         notes.append(f"exited (exit code {code}) at {(_str(state.get('FinishedAt')) or '?')[:19]}Z")
     elif status not in (None, "running"):
         notes.append(f"not running: {status}")
-    gpus = gpus_of(host)
+    gpus = gpus_of(host) or amd_gpus(host.get("Devices"), config.get("Env"), host.get("Runtime"))
     if gpus:
         notes.append(
             f"GPUs requested: {gpus} (a DDP rank per GPU: give --ranks, or ranks= in the {LOADER_LABEL} label)"

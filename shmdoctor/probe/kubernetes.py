@@ -25,7 +25,7 @@ from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memor
 from ..sizes import format_size, parse_quantity
 from . import operators
 from .documents import Definition, Document, line_of, target, where
-from .workload import env_pairs, ml_signs, nccl_env
+from .workload import amd_gpus, env_pairs, ml_signs, nccl_env
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
@@ -143,11 +143,14 @@ class _Pod:
         return self.quantity(limits.get("memory"), container, "resources.limits.memory")
 
     def gpus(self, container: dict) -> str | None:
-        """The container's nvidia.com/gpu limit, as a count."""
+        """The container's nvidia.com/gpu or amd.com/gpu limit, as a count; else AMD's devices or variables."""
         resources = container.get("resources")
         limits = resources.get("limits") if isinstance(resources, dict) else None
-        gpus = limits.get("nvidia.com/gpu") if isinstance(limits, dict) else None
-        return str(gpus) if isinstance(gpus, (int, str)) and str(gpus).isdigit() and int(gpus) > 0 else None
+        for key in ("nvidia.com/gpu", "amd.com/gpu"):
+            gpus = limits.get(key) if isinstance(limits, dict) else None
+            if isinstance(gpus, (int, str)) and str(gpus).isdigit() and int(gpus) > 0:
+                return str(gpus)
+        return amd_gpus(env=container.get("env"))
 
     def pod_memory_limit(self) -> int | None:
         """Pod-level resources where given, else the sum of the containers' limits (None if one has none)."""

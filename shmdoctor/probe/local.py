@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from ..errors import UsageError
 from ..model import SHM, Facts, Ipc, Memory, Runtime, Shm, ShmSource, Target
 from . import cgroup, logind, mountinfo
+from .workload import AMD_VISIBLE
 
 # PROC_IPC_INIT_INO: the inode of the host's (initial) IPC namespace.
 HOST_IPC_INODE = 4026531839
@@ -139,16 +140,19 @@ def nccl_env(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 def gpu_count(environ: Mapping[str, str], dev: str = "/dev") -> int | None:
     """The GPUs this process's job sees: torchrun's LOCAL_WORLD_SIZE, else the devices CUDA_VISIBLE_DEVICES or
-    NVIDIA_VISIBLE_DEVICES name, else the /dev/nvidiaN device files; None where nothing says."""
+    NVIDIA_VISIBLE_DEVICES (or AMD's: ROCm) name, else the /dev/nvidiaN device files (or ROCm's render nodes beside
+    /dev/kfd); None where nothing says."""
     local = environ.get("LOCAL_WORLD_SIZE", "").strip()
     if local.isdigit() and 0 < int(local) <= 4096:
         return int(local)
-    for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
+    for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", *AMD_VISIBLE):
         visible = environ.get(name, "").strip()
         if visible and visible not in ("all", "void", "none", "NoDevFiles"):
             return len([d for d in visible.split(",") if d.strip()][:4096]) or None
     try:
         count = sum(1 for n in os.listdir(dev) if n.startswith("nvidia") and n[6:].isdigit())
+        if not count and os.path.exists(os.path.join(dev, "kfd")):  # ROCm: a render node a GPU
+            count = sum(1 for n in os.listdir(os.path.join(dev, "dri")) if n.startswith("renderD"))
     except OSError:
         return None
     return count or None

@@ -22,7 +22,7 @@ from ..model import PODMAN_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memor
 from ..sizes import parse_size, parse_tmpfs_size
 from . import documents
 from .documents import STDIN, Definition
-from .workload import ml_signs
+from .workload import amd_gpus, ml_signs
 
 SUFFIX = ".container"
 POD_SUFFIX = ".pod"
@@ -168,6 +168,7 @@ class _Unit:
         memory = self.size(self.flag("--memory") or self.flag("-m"), "--memory")
         devices = [v for _, v in self.keys.get("AddDevice", []) + self._values("--device")]
         gpus = next((d.split("=", 1)[1] or "all" for d in devices if d.startswith("nvidia.com/gpu")), None)
+        gpus = gpus or amd_gpus(devices, [p for _, v in self.keys.get("Environment", []) for p in v.split()])
         exec_ = self.last("Exec")
         return Facts(
             target=Target("service", f"{self.source}:{name}", file=self.source, line=self.first_line),

@@ -113,3 +113,27 @@ def env_pairs(env: object) -> list[tuple[object, object]]:
         elif isinstance(item, dict):
             out.append((item.get("name"), item.get("value")))
     return out
+
+
+# AMD's container toolkit and ROCm name the GPUs a container sees in these; /dev/kfd is ROCm's compute device.
+AMD_VISIBLE = ("AMD_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+
+
+def amd_gpus(devices: object = (), env: object = None, runtime: object = None) -> str | None:
+    """AMD GPUs a definition gives its container, as Facts.gpus says them ('all' or device ids); None where none:
+    AMD_VISIBLE_DEVICES (or ROCR_ / HIP_VISIBLE_DEVICES), /dev/kfd among its devices (or AMD's CDI name
+    amd.com/gpu=...), or `runtime: amd`. RCCL keeps NCCL's transports: its SHM one is NCCL's term."""
+    for name, value in env_pairs(env):
+        if name in AMD_VISIBLE and isinstance(value, (str, int)) and str(value).strip() not in ("", "none", "void"):
+            return "all" if str(value).strip() == "all" else str(value).strip()
+    paths = [str(d.get("PathOnHost", "")) if isinstance(d, dict) else str(d) for d in _items(devices)]
+    cdi = next((p.split("=", 1)[1] for p in paths if p.startswith("amd.com/gpu=")), None)
+    if cdi is not None:
+        return cdi or "all"
+    if any(p.split(":")[0].rstrip("/") == "/dev/kfd" for p in paths) or runtime == "amd":
+        return "all"
+    return None
+
+
+def _items(value: object) -> list:
+    return value[:4096] if isinstance(value, list) else []

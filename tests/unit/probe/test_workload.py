@@ -81,3 +81,47 @@ def test_real_ml_workloads_without_a_loader_are_warned():
         inputs = files.read([str(REAL / source)])
         warned = [d.facts.target.name.split("/")[-1] for d in inputs.definitions if judge(d.facts, None).findings]
         assert warned == names, source
+
+
+@pytest.mark.parametrize(
+    "devices, env, runtime, gpus",
+    [
+        (["/dev/kfd", "/dev/dri"], None, None, "all"),  # ROCm's docker run --device=/dev/kfd --device=/dev/dri
+        (["/dev/kfd:/dev/kfd:rwm"], None, None, "all"),
+        ([{"PathOnHost": "/dev/kfd", "PathInContainer": "/dev/kfd"}], None, None, "all"),  # docker inspect
+        (["amd.com/gpu=0"], None, None, "0"),  # AMD's CDI name (Podman AddDevice=)
+        ([], {"AMD_VISIBLE_DEVICES": "0,1"}, None, "0,1"),  # AMD's container toolkit
+        ([], [{"name": "ROCR_VISIBLE_DEVICES", "value": "2"}], None, "2"),  # a pod's env
+        ([], ["HIP_VISIBLE_DEVICES=all"], None, "all"),
+        ([], None, "amd", "all"),  # compose runtime: amd
+        (["/dev/dri", "/dev/fuse"], {"AMD_VISIBLE_DEVICES": "none"}, "runc", None),  # no compute device: no GPU
+    ],
+)
+def test_amd_gpus_count_as_gpus(devices, env, runtime, gpus):
+    assert workload.amd_gpus(devices, env, runtime) == gpus
+
+
+def test_amd_gpus_in_compose_and_kubernetes_make_it_an_ml_job():
+    text = (
+        "services:\n  rocm:\n    image: rocm/dev-ubuntu-22.04\n    devices: [/dev/kfd, /dev/dri]\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        "spec: {containers: [{name: c, image: my/app, resources: {limits: {amd.com/gpu: 2}}}]}\n"
+    )
+    found = []
+    for doc in documents.parse(text, "x.yaml"):
+        inputs = files.Inputs()
+        files._definitions(doc, None, files._Environments(None), inputs)
+        found += inputs.definitions
+    assert [d.facts.gpus for d in found] == ["all", "2"]
+    for d in found:  # 64 MiB and GPUs: the default-shm warning, as for NVIDIA's
+        assert [f.id for f in judge(d.facts, None).findings] == ["default-shm"]
+
+
+def test_rocm_render_nodes_are_counted_where_there_is_kfd(tmp_path):
+    from shmdoctor.probe.local import gpu_count
+
+    (tmp_path / "dri").mkdir()
+    for name in ("kfd", "dri/renderD128", "dri/renderD129", "dri/card0"):
+        (tmp_path / name).write_text("")
+    assert gpu_count({}, str(tmp_path)) == 2
+    assert gpu_count({"ROCR_VISIBLE_DEVICES": "0"}, str(tmp_path)) == 1
