@@ -121,5 +121,8 @@ def to_sarif(doc: Reports) -> str:
     }
     if urls.get("Homepage"):
         driver["informationUri"] = urls["Homepage"]
-    run = {"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints"}
+    run: dict[str, Any] = {"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints"}
+    if isinstance(doc, Lint) and doc.errors:  # files that could not be judged: the run did not judge everything
+        notes = [{"level": "error", "message": {"text": error}} for error in doc.errors]
+        run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
     return json.dumps({"$schema": SCHEMA, "version": VERSION, "runs": [run]}, indent=2)

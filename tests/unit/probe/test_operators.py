@@ -174,3 +174,11 @@ def test_docs_operators_md_has_every_row_with_its_source():
     table = (REPO / "docs" / "operators.md").read_text()
     for row in operators.OPERATORS:
         assert f"{row.name} (`{row.group}`: {', '.join(row.kinds)})" in table and row.source.split(" ", 1)[1] in table
+
+
+def test_a_shaped_container_keeps_its_line():
+    found, _ = workloads(
+        RAY_HEAD.format(kind="RayCluster", params="{}", resources=LIMIT, mounts="", volumes="[]", nest="")
+    )
+    head = next(d for n, d in found.items() if n.endswith("/ray-head"))
+    assert head.facts.target.line == 10  # the container's own line, as for a pod no operator shapes

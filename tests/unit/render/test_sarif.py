@@ -186,3 +186,14 @@ def test_the_driver_names_every_rule_with_its_readme_anchor():
         assert descriptor["defaultConfiguration"]["level"] == LEVEL[rule.severity]
         assert descriptor["shortDescription"]["text"] == rule.summary
         assert descriptor["fullDescription"]["text"] and descriptor["help"]["text"]
+
+
+def test_a_file_that_could_not_be_judged_is_a_failed_execution_notification(tmp_path):
+    (tmp_path / "bad.yml").write_text("services:\n  trainer:\n    image: x\n    shm_size: plenty\n")
+    (tmp_path / "good.yml").write_text("services:\n  web:\n    image: x\n")
+    proc = run_cli("lint", str(tmp_path), "--format", "sarif")
+    assert proc.returncode == 2
+    [invocation] = valid(proc.stdout)["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    [note] = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error" and note["message"]["text"].startswith(f"{tmp_path}/bad.yml:3: service 'trainer'")
