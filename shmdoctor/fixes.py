@@ -61,7 +61,6 @@ def grow_shm(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...]:
         memory_bytes=new_mem,
         # a size means nothing under the host's IPC namespace or none: a private one first
         ipc="private" if source in ("host-ipc", "none") else None,
-        caveat=facts.operator_fix,  # where it goes for what owns this /dev/shm: an operator, a Quadlet pod
     )
     in_pod = facts.runtime == "podman" and facts.ipc.mode == "container" and str(facts.ipc.owner).endswith(".pod")
     if source in ("host", "host-ipc") or in_pod:  # it has the host's already; a pod's member joins the pod's IPC

@@ -139,7 +139,8 @@ class Facts:
     nccl_env: tuple[tuple[str, str], ...] = ()
     # The target's own shmdoctor.loader label or annotation, when it is not a loader: why (a 'bad-label' finding).
     bad_label: str | None = None
-    # Where a /dev/shm fix goes in the terms of the operator that creates this pod (KubeRay sizes it from memory).
+    # Where a /dev/shm fix goes in the terms of the operator that creates this pod (KubeRay sizes it from memory):
+    # said before the fix in the pod's form.
     operator_fix: str | None = None
 
 

@@ -26,11 +26,6 @@ from .workload import amd_gpus, ml_signs
 
 SUFFIX = ".container"
 POD_SUFFIX = ".pod"
-# A pod member's /dev/shm fix goes in its .pod unit, said for the Podman that takes it.
-POD_FIX = (
-    "the size is the pod's: set it in {pod}'s [Pod] section: ShmSize= (Podman 5.4+), or PodmanArgs=--shm-size= "
-    "(Podman 5.0 to 5.3)"
-)
 
 
 def is_unit(text: str) -> bool:
@@ -148,9 +143,8 @@ class _Unit:
             ipc = Ipc("container", owner=mode.split(":", 1)[1])
         shm = self.mount(unreadable)
         pod = self.last("Pod")
-        owner_fix = None
         if pod is not None:  # the pod's IPC namespace and /dev/shm, whatever this unit says of them
-            ipc, owner_fix = Ipc("container", owner=pod[1]), POD_FIX.format(pod=pod[1])
+            ipc = Ipc("container", owner=pod[1])
             shm = shm or self.pod_shm(pod, unreadable)
         if shm is None and mode == "host":
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (--ipc=host: the host's, not in the unit)")
@@ -179,7 +173,6 @@ class _Unit:
             gpus=gpus,
             unreadable=tuple(unreadable),
             ml_signs=ml_signs((self.last("Image") or (0, ""))[1], exec_[1] if exec_ else ""),
-            operator_fix=owner_fix,
         )
 
     def pod_shm(self, pod: tuple[int, str], unreadable: list[str]) -> Shm:

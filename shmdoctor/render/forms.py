@@ -129,7 +129,7 @@ def _swarm(fix: Fix, facts: Facts) -> Statements:
 
 
 def _kubernetes(fix: Fix, facts: Facts) -> Statements:
-    out: Statements = ()
+    out: Statements = (f"# {facts.operator_fix}",) if facts.operator_fix and fix.shm_bytes else ()
     if fix.ipc:
         out += (f"hostIPC: {str(fix.ipc == 'host').lower()}  # pod spec",)
     if fix.shm_bytes:
@@ -148,8 +148,13 @@ def _kubernetes(fix: Fix, facts: Facts) -> Statements:
 
 
 def _quadlet(fix: Fix, facts: Facts) -> Statements:
-    out = _owner(facts) + ((f"PodmanArgs=--ipc={fix.ipc}",) if fix.ipc else ())
-    if fix.shm_bytes:
+    pod = facts.ipc.owner if facts.ipc.mode == "container" and str(facts.ipc.owner).endswith(".pod") else None
+    out = _owner(facts) if not pod else ()
+    out += (f"PodmanArgs=--ipc={fix.ipc}",) if fix.ipc else ()
+    if fix.shm_bytes and pod and not _tmpfs(facts):  # a pod's member has the pod's /dev/shm: its .pod sizes it
+        shm = docker_size(fix.shm_bytes)
+        out += (f"# in {pod}'s [Pod] section (Podman 5.4+; 5.0 to 5.3: PodmanArgs=--shm-size={shm})", f"ShmSize={shm}")
+    elif fix.shm_bytes:
         shm = docker_size(fix.shm_bytes)
         out += (f"Tmpfs={SHM}:size={shm}",) if _tmpfs(facts) else (f"ShmSize={shm}",)
     if fix.memory_bytes:
