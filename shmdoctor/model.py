@@ -41,7 +41,9 @@ Runtime = Literal[
 # compose service sets its memory limit under deploy.resources (fixes go there).
 # shm-fixed: the platform gives a /dev/shm nobody can size (Fargate, SageMaker): no fix may ask for another size;
 # shm-size-ignored: the definition asks for a size that platform ignores (Fargate's sharedMemorySize).
-Flag = Literal["oom-killed", "compose-deploy-memory", "shm-fixed", "shm-size-ignored"]
+# operator-shm: the operator creating the pod sized /dev/shm from the container's memory by design (KubeRay): as
+# large as the limit, not a size the file asked for; without a loader it is not warned as over the memory limit.
+Flag = Literal["oom-killed", "compose-deploy-memory", "shm-fixed", "shm-size-ignored", "operator-shm"]
 Verdict = Literal["ok", "warn", "fail"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 

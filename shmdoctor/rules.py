@@ -222,7 +222,8 @@ def remove_ipc(facts: Facts, need: Requirement | None) -> Hit:
 @rule("shm-over-memory", "warning", "/dev/shm is larger than the memory limit can hold")
 def shm_over_memory(facts: Facts, need: Requirement | None) -> Hit:
     room, size = capacity.memory_room(facts), facts.shm.size_bytes
-    if need is None and _may_load(facts) and room is not None and size and size > room:
+    by_design = "operator-shm" in facts.flags  # KubeRay's: the memory limit itself, as its operator sizes it
+    if need is None and _may_load(facts) and not by_design and room is not None and size and size > room:
         msg = (
             f"/dev/shm ({format_size(size)}) is larger than the memory limit ({format_size(facts.memory.limit_bytes)}) "
             "leaves for it beside the training process: a loader filling it gets the container OOM-killed "

@@ -33,10 +33,11 @@ from ..render import render
 @consumer_options
 @output_options("lint")
 def command(paths, swarm, env_file, fix, diff, fmt, fail_on, **loader) -> int:
-    """Judge workloads from their files: compose services, Kubernetes pods (custom resources included), ECS task
-    and Batch job definitions, Azure ML jobs, Podman Quadlet units. One report per service or container.
+    """Judge workloads from their files: compose services, Kubernetes pods (custom resources as their operators
+    shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
+    pods. One report per service or container.
 
-    Directories are searched for *.yml, *.yaml, *.json and *.container; files that define none are passed over
+    Directories are searched for *.yml, *.yaml, *.json, *.container and *.pod; files that define none are passed over
     with why; one that cannot be judged (a bad value) is an error line and exit 2, every other file still judged;
     '-' reads stdin. A workload's own label or annotation
     `shmdoctor.loader: "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.

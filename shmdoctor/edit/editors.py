@@ -204,6 +204,8 @@ def quadlet(lines: list[str], fix: Fix, facts: Facts) -> list[str]:
     """ShmSize= (or the --shm-size already in PodmanArgs=) and PodmanArgs=--memory= in the [Container] section."""
     if fix.ipc or facts.shm.source not in ("podman-shm",) and fix.shm_bytes:
         raise Refused(f"its /dev/shm is {facts.shm.detail or facts.shm.source}: change it there by hand")
+    if facts.ipc.mode == "container" and fix.shm_bytes:  # Pod=: the container's own ShmSize= is not its size
+        raise Refused(f"its /dev/shm is {facts.ipc.owner}'s: size it in that unit's [Pod] section")
     section = [i for i, line in enumerate(lines) if line.strip() == "[Container]"]
     if not section:
         raise Refused("no [Container] section")

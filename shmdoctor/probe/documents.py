@@ -6,6 +6,7 @@ YAML mappings come back as `Node` (a dict that remembers its line) so that a bad
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -32,6 +33,13 @@ class Node(dict):
     """A YAML mapping with the line it starts on (1-based)."""
 
     line: int | None = None
+
+
+def with_changes(mapping: dict, **changes: Any) -> dict:
+    """A copy of a mapping with `changes`, keeping the line it was read at (a report's file:line)."""
+    out = copy.copy(mapping)
+    out.update(changes)
+    return out
 
 
 def line_of(node: Any) -> int | None:

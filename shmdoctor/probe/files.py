@@ -21,6 +21,7 @@ from .documents import Definition, Document
 FORMATS = (
     "a compose file (services:), a Kubernetes manifest (apiVersion, kind), an ECS task or Batch job definition "
     "(containerDefinitions, containerProperties), an Azure ML job ($schema, command) or a Quadlet .container unit"
+    " (Argo and Tekton objects are Kubernetes manifests)"
 )
 # A Go template action: {{ .Values.x }}, {{- include "x" . }}, {{ if ... }}, {{ $x := ... }}
 RENDER = "helm template CHART | shmdoctor lint -"

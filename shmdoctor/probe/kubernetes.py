@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm
 from ..sizes import format_size, parse_quantity
-from . import operators
+from . import operators, workflows
 from .documents import Definition, Document, line_of, target, where
 from .workload import amd_gpus, env_pairs, ml_signs, nccl_env
 
@@ -118,6 +118,7 @@ class _Pod:
         if not self.containers or not all(isinstance(c, dict) for c in self.containers):
             what = "is empty" if not self.containers else "holds something that is not a mapping"
             raise UsageError(f"{where(doc.source, self.spec)}: {self.name}: spec.containers {what}: nothing to judge")
+        self.engine = workflows.engine(obj)
         self.operator, self.added = operators.operator(obj), {}
         shaped = self.operator.shape(obj, path, holder, spec) if self.operator and self.operator.shape else None
         if shaped is not None:  # the pod as the operator will create it
@@ -128,7 +129,7 @@ class _Pod:
         self.volumes = {v["name"]: v for v in volumes if isinstance(v, dict) and isinstance(v.get("name"), str)}
 
     def quantity(self, value: Any, node: Any, what: str) -> int | None:
-        if value in (None, ""):
+        if value in (None, "") or (self.engine and workflows.is_parameter(value)):  # set when the workflow runs
             return None
         try:
             return parse_quantity(value)
@@ -240,15 +241,24 @@ class _Pod:
         out = []
         for name, container in self.named():
             unreadable: list[str] = []
+            shm = self.shm(container, unreadable)
+            by_operator = any(shm.detail.startswith(why) for why in self.added.values())
             facts = Facts(
                 target=target(
                     "workload", self.doc.source, name, container if line_of(container) else self.template, self.id
                 ),
-                shm=self.shm(container, unreadable),
+                shm=shm,
                 ipc=Ipc("host") if self.host_ipc else Ipc("private"),
+                flags=frozenset(("operator-shm",)) if by_operator else frozenset(),
                 memory=Memory(limit_bytes=self.memory_limit(container), used_bytes=None),
                 runtime="kubernetes",
-                ml_signs=ml_signs(container.get("image"), container.get("command"), container.get("args")),
+                ml_signs=ml_signs(
+                    container.get("image"),
+                    container.get("command"),
+                    container.get("args"),
+                    container.get("source"),  # an Argo script's
+                    container.get("script"),  # a Tekton step's
+                ),
                 gpus=self.gpus(container),
                 nccl_env=nccl_env(env_pairs(container.get("env"))),
                 unreadable=tuple(unreadable),
@@ -261,11 +271,22 @@ class _Pod:
 
 
 def placed(doc: Document) -> Iterator[tuple[str, dict, dict, dict]]:
-    """(target name, object, pod spec, container) for every container lint judges: where --fix writes."""
+    """(target name, object, pod spec, container) for every container lint judges that --fix can write: the file's
+    own pod spec and container, never the copy an operator shaped (KubeRay keeps a /dev/shm the template mounts);
+    a workflow engine's step is a pod the file never writes as one, so it has none."""
     for obj in objects(doc.body):
-        for path, template, spec in pod_templates(obj):
-            for name, container in _Pod(doc, obj, path, template, spec).named():
+        for path, template, spec, holder in [] if workflows.engine(obj) else pod_templates(obj):
+            named = _Pod(doc, obj, path, template, spec, holder).named()
+            for (name, _), container in zip(named, spec["containers"]):
                 yield f"{doc.source}:{name}", obj, spec, container
+
+
+def _pods(obj: dict) -> list[tuple[tuple[str, ...], dict, dict, Any]]:
+    """The pods an object runs: a workflow engine's steps, or every pod template nested in it."""
+    engine = workflows.engine(obj)
+    if engine == "argo":
+        return list(workflows.argo_pods(obj))
+    return list(workflows.tekton_pods(obj) if engine == "tekton" else pod_templates(obj))
 
 
 def probe(doc: Document) -> tuple[list[Definition], list[str]]:
@@ -273,8 +294,12 @@ def probe(doc: Document) -> tuple[list[Definition], list[str]]:
     found: list[Definition] = []
     passed_over: list[str] = []
     for obj in objects(doc.body):
-        templates = list(pod_templates(obj))
-        if not templates:
+        templates, created = _pods(obj), workflows.manifests(obj, doc.source)
+        for manifest in created:  # what an Argo resource template creates: the workflow is judged through it
+            more, skipped = probe(manifest)
+            found.extend(more)
+            passed_over.extend(skipped)
+        if not templates and not created:
             meta = _mapping(obj.get("metadata"), "metadata", doc.source, obj)
             passed_over.append(f"{obj['kind']}/{meta.get('name', '?')}")
         for path, template, spec, holder in templates:

@@ -10,12 +10,12 @@ nothing is a fact too: the report says which row it assumed.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..model import SHM
+from .documents import with_changes
 
 
 @dataclass
@@ -45,13 +45,6 @@ class Operator:
     def assumed(self) -> str:
         """What the report says it assumed: the operator, the releases read, what it adds (docs/operators.md)."""
         return f"{self.name} ({self.versions}) {self.adds}"
-
-
-def _with(mapping: dict, **changes: Any) -> dict:
-    """A copy of a mapping with `changes`, keeping the line it was read at (a report's file:line)."""
-    out = copy.copy(mapping)
-    out.update(changes)
-    return out
 
 
 def _mounts_shm(container: dict) -> bool:
@@ -98,8 +91,8 @@ def _kuberay(obj: dict, path: tuple[str, ...], holder: Any, spec: dict) -> Shape
         sized = "sized from the Ray container's memory limit, else its request" if memory is not None else "no size"
         added[KUBERAY_SHM] = f"added by KubeRay to the Ray container (memory-backed, {sized})"
     mounts: list = ray["volumeMounts"] if isinstance(ray.get("volumeMounts"), list) else []
-    ray = _with(ray, volumeMounts=[*mounts, {"name": KUBERAY_SHM, "mountPath": SHM}])
-    return Shaped(_with(spec, containers=[ray, *containers[1:]], volumes=volumes), added)
+    ray = with_changes(ray, volumeMounts=[*mounts, {"name": KUBERAY_SHM, "mountPath": SHM}])
+    return Shaped(with_changes(spec, containers=[ray, *containers[1:]], volumes=volumes), added)
 
 
 def _container(spec: dict, name: str) -> int | None:
@@ -115,8 +108,8 @@ def _with_shm(spec: dict, index: int, volume: dict, mount: dict, why: str) -> Sh
     container = spec["containers"][index]
     mounts: list = container["volumeMounts"] if isinstance(container.get("volumeMounts"), list) else []
     containers = [*spec["containers"]]
-    containers[index] = _with(container, volumeMounts=[*mounts, mount])
-    return Shaped(_with(spec, containers=containers, volumes=volumes), {volume["name"]: why})
+    containers[index] = with_changes(container, volumeMounts=[*mounts, mount])
+    return Shaped(with_changes(spec, containers=containers, volumes=volumes), {volume["name"]: why})
 
 
 def _llm_inference_service(obj: dict, path: tuple[str, ...], holder: Any, spec: dict) -> Shaped | None:

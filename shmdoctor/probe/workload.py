@@ -53,6 +53,18 @@ ML_COMMAND = (  # a pattern, compiled (and cached by re) at its first use: check
 )
 
 
+# A command that loads nothing itself, whatever its image: an MPI launcher starts the ranks elsewhere (an MPIJob's
+# launcher pod), a one-shot fetch exits (ollama pull, a hub download). Shell wrappers (sh -c, bash -lc) are looked into.
+_SHELL = r"^(?:\S*/)?(?:ba|z|da)?sh\s+(?:-\w+\s+)*['\"]?"
+_ONE_SHOT = r"(?:\S*/)?(?:mpirun|mpiexec|ollama\s+(?:pull|push|rm|cp|list|show|create)|(?:huggingface-cli|hf)\s+download)(?![\w-])"
+
+
+def loads_nothing(command: str) -> bool:
+    """The command launches ranks elsewhere or fetches and exits: no DataLoader or server of its own."""
+    text = re.sub(_SHELL, "", command.strip(), count=1)
+    return bool(re.match(_ONE_SHOT, text)) and not re.search(r"(?<![\w-])serve(?![\w-])", text)
+
+
 def _image_words(image: str) -> set[str]:
     """'nvcr.io/nvidia/pytorch:24.01-py3' -> {..., 'pytorch', ...}; a version glued on is dropped (cuda12: cuda)."""
     words = set(re.split(r"[/:_.@]", image.lower()))
@@ -71,10 +83,14 @@ def _words(command: object) -> Iterable[str]:
 def ml_signs(image: object, *command: object) -> tuple[str, ...]:
     """Why the workload looks like a training or inference job, in words; () when nothing says so. `command`: its
     entrypoint, command and arguments, each a string or a list (as files and inspect write them)."""
+    text = " ".join(_words(command))
+    ollama = isinstance(image, str) and "ollama" in _image_words(image)
+    if loads_nothing(("ollama " if ollama else "") + text) or loads_nothing(text):  # the image's own entrypoint
+        return ()
     signs = []
     if isinstance(image, str) and ML_IMAGE_WORDS & _image_words(image):
         signs.append(f"image {image}")
-    match = re.search(ML_COMMAND, " ".join(_words(command)))
+    match = re.search(ML_COMMAND, text)
     if match:
         signs.append(f"command {match.group(1)}")
     return tuple(signs)

@@ -182,3 +182,23 @@ def test_a_shaped_container_keeps_its_line():
     )
     head = next(d for n, d in found.items() if n.endswith("/ray-head"))
     assert head.facts.target.line == 10  # the container's own line, as for a pod no operator shapes
+
+
+def test_kuberays_shm_is_the_memory_limit_by_design_not_a_warning():
+    from shmdoctor.rules import judge
+
+    found, _ = workloads(
+        RAY_HEAD.format(kind="RayCluster", params="{}", resources=LIMIT, mounts="", volumes="[]", nest="")
+    )
+    head = next(d for n, d in found.items() if n.endswith("/ray-head"))
+    assert head.facts.shm.size_bytes == head.facts.memory.limit_bytes == 12 * GiB
+    assert [f.id for f in judge(head.facts, None).findings] == []  # the operator sized it so: not shm-over-memory
+    own = MINE.replace("sizeLimit: 2Gi", "sizeLimit: 12Gi")  # the same size, written by the user: warned
+    mine = next(
+        v
+        for n, v in workloads(
+            RAY_HEAD.format(kind="RayCluster", params="{}", resources=LIMIT, mounts=OWN, volumes=own, nest="")
+        )[0].items()
+        if n.endswith("/ray-head")
+    )
+    assert [f.id for f in judge(mine.facts, None).findings] == ["shm-over-memory"]

@@ -125,3 +125,29 @@ def test_rocm_render_nodes_are_counted_where_there_is_kfd(tmp_path):
         (tmp_path / name).write_text("")
     assert gpu_count({}, str(tmp_path)) == 2
     assert gpu_count({"ROCR_VISIBLE_DEVICES": "0"}, str(tmp_path)) == 1
+
+
+@pytest.mark.parametrize(
+    "image, command",
+    [
+        ("mpioperator/tensorflow-benchmarks:latest", ["mpirun", "-np", "2", "python", "tf_cnn_benchmarks.py"]),
+        ("horovod/horovod", ["/usr/local/bin/mpiexec", "python", "train.py"]),  # MPIJob launchers: ranks run elsewhere
+        ("ollama/ollama", ["/bin/sh", "-c", "ollama pull llama3"]),  # one-shot fetches
+        ("ollama/ollama:rocm", "pull llama3"),  # the image's own entrypoint is ollama
+        ("pytorch/pytorch", ["bash", "-lc", "hf download meta-llama/Llama-3.1-8B"]),
+    ],
+)
+def test_launchers_and_one_shot_fetches_load_nothing(image, command):
+    assert workload.ml_signs(image, command) == ()
+
+
+@pytest.mark.parametrize(
+    "image, command",
+    [
+        ("ollama/ollama", ["bash", "-c", "ollama serve & sleep 3; ollama pull llama3"]),  # serves after pulling
+        ("ollama/ollama", "serve"),
+        ("horovod/horovod", ["horovodrun", "-np", "4", "python", "train.py"]),  # runs its ranks here
+    ],
+)
+def test_servers_and_local_launchers_still_look_like_ml(image, command):
+    assert workload.ml_signs(image, command)
