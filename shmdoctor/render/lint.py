@@ -19,7 +19,8 @@ def to_text(doc: Lint) -> str:
     if doc.errors:
         out[0] += f"; {len(doc.errors)} could not be judged"
     if doc.reports:
-        out = [table(list(doc.reports), out[0]), fixes_by_target(list(doc.reports))]
+        fixes = fixes_by_target(list(doc.reports))
+        out = [table(list(doc.reports), out[0])] + ([fixes] if fixes else [])
     if doc.passed_over:
         out.append(f"passed over {len(doc.passed_over)} objects without a pod template: " + ", ".join(doc.passed_over))
     out += [f"passed over {why}" for why in doc.files_passed_over]
