@@ -142,7 +142,8 @@ def amd_gpus(devices: object = (), env: object = None, runtime: object = None) -
     for name, value in env_pairs(env):
         if name in AMD_VISIBLE and isinstance(value, (str, int)) and str(value).strip() not in ("", "none", "void"):
             return "all" if str(value).strip() == "all" else str(value).strip()
-    paths = [str(d.get("PathOnHost", "")) if isinstance(d, dict) else str(d) for d in _items(devices)]
+    # Quadlet's AddDevice=-/dev/kfd: the leading '-' makes the device optional
+    paths = [(str(d.get("PathOnHost", "")) if isinstance(d, dict) else str(d)).lstrip("-") for d in _items(devices)]
     cdi = next((p.split("=", 1)[1] for p in paths if p.startswith("amd.com/gpu=")), None)
     if cdi is not None:
         return cdi or "all"

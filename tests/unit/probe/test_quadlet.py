@@ -137,3 +137,8 @@ def test_a_unit_on_stdin_is_read_as_a_unit(monkeypatch, capsys):
     assert main(["lint", "-", "--format", "json"]) == 0
     [report] = json.loads(capsys.readouterr().out)["reports"]
     assert report["shm"]["size_bytes"] == 2 * GiB
+
+
+def test_a_real_rocm_unit_in_a_pod_counts_its_amd_gpus():
+    [found] = files.read([str(DATA / "real" / "immich-ml-amd.container")]).definitions
+    assert (found.facts.gpus, found.facts.ipc.owner) == ("all", "immich.pod")  # AddDevice=-/dev/kfd

@@ -88,6 +88,7 @@ def test_real_ml_workloads_without_a_loader_are_warned():
     [
         (["/dev/kfd", "/dev/dri"], None, None, "all"),  # ROCm's docker run --device=/dev/kfd --device=/dev/dri
         (["/dev/kfd:/dev/kfd:rwm"], None, None, "all"),
+        (["-/dev/accel", "-/dev/dri", "-/dev/kfd"], None, None, "all"),  # Quadlet's optional devices (AddDevice=-)
         ([{"PathOnHost": "/dev/kfd", "PathInContainer": "/dev/kfd"}], None, None, "all"),  # docker inspect
         (["amd.com/gpu=0"], None, None, "0"),  # AMD's CDI name (Podman AddDevice=)
         ([], {"AMD_VISIBLE_DEVICES": "0,1"}, None, "0,1"),  # AMD's container toolkit
