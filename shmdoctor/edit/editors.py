@@ -10,10 +10,6 @@ from typing import Any
 from ..model import SHM, Facts, Fix
 from ..sizes import MiB, docker_size, k8s_quantity, parse_quantity
 
-# KubeRay adds a memory-backed emptyDir at /dev/shm to the Ray container of each pod, sized from its memory (FACTS.md):
-# a volume written there instead would replace it, with a size shmdoctor cannot compare.
-OPERATOR_SHM = {"RayCluster": "KubeRay", "RayJob": "KubeRay", "RayService": "KubeRay"}
-
 
 class Refused(Exception):
     """Why a fix is printed instead of written."""
@@ -91,9 +87,6 @@ def kubernetes(obj: dict, spec: dict, container: dict, fix: Fix, facts: Facts, m
     """A memory-backed emptyDir at /dev/shm in the container (its own volume grown where it has one), and its memory
     limit raised where the fix asks. `made`: ids of volumes written in this run (several containers of a pod share
     one)."""
-    operator = OPERATOR_SHM.get(str(obj.get("kind")))
-    if operator:
-        raise Refused(f"{operator} adds its own /dev/shm to this pod, sized from the container's memory")
     if fix.ipc:
         raise Refused("the fix changes hostIPC, a security decision: printed, not written")
     done = []

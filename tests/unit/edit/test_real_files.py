@@ -5,6 +5,7 @@ second --fix changes nothing. Files where a fix must not be written stay byte fo
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 
 import pytest
@@ -82,7 +83,8 @@ def test_a_real_file_fixed_re_lints_ok_with_a_diff_of_only_what_the_fix_needs(na
 @pytest.mark.parametrize(
     "name, why",
     [
-        ("kuberay-ray-cluster.heterogeneous.yaml", "KubeRay adds its own /dev/shm"),  # never replaced by a smaller one
+        # KubeRay's /dev/shm, sized from memory the file does not give: unknown, so no size to write
+        ("kuberay-ray-cluster.heterogeneous.yaml", "nothing to write"),
         ("ecs-fargate-remote-browser.json", "Fargate cannot size /dev/shm"),  # a size Fargate ignores: not written
         ("fix/training-operator-paddle-simple-gpu.yaml", "nothing to write"),  # no sizeLimit: the node's, unknown
         ("fix/ecs-fargate-recommender-task-definition.json", "Fargate cannot size /dev/shm"),
@@ -97,3 +99,25 @@ def test_a_fix_that_would_be_ignored_or_shrink_dev_shm_is_said_not_written(name,
     _lint(str(copy), "--fix")
     assert why in capsys.readouterr().err
     assert copy.read_bytes() == before
+
+
+def test_a_kuberay_group_too_small_for_its_loader_is_fixed_in_kuberays_terms(tmp_path, capsys):
+    """KubeRay sizes the Ray container's /dev/shm from its memory limit: the limit --fix raises raises both, and lint,
+    reading KubeRay's rule, judges the pod that will run."""
+    copy = tmp_path / "ray.yaml"
+    copy.write_text((REAL / "kuberay-ray-cluster.complete.yaml").read_text())
+    loader = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 900 MiB a loader
+
+    def worker() -> dict:
+        doc = json.loads(capsys.readouterr().out)
+        return next(r for r in doc["reports"] if r["target"]["name"].endswith("small-group"))
+
+    assert main(["lint", str(copy), *loader, "--format", "json"]) == 1
+    before = worker()  # KubeRay's 1Gi holds the loader, the 1Gi memory limit does not hold it and the process
+    assert (before["shm"]["size_bytes"], [f["id"] for f in before["findings"]][0]) == (2**30, "memory-limit")
+    main(["lint", str(copy), *loader, "--fix"])
+    capsys.readouterr()
+    assert 'memory: "1536Mi"' in copy.read_text()
+    assert main(["lint", str(copy), *loader, "--format", "json"]) == 0
+    after = worker()
+    assert after["shm"]["size_bytes"] == 1536 * 2**20 and after["verdict"] == "ok"  # KubeRay's, from the new limit
