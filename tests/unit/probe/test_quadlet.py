@@ -142,3 +142,11 @@ def test_a_unit_on_stdin_is_read_as_a_unit(monkeypatch, capsys):
 def test_a_real_rocm_unit_in_a_pod_counts_its_amd_gpus():
     [found] = files.read([str(DATA / "real" / "immich-ml-amd.container")]).definitions
     assert (found.facts.gpus, found.facts.ipc.owner) == ("all", "immich.pod")  # AddDevice=-/dev/kfd
+
+
+def test_fix_never_writes_a_pod_members_size_into_its_container_unit(tmp_path, capsys):
+    _in_pod(tmp_path, "[Pod]\nShmSize=256m\n")
+    before = (tmp_path / "train.container").read_text()
+    main(["lint", str(tmp_path), "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB", "--fix"])
+    assert "its /dev/shm is ml.pod's: size it in that unit's [Pod] section" in capsys.readouterr().err
+    assert (tmp_path / "train.container").read_text() == before
