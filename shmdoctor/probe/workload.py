@@ -56,7 +56,10 @@ ML_COMMAND = (  # a pattern, compiled (and cached by re) at its first use: check
 # A command that loads nothing itself, whatever its image: an MPI launcher starts the ranks elsewhere (an MPIJob's
 # launcher pod), a one-shot fetch exits (ollama pull, a hub download). Shell wrappers (sh -c, bash -lc) are looked into.
 _SHELL = r"^(?:\S*/)?(?:ba|z|da)?sh\s+(?:-\w+\s+)*['\"]?"
-_ONE_SHOT = r"(?:\S*/)?(?:mpirun|mpiexec|ollama\s+(?:pull|push|rm|cp|list|show|create)|(?:huggingface-cli|hf)\s+download)(?![\w-])"
+_ONE_SHOT = (
+    r"(?:\S*/)?(?:mpirun|mpiexec|ollama\s+(?:pull|push|rm|cp|list|show|create)|(?:huggingface-cli|hf)\s+download)"
+    r"(?![\w-])"
+)
 
 
 def loads_nothing(command: str) -> bool:
