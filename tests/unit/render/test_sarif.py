@@ -193,7 +193,7 @@ def test_a_file_that_could_not_be_judged_is_a_failed_execution_notification(tmp_
     (tmp_path / "good.yml").write_text("services:\n  web:\n    image: x\n")
     proc = run_cli("lint", str(tmp_path), "--format", "sarif")
     assert proc.returncode == 2
-    [invocation] = valid(proc.stdout)["runs"][0]["invocations"]
+    [invocation] = valid_sarif(proc.stdout)["runs"][0]["invocations"]
     assert invocation["executionSuccessful"] is False
     [note] = invocation["toolExecutionNotifications"]
     assert note["level"] == "error" and note["message"]["text"].startswith(f"{tmp_path}/bad.yml:3: service 'trainer'")
