@@ -29,14 +29,14 @@ FIXED_SHM = {
 }
 
 
-def grow_shm(need_bytes: int, facts: Facts, ranks: int = 1) -> tuple[Fix, ...]:
+def grow_shm(need_bytes: int, facts: Facts, ranks: int = 1, basis: str | None = None) -> tuple[Fix, ...]:
     """A /dev/shm of the size a need asks (computed, measured, or named by an error message), with the memory to
-    hold it, and the host's as the alternative."""
+    hold it, and the host's as the alternative. basis: what need_bytes is, where it is not a need."""
     size, source = shm_size_for(need_bytes, facts), facts.shm.source
     mem = facts.memory.limit_bytes
     wanted_mem = memory_for(need_bytes, facts, ranks)
     new_mem = wanted_mem if mem is not None and wanted_mem > mem else None
-    why = f"{format_size(need_bytes)} needed + 25%" + (", and memory to hold it" if new_mem else "")
+    why = (basis or f"{format_size(need_bytes)} needed") + " + 25%" + (", and memory to hold it" if new_mem else "")
     if "shm-fixed" in facts.flags:  # Fargate, SageMaker: no setting sizes /dev/shm there
         move = FIXED_SHM.get(facts.runtime, "this platform cannot size /dev/shm: move to one that can, with")
         return (Fix(f"{move} {format_size(size)} ({why})"),)

@@ -206,3 +206,19 @@ def combined_requirement(loaders: list[LoaderConfig], processes: int = 1) -> Req
         formula=" + ".join(n.formula for n in needs),
         ranks=max(processes, biggest.ranks),
     )
+
+
+def inferred_requirement(batches: dict[int, int]) -> Requirement | None:
+    """A DataLoader's need guessed from the segments its workers made (creator pid -> its biggest segment, as the
+    names of PyTorch's segments tell): a worker per creator, the biggest segment a batch, PyTorch's default
+    prefetch_factor and no pin_memory (the larger need of the two)."""
+    if not batches or not max(batches.values()):
+        return None
+    workers, batch = len(batches), page_round(max(batches.values()))
+    in_flight = batches_in_flight(workers, DEFAULT_PREFETCH, False)
+    formula = (
+        f"({DEFAULT_PREFETCH}·{workers} + 1) × {format_size(batch)}, inferred: {workers} worker(s) made segments of "
+        f"up to {format_size(batch)}; prefetch_factor {DEFAULT_PREFETCH} (PyTorch's default), no pin_memory assumed"
+    )
+    need = Need("dataloader", in_flight * batch, formula)
+    return Requirement(bytes=need.bytes, loader=None, batches_in_flight=in_flight, breakdown=(need,), formula=formula)

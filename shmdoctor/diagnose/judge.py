@@ -282,14 +282,20 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
     consumer = ds[0].consumer
     if cause == "shm-space":
         wanted = _need_bytes(ds, facts, measured, need, job)
-        here = capacity.available(facts, need.loader.ranks if need else 1)
+        here = capacity.available(facts, need.ranks if need else 1)
         if wanted is not None and here is not None and wanted <= here and measured is None:
             # It fits where explain runs: the log comes from a place with less. A size for there, in every form.
             size = nice_size(int(wanted * capacity.MARGIN))
             where = f"give /dev/shm {format_size(size)} where it ran ({WHERE_IT_RAN}): {format_size(wanted)} + 25%"
             host = Fix("use the host's /dev/shm where it ran", ipc="host", caveat=fixes.IPC_HOST_CAVEAT)
             return (Fix(where, shm_bytes=size), host, *_alternatives(consumer, ds))
-        if wanted is not None:
+        failed = measured.size_bytes if measured else None  # run: the /dev/shm it died in
+        if failed and (wanted is None or wanted < failed):  # never a size at or below the one that failed
+            basis = f"more than the {format_size(failed)} it died in" + (
+                f" (the {format_size(wanted)} computed fit there: something else took the rest)" if wanted else ""
+            )
+            out = fixes.grow_shm(failed, facts, need.ranks if need else 1, basis)
+        elif wanted is not None:
             out = fixes.grow_shm(wanted, facts, need.ranks if need else 1)
         else:  # no number in the text and no settings: the one thing to know, and more than it had
             had = measured.size_bytes if measured else facts.shm.size_bytes
@@ -362,7 +368,7 @@ def _message(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job:
         text += _nccl_words(job)
     if wanted is not None:
         text += f"; needs ≥ {format_size(wanted)}"
-        here = capacity.available(facts, need.loader.ranks if need else 1)
+        here = capacity.available(facts, need.ranks if need else 1)
         if here is not None and wanted <= here and measured is None:
             text += (
                 f", which fits the {format_size(here)} free here: the log comes from a place with less "

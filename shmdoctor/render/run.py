@@ -15,6 +15,11 @@ from . import explain, schema_id
 from .text import SOURCES
 
 PREFIX = "shmdoctor run:"
+NEED_SOURCES = {
+    "read": "read from the loaders it ran",
+    "given": "from the loader options",
+}  # inferred: its formula says
+LEFTOVER_NAMES = 100  # named in the JSON; the count and bytes are of all
 
 
 def facts_line(facts: Facts, interval: float) -> str:
@@ -77,6 +82,17 @@ def _loaders(o: Outcome) -> list[str]:
     return lines
 
 
+def _leftovers(o: Outcome) -> list[str]:
+    if not o.leftovers:
+        return []
+    names = ", ".join(e.name for e in o.leftovers[:3]) + (", ..." if len(o.leftovers) > 3 else "")
+    size = format_size(sum(e.bytes for e in o.leftovers))
+    return [
+        f"{PREFIX} its dead processes left {len(o.leftovers)} segment(s) in /dev/shm, {size} ({names}): a job "
+        f"started again has that much less; free them with `{o.clean}`"
+    ]
+
+
 def to_text(o: Outcome) -> str:
     """Success: one line. Failure (or shared-memory warnings on the way): the diagnosis as explain gives it."""
     line = f"{PREFIX} {_status(o)}; {_peak(o)}"
@@ -88,9 +104,9 @@ def to_text(o: Outcome) -> str:
             line += ": it filled /dev/shm and lived; give it more before it does not"
     need = o.explanation.report.requirement
     if need is not None:
-        how = {"read": "from the loaders it ran", "given": "from the loader options"}.get(o.need_source or "", "")
-        line += f"; the loaders' need {format_size(need.bytes)} ({need.formula}, {how})"
-    lines = [line, *_loaders(o)]
+        how = NEED_SOURCES.get(o.need_source or "")
+        line += f"; the loaders' need {format_size(need.bytes)} ({need.formula}{', ' + how if how else ''})"
+    lines = [*_loaders(o), line, *_leftovers(o)]
     if o.exit_code == 0 and not o.explanation.diagnoses:
         return "\n".join(lines)
     if not o.explanation.diagnoses:
@@ -116,12 +132,20 @@ def to_json(o: Outcome) -> str:
         "instrumentation": None
         if o.instrumented is None
         else {
-            "processes": o.instrumented.processes,
+            "processes": len(o.instrumented.pids),
             "torch_processes": o.instrumented.torch_processes,
             "errors": list(o.instrumented.errors),
         },
         "loaders": [s.as_dict() for s in o.loaders],
         "need_source": o.need_source,
+        "leftovers": None
+        if o.leftovers is None
+        else {
+            "count": len(o.leftovers),
+            "bytes": sum(e.bytes for e in o.leftovers),
+            "names": [e.name for e in o.leftovers[:LEFTOVER_NAMES]],
+            "clean": o.clean,
+        },
         "explanation": explain.document(o.explanation),
         "diagnoses": [d.as_dict() for d in o.explanation.diagnoses],
     }

@@ -20,7 +20,7 @@ from ..model import SHM
 from ..probe import holders as holders_probe
 from ..probe import local, mountinfo
 from ..probe.holders import Holders
-from .segments import PATTERNS, Entry, File, Plan, plan_removal, recognise
+from .segments import PATTERNS, Entry, File, Plan, creator_pid, plan_removal, recognise
 
 HOST_PID_NAMESPACE = 4026531836  # PROC_PID_INIT_INO: /proc shows every process of the machine
 GONE = "gone already"
@@ -79,11 +79,42 @@ def unheld(directory: str, *, creators_visible_here: bool, proc: str = "/proc") 
     """The known segments of directory that no live process holds, as /proc shows it: what clean confirms under
     leases before it removes anything, and the exporter's leaked bytes (read-only: nothing is opened). /proc is
     scanned only when there is a known segment to look for."""
-    files = list_files(directory)
+    return unheld_of(list_files(directory), directory, creators_visible_here=creators_visible_here, proc=proc)
+
+
+def unheld_of(
+    files: list[File], directory: str, *, creators_visible_here: bool, proc: str = "/proc"
+) -> tuple[Plan, Holders]:
     if not any(recognise(f.name) for f in files):
         return plan_removal(files, Holders(())), Holders(())
     held = holders_probe.scan(directory, proc, namespaces=True)
     return plan_removal(files, held, creators_visible=creators_visible_here), held
+
+
+def left_behind(directory: str, before: set[int], job: set[int]) -> Plan:
+    """The known segments that appeared in directory while a job ran and that no live process holds once it ended:
+    what its dead left there. A creator's pid is checked where creators are visible (the host's PID namespace);
+    elsewhere only the job's own processes (run's PID namespace, its child's pids) count as creators."""
+    files = [f for f in list_files(directory) if f.inode not in before]
+    plan, _ = unheld_of(files, directory, creators_visible_here=True)
+    if creators_visible():
+        return plan
+    return dataclasses.replace(plan, leaked=tuple(e for e in plan.leaked if creator_pid(e.name) in job))
+
+
+CLEAN_NAMES = 8  # leftovers named on the clean command line where clean can tell them itself
+
+
+def clean_command(directory: str, names: list[str]) -> str:
+    """The `shmdoctor clean` that removes these leftovers. Outside the host's PID namespace clean keeps a PyTorch
+    segment whose creator it cannot check, unless --exclusive, with the names keeping it to exactly these (run
+    checked their creators: its job's own); where the directory is the host's, only the host's PID namespace can."""
+    command = ["shmdoctor", "clean", "--yes"] + (["--path", directory] if directory != SHM else [])
+    if creators_visible():
+        return " ".join(command + (names if len(names) <= CLEAN_NAMES else []))
+    if shared_with_the_host(directory):
+        return " ".join(command + names) + "  # on the host, or in a container started with --pid=host"
+    return " ".join(command + ["--exclusive", *names])
 
 
 def creators_visible() -> bool:

@@ -57,6 +57,7 @@ class Ended:
     code: int  # exit code; 128+N when killed by signal N
     elapsed: float
     forwarded: tuple[int, ...]  # signals we passed on
+    pid: int = 0
 
 
 def _tee(read_fd: int, ring: Ring, done: threading.Event) -> None:
@@ -136,11 +137,11 @@ def _keep_draining(read_fd: int) -> None:
 
 
 def run(
-    argv: list[str], ring: Ring, on_spawn: Callable[[], None] | None = None, env: dict[str, str] | None = None
+    argv: list[str], ring: Ring, on_spawn: Callable[[int], None] | None = None, env: dict[str, str] | None = None
 ) -> Ended:
     """Start argv (in env, else ours), tee its stderr into ring, forward signals until it exits. Call from the main
-    thread before any other thread of ours; start them in on_spawn (called once the child runs), so they inherit the
-    blocked signals."""
+    thread before any other thread of ours; start them in on_spawn (called with its pid once the child runs), so
+    they inherit the blocked signals."""
     watched = set(FORWARDED) | {signal.SIGCHLD}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     read_fd, write_fd = os.pipe()
@@ -165,7 +166,7 @@ def run(
         drained = threading.Event()
         threading.Thread(target=_tee, args=(read_fd, ring, drained), name="stderr-tee", daemon=True).start()
         if on_spawn is not None:
-            on_spawn()
+            on_spawn(pid)
         forwarded = []
         while True:
             info = signal.sigwaitinfo(watched)
@@ -182,7 +183,7 @@ def run(
         if not drained.wait(DRAIN_S):
             _keep_draining(read_fd)
         code = os.waitstatus_to_exitcode(status)
-        return Ended(128 - code if code < 0 else code, elapsed, tuple(forwarded))
+        return Ended(128 - code if code < 0 else code, elapsed, tuple(forwarded), pid)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         # read_fd is closed with the process; the tee thread (a daemon) may still hold it when workers linger

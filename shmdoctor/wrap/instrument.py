@@ -33,7 +33,7 @@ class SeenLoader:
     """One DataLoader of one process, as it said of itself, and its batch as its workers measured it."""
 
     pid: int
-    batch_size: int | None  # None: a batch sampler of its own (the workers' sample count stands in)
+    batch_size: int | None  # a batch sampler of its own: the samples its workers collated; None: batch_size=None
     num_workers: int
     prefetch_factor: int | None
     pin_memory: bool  # as torch applies it: False without an accelerator
@@ -52,7 +52,7 @@ class SeenLoader:
 class Instrumented:
     """What the instrumentation brought back: the loaders, and whether it ran at all."""
 
-    processes: int  # that reported anything
+    pids: frozenset[int]  # the processes that reported anything: the job's, DataLoader workers included
     torch_processes: int  # that imported torch's DataLoader
     loaders: tuple[SeenLoader, ...]
     errors: tuple[str, ...]  # the instrumentation's own failures (the child went on regardless)
@@ -146,7 +146,7 @@ def read(folder: str) -> Instrumented:
             )
         )
     seen.sort(key=lambda s: (s.rank if s.rank is not None else -1, s.pid))
-    return Instrumented(len(pids), len(torch_pids), tuple(seen), tuple(errors))
+    return Instrumented(frozenset(pids), len(torch_pids), tuple(seen), tuple(errors))
 
 
 def configs(seen: tuple[SeenLoader, ...]) -> tuple[list[LoaderConfig], list[str]]:
@@ -155,16 +155,16 @@ def configs(seen: tuple[SeenLoader, ...]) -> tuple[list[LoaderConfig], list[str]
     out: dict[tuple[int, LoaderConfig], None] = {}
     left = []
     for s in seen:
-        if s.batch_size is None or s.batch_bytes is None:
+        if s.batch_bytes is None:
             left.append(f"a loader of pid {s.pid} (num_workers={s.num_workers}): no worker measured a batch")
             continue
         try:
             config = loader_config(
-                batch_size=s.batch_size,
+                batch_size=s.batch_size or 1,  # None: batch_size=None, each item sent as it is
                 num_workers=s.num_workers,
                 prefetch_factor=s.prefetch_factor if s.num_workers else None,
                 batch_bytes=s.batch_bytes,
-                sample_bytes=s.batch_bytes // s.batch_size if s.segments == 1 else None,  # for a batch_size that fits
+                sample_bytes=s.batch_bytes // s.batch_size if s.batch_size and s.segments == 1 else None,
                 tensors_per_batch=s.segments or 1,
                 pin_memory=s.pin_memory,
             )

@@ -12,12 +12,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+import psutil
+
 from ..diagnose import Exit, Explanation, Measured, judge, scan_text
 from ..errors import ProbeError, internal
+from ..loader import inferred_requirement
 from ..model import SHM, Facts, Report, Requirement
 from ..probe import cgroup, local
 from ..probe.holders import Holder
+from ..shm import removal
 from ..shm.sampling import Sampler
+from ..shm.segments import Entry, creator_pid
 from . import child, instrument
 from .instrument import Instrumented, SeenLoader
 from .ring import Ring
@@ -37,6 +42,8 @@ class Outcome:
     stderr_bytes: int
     instrumented: Instrumented | None = None  # None: --no-instrument
     need_source: str | None = None  # given (loader options), read (from the instrumented child); None: no need
+    leftovers: tuple[Entry, ...] | None = None  # segments its dead left in /dev/shm; None: not looked at
+    clean: str | None = None  # the command that frees them
     fault: str = ""  # an internal error of ours after the command ended (its exit code and the report stand)
 
     @property
@@ -55,12 +62,19 @@ def command_name(argv: list[str]) -> str:
     return name
 
 
+JOB_SCAN_S = 1.0  # seconds between looks at the child's descendants (a DataLoader's workers live for an epoch)
+
+
 class _Sampling:
     """The sampler's thread: /dev/shm (statvfs) every interval, holders when due, the memory cgroup's peak."""
 
-    def __init__(self, sampler: Sampler | None, interval: float):
+    def __init__(self, sampler: Sampler | None, interval: float, track: bool):
         self.sampler, self.interval = sampler, interval
         self.memory_peak: int | None = None
+        self.track = track  # the child's descendants, each second: the job's pids, where segment creators are unseen
+        self.job: set[int] = set()
+        self.next_scan = 0.0
+        self.pid = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="shm-sampler", daemon=True)
         self.start_t = time.monotonic()
@@ -73,13 +87,17 @@ class _Sampling:
                     self.sampler.sample(t)
                 except ProbeError:  # /dev/shm unmounted under us: stop sampling, never the command
                     self.sampler = None
+            if self.track and t >= self.next_scan:
+                self.next_scan = t + JOB_SCAN_S
+                self.job |= _descendants(self.pid)
             _, used = cgroup.memory()
             if used is not None and (self.memory_peak is None or used > self.memory_peak):
                 self.memory_peak = used
             if self.stop.wait(self.interval):
                 return
 
-    def start(self) -> None:
+    def start(self, pid: int) -> None:
+        self.pid, self.job = pid, {pid}
         self.start_t = time.monotonic()
         self.thread.start()
 
@@ -93,6 +111,13 @@ def bare(name: str, facts: Facts, ended: child.Ended, stderr_bytes: int, e: Exce
     fault = internal(e)
     explanation = Explanation(Report(facts, None, (), notes=(fault,)), (), source=f"{name}'s stderr")
     return Outcome(name, facts, ended, None, explanation, (), stderr_bytes, fault=fault)
+
+
+def _descendants(pid: int) -> set[int]:
+    try:
+        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
+    except psutil.Error:
+        return set()
 
 
 def supervise(
@@ -111,7 +136,11 @@ def supervise(
         sampler = Sampler(SHM, holders_every=holders_every, budget=need.bytes if need else None)
     except ProbeError:  # no /dev/shm (--ipc=none): the command runs all the same, unsampled
         sampler = None
-    sampling = _Sampling(sampler, interval)
+    sampling = _Sampling(sampler, interval, track=not removal.creators_visible())
+    try:  # what was there before: the job's leftovers are what appeared since
+        existing = {f.inode for f in removal.list_files(SHM)} if sampler is not None else None
+    except ProbeError:
+        existing = None
     ring = Ring()
     seen = None
     with contextlib.ExitStack() as stack:
@@ -126,7 +155,7 @@ def supervise(
             seen = instrument.read(channel)
     name = command_name(argv)
     try:
-        return _conclude(name, facts, ended, sampler, sampling, ring, need, seen)
+        return _conclude(name, facts, ended, sampler, sampling, ring, need, seen, existing)
     except Exception as e:  # a fault of ours after the command ended: said, and its exit code stands
         return bare(name, facts, ended, ring.total, e)
 
@@ -140,6 +169,7 @@ def _conclude(
     ring: Ring,
     need: Requirement | None,
     seen: Instrumented | None,
+    existing: set[int] | None,
 ) -> Outcome:
     measured = None
     holders: tuple[Holder, ...] = ()
@@ -154,17 +184,32 @@ def _conclude(
             sampling.memory_peak,
             summary.start_used_bytes or 0,
         )
-    need, source, notes = _need(need, seen)
+    leftovers, clean = _leftovers(existing, sampling.job | (seen.pids if seen else set()))
+    need, source, notes = _need(need, seen, leftovers or ())
     status = Exit(ended.code, None, "the command's exit status") if ended.code else None
     diagnoses = scan_text(ring.tail()).diagnoses()
     explanation = judge(
         diagnoses, facts, ended=status, measured=measured, need=need, notes=notes, source=f"{name}'s stderr"
     )
-    return Outcome(name, facts, ended, measured, explanation, holders, ring.total, seen, source)
+    return Outcome(name, facts, ended, measured, explanation, holders, ring.total, seen, source, leftovers, clean)
 
 
-def _need(given: Requirement | None, seen: Instrumented | None) -> tuple[Requirement | None, str | None, tuple]:
-    """The loader options win (the user said so); else what the instrumented child's loaders need."""
+def _leftovers(before: set[int] | None, job: set[int]) -> tuple[tuple[Entry, ...] | None, str | None]:
+    """What the job's dead left in /dev/shm, and the clean command that frees it."""
+    if before is None:
+        return None, None
+    try:
+        left = removal.left_behind(SHM, before, job).leaked
+    except (OSError, ProbeError):  # /dev/shm gone or unreadable since: not looked at
+        return None, None
+    return left, removal.clean_command(SHM, [e.name for e in left]) if left else None
+
+
+def _need(
+    given: Requirement | None, seen: Instrumented | None, left: tuple[Entry, ...]
+) -> tuple[Requirement | None, str | None, tuple]:
+    """The loader options win (the user said so); else what the instrumented child's loaders need; else what the
+    segments its workers left say of them."""
     notes: list[str] = []
     if seen is None:
         notes.append("instrumentation off (--no-instrument)")
@@ -176,4 +221,21 @@ def _need(given: Requirement | None, seen: Instrumented | None) -> tuple[Require
             notes.append("no process of the command imported torch's DataLoader: nothing to read of a loader")
     if given is not None:
         return given, "given", tuple(notes)
-    return read, "read" if read else None, tuple(notes)
+    if read is not None:
+        return read, "read", tuple(notes)
+    inferred = inferred_requirement(_batches(left))
+    return inferred, "inferred" if inferred else None, tuple(notes)
+
+
+def _batches(left: tuple[Entry, ...]) -> dict[int, int]:
+    """Creator pid -> the biggest segment it left (its size as created: a failed allocation holds no page)."""
+    out: dict[int, int] = {}
+    for e in left:
+        pid = creator_pid(e.name)
+        try:
+            size = os.stat(os.path.join(SHM, e.name)).st_size
+        except OSError:
+            continue
+        if pid is not None:
+            out[pid] = max(out.get(pid, 0), size)
+    return out

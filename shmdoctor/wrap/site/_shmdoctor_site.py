@@ -92,15 +92,15 @@ class Collate:
     """The loader's collate, measured the first time each worker calls it (picklable: a spawned worker imports this
     module from sys.modules, where the worker's own sitecustomize put it)."""
 
-    def __init__(self, collate, loader: str, default: bool):
-        self.collate, self.loader, self.default = collate, loader, default
+    def __init__(self, collate, loader: str, default: bool, auto: bool):
+        self.collate, self.loader, self.default, self.auto = collate, loader, default, auto  # auto: batches of samples
         self.seen_in: int | None = None  # the pid that measured: a forked worker starts with its parent's None
 
     def __call__(self, batch):
         if self.seen_in == os.getpid():
             return self.collate(batch)
         self.seen_in = os.getpid()
-        samples = len(batch) if isinstance(batch, list) else None
+        samples = len(batch) if self.auto and isinstance(batch, list) else None  # else one item is what is sent
         if self.default and samples:  # measured before the collate allocates it in /dev/shm (and maybe fails)
             self._measure(collated_bytes, batch, samples)
             return self.collate(batch)
@@ -139,8 +139,8 @@ def patch(module) -> None:
             workers = int(getattr(loader, "num_workers", 0) or 0)
             measured[key] = measured.get(key, 0) + 1
             if workers > 0 and measured[key] <= MEASURED_ITERATORS and not isinstance(self._collate_fn, Collate):
-                default = self._collate_fn is module.default_collate and bool(getattr(self, "_auto_collation", 0))
-                self._collate_fn = Collate(self._collate_fn, key, default)
+                auto = bool(getattr(self, "_auto_collation", True))
+                self._collate_fn = Collate(self._collate_fn, key, self._collate_fn is module.default_collate, auto)
             settings = dict(
                 batch_size=loader.batch_size,
                 num_workers=workers,

@@ -40,7 +40,14 @@ def test_the_seed_loader_dies_in_64_mib_and_runs_to_the_end_with_the_size_run_pr
     """No loader options: the instrumented child says its loader; posix_fallocate refuses the first 100 MiB batch
     whole, so /dev/shm never fills and only the loader's settings can give the need."""
     seed = ["python", "tests/loaders/failing.py", "seed"]
-    proc, report = run_in(tmp_path, cmd=seed)
+    tmp_path.chmod(0o777)
+    clean = "python -c \"import json; print(json.load(open('/out/run.json'))['leftovers']['clean'])\""
+    script = (
+        "python -m shmdoctor run --report /out/run.json -- python tests/loaders/failing.py seed; code=$?; "
+        f"python -m $({clean}) >/dev/null; echo left: $(ls /dev/shm); exit $code"
+    )  # the clean command run prescribes, as it says it
+    proc = docker_run("-v", f"{tmp_path}:/out", cmd=["sh", "-c", script])
+    report = validate(json.loads((tmp_path / "run.json").read_text()))
     assert proc.returncode == 1 == report["exit_code"], proc.stderr
     assert causes(report) == {"torch-shm-enospc": "shm-space"}
     assert report["size_bytes"] == 64 * MiB and report["peak_bytes"] < 64 * MiB
@@ -51,7 +58,11 @@ def test_the_seed_loader_dies_in_64_mib_and_runs_to_the_end_with_the_size_run_pr
     assert 900 * MiB < parse_size(size) <= 2048 * MiB, size
     assert proc.stderr.startswith("shmdoctor run: /dev/shm 64 MiB") and "batch_size=100, num_workers=4" in proc.stderr
     assert f"--shm-size={size}" in proc.stderr and "FAIL  shm-space (dataloader)" in proc.stderr
-    assert proc.stdout == ""  # the loader printed nothing; run prints nothing on stdout
+    # each worker's failed segment stays (posix_fallocate failed before the unlink): named, and clean frees them
+    left = report["leftovers"]
+    assert left["count"] >= 4 and all(n.startswith("torch_") for n in left["names"]), left
+    assert left["clean"].startswith("shmdoctor clean --yes --exclusive torch_") and left["clean"] in proc.stderr
+    assert proc.stdout == "left:\n"  # the loader printed nothing, nor did run; nothing left after clean
     again, report = run_in(tmp_path, f"--shm-size={size}", cmd=seed)
     assert again.returncode == 0 and again.stdout.startswith("trained on 12 batches in "), again.stderr
     assert report["diagnoses"] == [] and report["peak_bytes"] <= parse_size(size)
@@ -77,7 +88,9 @@ def test_nofile_128_is_fd_limit(tmp_path):
     )
     assert proc.returncode == 1, proc.stderr
     assert set(causes(report).values()) == {"fd-limit"}
-    assert "--ulimit=nofile=65536:65536" in proc.stderr
+    assert "--ulimit=nofile=65536" in proc.stderr
+    [loader] = report["loaders"]  # batch_size=None: each item (a list of 200 small tensors) goes as it is
+    assert (loader["batch_size"], loader["segments"], loader["batch_bytes"]) == (None, 200, 200 * 4096)
 
 
 def test_a_sigbus_is_135_and_shm_space_with_the_peak(tmp_path):

@@ -136,7 +136,7 @@ def test_read_joins_each_loader_with_the_biggest_batch_its_workers_measured(tmp_
     write(tmp_path, 11, {"kind": "batch", "loader": "10:1", "bytes": 100 * MiB, "segments": 1, "samples": 100})
     write(tmp_path, 12, {"kind": "batch", "loader": "10:1", "bytes": 50 * MiB, "segments": 1, "samples": 50})
     seen = instrument.read(str(tmp_path))
-    assert (seen.processes, seen.torch_processes, seen.errors) == (3, 1, ())
+    assert (seen.pids, seen.torch_processes, seen.errors) == ({10, 11, 12}, 1, ())
     assert seen.loaders == (
         SeenLoader(10, 100, 4, 2, False, False, rank=0, local_rank=0, batch_bytes=100 * MiB, segments=1,
                    workers_measured=2),
@@ -151,7 +151,7 @@ def test_read_leaves_out_what_the_hook_never_writes(tmp_path):
     )  # fmt: skip
     seen = instrument.read(str(tmp_path))
     assert seen.loaders == () and seen.errors == ("patch: E: boom",)
-    assert instrument.read(str(tmp_path / "gone")).processes == 0
+    assert instrument.read(str(tmp_path / "gone")).pids == frozenset()
 
 
 def test_the_need_of_two_ranks_with_the_same_loader_counts_both(tmp_path):
