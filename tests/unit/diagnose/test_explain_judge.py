@@ -6,9 +6,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from shmdoctor.diagnose import Exit, Measured, judge, scan_text
+from shmdoctor.loader import LoaderSpec
 from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
 from shmdoctor.probe.docker import facts_from_inspect
 from shmdoctor.sizes import GiB, MiB
+from shmdoctor.workload import Workload
 
 INSPECT = Path(__file__).resolve().parents[2] / "data" / "inspect"
 BUS = "RuntimeError: DataLoader worker (pid 13) is killed by signal: Bus error."
@@ -242,3 +244,14 @@ def test_a_worker_gone_without_a_word_with_plenty_of_dev_shm_is_the_oom_killer_o
     assert d.cause == "not-shm" and "the OOM killer (dmesg says) or a crash" in d.reason
     (d,) = judge(scan_text(text).diagnoses(), inspected("default")).diagnoses
     assert d.cause == "shm-space"  # 64 MiB: a full /dev/shm is the likelier
+
+
+def test_after_a_death_under_run_the_size_is_above_the_one_that_failed():
+    """A 64 MiB container (inspected) where run saw the death: with nothing known of the need, or a need that fit
+    in it, the size asked is still more than 64 MiB (64 × 1.25 = 80 MiB, rounded up to 96 MiB), never the 64 MiB."""
+    enospc = "RuntimeError: unable to allocate shared memory(shm) for file </torch_9_1_0>: No space left on device (28)"
+    died = Measured(peak_bytes=1 * MiB, size_bytes=64 * MiB, peak_t=1.0, elapsed=2.0)
+    for need in (None, Workload(LoaderSpec(batch_size=1, num_workers=1, sample_bytes=MiB)).requirement()):
+        ex = judge(scan_text(enospc).diagnoses(), inspected("default"), measured=died, need=need)
+        grow = ex.report.findings[0].fixes[0]
+        assert grow.shm_bytes == 96 * MiB and "more than the 64 MiB it died in" in grow.summary, grow
