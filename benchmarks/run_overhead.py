@@ -7,14 +7,19 @@
 2. The seed loop (tests/loaders/failing.py seed: batch 100 x 1 MiB, 4 workers, no step: loading-bound, the worst
    case for a sampler that competes for the CPU), its own loop time as it prints it, alone and under
    `shmdoctor run`, alternated; medians.
+3. The instrumentation alone (the sitecustomize run puts on the child's PYTHONPATH): a Python start-up
+   (`python -c pass`), a start-up that imports torch's DataLoader (the hook patches it), with and without, and the
+   seed loop under run with it and with --no-instrument; medians.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,11 +47,26 @@ def idle_cost(seconds: float) -> float:
     return used / 1e9 / elapsed
 
 
-def loop_seconds(wrapped: bool, batches: int) -> float:
+def loop_seconds(wrapped: bool, batches: int, *options: str) -> float:
     """The loop's own time, as it prints it: start-up (imports, run's facts) left out."""
     cmd = [sys.executable, "tests/loaders/failing.py", "seed", "--batches", str(batches), "--step", "0"]
-    out = subprocess.run([*RUN, *cmd] if wrapped else cmd, cwd=REPO, check=True, capture_output=True, text=True)
+    run = [*RUN[:-1], *options, "--"]
+    out = subprocess.run([*run, *cmd] if wrapped else cmd, cwd=REPO, check=True, capture_output=True, text=True)
     return float(out.stdout.split(" in ")[1].split()[0])
+
+
+def start_up(code: str, instrumented: bool, repeat: int) -> float:
+    """Median wall time of a Python that runs code, with or without the sitecustomize run gives its child."""
+    from shmdoctor.wrap import instrument
+
+    times = []
+    with tempfile.TemporaryDirectory() as channel:
+        env = instrument.environment(channel) if instrumented else dict(os.environ)
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def main() -> None:
@@ -65,6 +85,16 @@ def main() -> None:
     print(f"seed loop, {args.batches} batches of 100 MiB, 4 workers, no step (medians of {args.repeat}):")
     print(f"  alone {a:.2f} s   under run {w:.2f} s   difference {w - a:+.2f} s ({(w - a) / a:+.1%})")
     print(f"  runs alone: {', '.join(f'{x:.2f}' for x in alone)}; under run: {', '.join(f'{x:.2f}' for x in wrapped)}")
+    print("the instrumentation (run's sitecustomize in the child), medians:")
+    for what, code, n in (("python -c pass", "pass", 20), ("import torch.utils.data", "import torch.utils.data", 5)):
+        off, on = start_up(code, False, n), start_up(code, True, n)
+        print(f"  {what:<24} without {off * 1000:7.1f} ms   with {on * 1000:7.1f} ms   ({(on - off) * 1000:+.1f} ms)")
+    plain, measured = [], []
+    for _ in range(args.repeat):
+        plain.append(loop_seconds(True, args.batches, "--no-instrument"))
+        measured.append(loop_seconds(True, args.batches))
+    p, m = statistics.median(plain), statistics.median(measured)
+    print(f"  seed loop under run: --no-instrument {p:.2f} s   instrumented {m:.2f} s   ({(m - p) / p:+.1%})")
 
 
 if __name__ == "__main__":
