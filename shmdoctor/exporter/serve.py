@@ -4,27 +4,40 @@ and an HTTP server that answers each scrape with the latest rendering.
 A scrape therefore costs the same with 200 containers as with one, never waits on the engine or on /proc, and
 cannot pile up readings when several Prometheus servers scrape at once. The reading it serves is at most
 --interval seconds old (Prometheus scrapes every 15 s or more).
+
+Clients are hostile too: a request (its line and headers) must arrive within REQUEST_S, connections are at most
+`slots()` at once (each a thread and a descriptor), and at that bound the oldest one still sending its request is
+dropped for the new one: a slowloris holds nothing for long, and a scrape, sent at once, always gets in. Out of
+descriptors, accept waits instead of spinning; a client that resets or times out is no news in the log.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
+import io
 import ipaddress
+import re
+import resource
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ..errors import UsageError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus' text exposition format
+REQUEST_S = 10.0  # seconds for a request's line and headers to arrive, all of them (Prometheus sends them at once)
+MAX_CONNECTIONS = 256  # at once; fewer where the descriptor limit is low (half of it, the rest for the readings)
 
 
 def parse(text: str) -> tuple[str, int]:
     """'127.0.0.1:9787', '[::1]:9787', ':9787' (every address) -> (address, port)."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:  # ASCII: '²' is a digit
         raise UsageError(f"--listen {text!r}: expected ADDR:PORT, e.g. 127.0.0.1:9787, [::1]:9787 or :9787")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if host and host != "localhost":
@@ -76,11 +89,94 @@ class Reader(threading.Thread):
         self._stopped.set()
 
 
+def slots() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(4, min(MAX_CONNECTIONS, soft // 2))
+
+
+class _Until(io.RawIOBase):
+    """A connection's bytes, read before a deadline: each read waits at most what is left of it."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self.sock, self.deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+
+class _Server(ThreadingHTTPServer):
+    """Bounded: at most `slots()` connections, each with REQUEST_S to send its request; see the module's text."""
+
+    daemon_threads = True
+
+    def __init__(self, *args, **kwargs) -> None:
+        self._lock = threading.Lock()
+        self._open = 0
+        self._sending: dict[socket.socket, float] = {}  # connections still sending their request: since when
+        self.slots = slots()
+        super().__init__(*args, **kwargs)
+
+    def get_request(self):
+        try:
+            return super().get_request()
+        except OSError as e:
+            if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                time.sleep(0.05)  # out of descriptors: the listening socket stays readable, so wait, never spin
+            raise
+
+    def process_request(self, request, client_address) -> None:
+        with self._lock:
+            if self._open >= self.slots:
+                if not self._sending:  # every one is being answered: this one waits its turn elsewhere
+                    self.shutdown_request(request)
+                    return
+                oldest = min(self._sending, key=self._sending.__getitem__)
+                del self._sending[oldest]
+                with contextlib.suppress(OSError):
+                    oldest.shutdown(socket.SHUT_RDWR)  # its thread's read ends at once: the slot comes back
+            self._open += 1
+            self._sending[request] = time.monotonic()
+        super().process_request(request, client_address)
+
+    def sent(self, request) -> None:
+        with self._lock:
+            self._sending.pop(request, None)
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._lock:
+                self._open -= 1
+                self._sending.pop(request, None)
+
+    def handle_error(self, request, client_address) -> None:
+        e = sys.exc_info()[1]
+        if isinstance(e, OSError):  # a reset, a broken pipe, a timeout: the client's business
+            return
+        print(f"shmdoctor: error: answering {client_address}: {type(e).__name__}: {e}"[:300], file=sys.stderr)
+
+
 def serve(address: str, port: int, latest: Latest, wait: float) -> ThreadingHTTPServer:
     """Serve `latest` at http://address:port/metrics (any path) in a thread; returned to be shut down."""
 
     class Handler(BaseHTTPRequestHandler):
+        server: _Server
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = io.BufferedReader(_Until(self.connection, time.monotonic() + REQUEST_S))
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.server.sent(self.connection)
+            self.connection.settimeout(REQUEST_S)  # to write the answer: a client that reads nothing lets go
             gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
             body = latest.get(wait, gzipped)
             if body is None:
@@ -97,8 +193,7 @@ def serve(address: str, port: int, latest: Latest, wait: float) -> ThreadingHTTP
         def log_message(self, format: str, *args) -> None:  # noqa: A002 (http.server's name)
             pass  # a scrape every few seconds is no news
 
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
+    class Server(_Server):
         address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
 
     try:

@@ -327,6 +327,8 @@ CASES = [
     ("exporter --listen without a port", ["exporter", "--listen", "127.0.0.1"], {}, USAGE, "expected ADDR:PORT"),
     ("exporter --listen port out of range", ["exporter", "--listen", ":99999"], {}, USAGE, "expected ADDR:PORT"),
     ("exporter --listen a host name", ["exporter", "--listen", "gpu-3:9787"], {}, USAGE, "is not an IP address"),
+    ("exporter --listen port '²'", ["exporter", "--listen", "127.0.0.1:²"], {}, USAGE, "expected ADDR:PORT"),
+    ("exporter --listen port '９７８７'", ["exporter", "--listen", ":９７８７"], {}, USAGE, "expected ADDR:PORT"),
     ("exporter --textfile not a directory", ["exporter", "--textfile", "{d}/notes.txt"], {}, USAGE, "is not a dir"),
     ("exporter both outputs", ["exporter", "--listen", ":9787", "--textfile", "{d}"], {}, USAGE, "or --textfile DIR"),
     # watch
