@@ -205,8 +205,11 @@ def _check_json(body: Any, text: str, source: str) -> None:
         if isinstance(value, (dict, list)):
             if depth > MAX_DEPTH:
                 raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels of objects and arrays")
-            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-                stack.extend(((key, depth), (item, depth + 1)))
+            if isinstance(value, dict):
+                stack.extend((key, depth) for key in value)  # keys are strings: checked as values
+                stack.extend((item, depth + 1) for item in value.values())
+            else:
+                stack.extend((item, depth + 1) for item in value if isinstance(item, (dict, list, str)))
         elif isinstance(value, str) and _SURROGATE.search(value):
             raise UsageError(f"{source}{_line_of(text, _LONE_SURROGATE)}: {ascii(value)[:60]} holds a lone surrogate")
 

@@ -20,6 +20,24 @@ from .documents import Definition, Document, target
 from .workload import ml_signs
 
 FARGATE_IGNORES = "Fargate does not support linuxParameters.sharedMemorySize"
+MAX_CONTAINERS = 1000  # containers of one file, every definition and node range together (ECS allows 10 a task)
+
+
+def _list(value: Any, what: str, where: str) -> list:
+    """A field that is a list in ECS's and Batch's schema (absent: empty), or a one-line UsageError."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UsageError(f"{where}: {what} must be a list, not {type(value).__name__}")
+    return value
+
+
+def _object(value: Any, what: str, where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: {what} must be an object, not {type(value).__name__}")
+    return value
 
 
 def is_task_definition(body: Any) -> bool:
@@ -52,8 +70,8 @@ def _mib(value: Any, what: str, where: str) -> int | None:
     return int(text) * MiB
 
 
-def _requirement(container: dict, kind: str) -> str | None:
-    for req in container.get("resourceRequirements") or []:
+def _requirement(container: dict, kind: str, where: str) -> str | None:
+    for req in _list(container.get("resourceRequirements"), "resourceRequirements", where):
         if isinstance(req, dict) and req.get("type") == kind:
             return str(req.get("value"))
     return None
@@ -64,16 +82,13 @@ class _Container:
         self.source, self.definition, self.body, self.batch = source, definition, body, batch
         self.fargate, self.ipc_mode = fargate, ipc_mode
         self.where = f"{source}: {definition}"
-        params = body.get("linuxParameters")
-        if params is not None and not isinstance(params, dict):
-            raise UsageError(f"{self.where}: linuxParameters must be an object, not {type(params).__name__}")
-        self.params = params or {}
+        self.params = _object(body.get("linuxParameters"), "linuxParameters", self.where)
 
     def shm(self, unreadable: list[str]) -> tuple[Shm, Ipc]:
-        for mount in self.params.get("tmpfs") or []:
+        for mount in _list(self.params.get("tmpfs"), "linuxParameters.tmpfs", self.where):
             if isinstance(mount, dict) and str(mount.get("containerPath", "")).rstrip("/") == SHM:
                 size = _mib(mount.get("size"), "linuxParameters.tmpfs size", self.where)
-                options = [str(o) for o in mount.get("mountOptions") or []]
+                options = [str(o) for o in _list(mount.get("mountOptions"), "tmpfs mountOptions", self.where)]
                 return Shm.unmeasured(size, "tmpfs", f"linuxParameters.tmpfs at {SHM}", "ro" in options), Ipc("private")
         if self.ipc_mode == "none":
             return Shm(False, None, None, None, "none", "ipcMode: none"), Ipc("none")
@@ -96,7 +111,7 @@ class _Container:
         unreadable: list[str] = []
         shm, ipc = self.shm(unreadable)
         memory = _mib(self.body.get("memory"), "memory", self.where) or _mib(
-            _requirement(self.body, "MEMORY"), "resourceRequirements MEMORY", self.where
+            _requirement(self.body, "MEMORY", self.where), "resourceRequirements MEMORY", self.where
         )
         flags: set[Flag] = {"shm-fixed"} if self.fargate else set()
         if self.fargate and self.params.get("sharedMemorySize") not in (None, ""):
@@ -107,46 +122,61 @@ class _Container:
             ipc=ipc,
             memory=Memory(limit_bytes=memory or task_memory, used_bytes=None),
             runtime="batch" if self.batch else "ecs",
-            gpus=_requirement(self.body, "GPU"),
+            gpus=_requirement(self.body, "GPU", self.where),
             unreadable=tuple(unreadable),
             flags=frozenset(flags),
             ml_signs=ml_signs(self.body.get("image"), self.body.get("entryPoint"), self.body.get("command")),
         )
 
 
-def placed(body: Any) -> Iterator[tuple[str, str, dict, Any]]:
+def placed(body: Any, source: str = "") -> Iterator[tuple[str, str, dict, Any]]:
     """(kind, definition's name, the definition, container) for each container of each task ('task') or job ('job')
-    definition, the container named family/container or job[/node range]: what lint judges and --fix edits."""
+    definition, the container named family/container or job[/node range]: what lint judges and --fix edits. At most
+    MAX_CONTAINERS of them (a million empty containers took 300 s and 7.6 GB), counted before any is judged."""
+    count = 0
     for kind, definition in _definitions(body):
         if kind == "task":
             name = str(definition.get("family") or "task")
-            for container in definition["containerDefinitions"]:
-                if isinstance(container, dict):
-                    yield kind, f"{name}/{container.get('name', '?')}", definition, container
+            containers = definition["containerDefinitions"]
         else:
             name = str(definition.get("jobDefinitionName") or "job")
-            yield kind, name, definition, definition.get("containerProperties")
-            for i, r in enumerate((definition.get("nodeProperties") or {}).get("nodeRangeProperties") or []):
-                if isinstance(r, dict):
-                    yield kind, f"{name}/{r.get('targetNodes', i)}", definition, r.get("container")
+            where = f"{source}: {name}"
+            nodes = _object(definition.get("nodeProperties"), "nodeProperties", where)
+            containers = _list(nodes.get("nodeRangeProperties"), "nodeProperties.nodeRangeProperties", where)
+        count += len(containers) + (kind == "job")
+        if count > MAX_CONTAINERS:
+            raise UsageError(f"{source}: more than {MAX_CONTAINERS} containers in one file (ECS allows 10 a task)")
+        found: list[tuple[str, Any]]
+        if kind == "task":
+            found = [(f"{name}/{c.get('name', '?')}", c) for c in containers if isinstance(c, dict)]
+        else:
+            found = [(name, definition.get("containerProperties"))]
+            found += [
+                (f"{name}/{r.get('targetNodes', i)}", r.get("container"))
+                for i, r in enumerate(containers)
+                if isinstance(r, dict)
+            ]
+        yield from ((kind, label, definition, container) for label, container in found)
 
 
 def probe(doc: Document) -> list[Definition]:
     """One Definition per container of each task or job definition."""
     out = []
-    for kind, label, definition, container in placed(doc.body):
+    for kind, label, definition, container in list(placed(doc.body, doc.source)):
         if not isinstance(container, dict):
             continue
         if kind == "task":
             name = str(definition.get("family") or "task")
-            compatible = definition.get("requiresCompatibilities") or []
+            where = f"{doc.source}: {name}"
+            compatible = _list(definition.get("requiresCompatibilities"), "requiresCompatibilities", where)
             fargate = "FARGATE" in compatible and "EC2" not in compatible
             task_memory = _mib(definition.get("memory"), "memory", f"{doc.source}: {name}")
             unit = _Container(doc.source, name, container, fargate, definition.get("ipcMode"), batch=False)
             out.append(Definition(unit.facts(label, task_memory)))
         else:
             name = str(definition.get("jobDefinitionName") or "job")
-            fargate = "FARGATE" in (definition.get("platformCapabilities") or [])
+            where = f"{doc.source}: {name}"
+            fargate = "FARGATE" in _list(definition.get("platformCapabilities"), "platformCapabilities", where)
             unit = _Container(doc.source, name, container, fargate, None, batch=True)
             out.append(Definition(unit.facts(label, None)))
     return out

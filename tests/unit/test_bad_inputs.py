@@ -75,6 +75,19 @@ HOSTILE = {
     "no-services.yml": "services: {}\n",
     "ecs-superscript.json": ECS.replace("SIZE", '"²"'),
     "ecs-huge.json": ECS.replace("SIZE", '"' + "9" * 29 + '"'),
+    # ECS and Batch fields of the wrong type (each raised a TypeError or an AttributeError), and a million containers
+    "ecs-tmpfs-number.json": ECS.replace('"sharedMemorySize": SIZE', '"tmpfs": 5'),
+    "ecs-mount-options-number.json": ECS.replace(
+        '"sharedMemorySize": SIZE', '"tmpfs": [{"containerPath": "/dev/shm", "mountOptions": 5}]'
+    ),
+    "ecs-requirements-number.json": ECS.replace("SIZE", "1").replace(
+        '"linuxParameters"', '"resourceRequirements": 5, "x"'
+    ),
+    "ecs-compatibilities-number.json": ECS.replace("SIZE", "1").replace('"t",', '"t", "requiresCompatibilities": 5,'),
+    "batch-capabilities-number.json": '{"jobDefinitionName": "j", "platformCapabilities": 5, "containerProperties": {}}',  # noqa: E501
+    "batch-node-properties-list.json": '{"jobDefinitionName": "j", "nodeProperties": [], "containerProperties": {}}',
+    "batch-node-ranges-number.json": '{"jobDefinitionName": "j", "nodeProperties": {"nodeRangeProperties": 5}}',
+    "ecs-million-containers.json": '{"family": "t", "containerDefinitions": [' + ",".join(["{}"] * 1_000_000) + "]}",
     "empty-list.json": '{"apiVersion": "v1", "kind": "List", "items": []}',
 }
 FILES = {
@@ -573,6 +586,19 @@ CASES = [
         USAGE,
         "bad-unit.container:3: ShmSize: cannot read 'lots'",
     ),
+    *[
+        (f"lint {name}", ["lint", f"{{d}}/{name}"], {}, USAGE, message)
+        for name, message in [
+            ("ecs-tmpfs-number.json", "linuxParameters.tmpfs must be a list, not int"),
+            ("ecs-mount-options-number.json", "tmpfs mountOptions must be a list, not int"),
+            ("ecs-requirements-number.json", "resourceRequirements must be a list, not int"),
+            ("ecs-compatibilities-number.json", "requiresCompatibilities must be a list, not int"),
+            ("batch-capabilities-number.json", "platformCapabilities must be a list, not int"),
+            ("batch-node-properties-list.json", "nodeProperties must be an object, not list"),
+            ("batch-node-ranges-number.json", "nodeProperties.nodeRangeProperties must be a list, not int"),
+            ("ecs-million-containers.json", "more than 1000 containers in one file"),
+        ]
+    ],
     (
         "lint a .container without [Container]",
         ["lint", "{d}/no-section.container"],
