@@ -1,9 +1,15 @@
 """Podman Quadlet units (`*.container`, podman-systemd.unit(5)) -> the Facts of the container each one starts.
 
-The [Container] section says what `podman run` gets: `ShmSize=`, `Tmpfs=` and `Volume=` at /dev/shm, `Mount=`
-of a tmpfs there, and flags Quadlet has no key for in `PodmanArgs=` (`--shm-size`, `--ipc`, `--memory`). As Podman
-applies them: a mount at /dev/shm wins, then `--ipc=host` (the host's) or `none`, else Podman's own shm mount, sized
-by ShmSize / --shm-size (64000k by default).
+Read as Quadlet and Podman read them (containers/podman: pkg/systemd/parser/unitfile.go, pkg/systemd/quadlet,
+pkg/specgenutil/volumes.go). The unit, then its drop-ins (`NAME.container.d/*.conf`, `PREFIX-.container.d/`,
+`container.d/`, each .conf name once, the most specific directory's, merged in name order). A line ending in a
+backslash continues (joined as written, without a space). A list key (`Tmpfs=`, `Volume=`, `Mount=`, `PodmanArgs=`)
+given empty clears what came before; a single key (`ShmSize=`, `Memory=`) is its last value. Quadlet writes `podman
+run`'s arguments in its own order, PodmanArgs last, and Podman takes a repeated flag's last value: `ShmSize=` beside
+`PodmanArgs=--shm-size` is PodmanArgs'. A mount at /dev/shm wins, then `--ipc=host` (the host's) or `none`, else
+Podman's own shm mount, sized by --shm-size (64000k by default; 0: no limit, the kernel's default of half the memory).
+`Mount=` takes Podman's spellings: `target`/`dst`/`dest`/`destination`, `ro`/`readonly`/`rw` with `=true|false`; an
+option Podman refuses (`read-only`) is refused here too. Numbers are ASCII digits.
 
 `Pod=NAME.pod` puts the container in a pod: its IPC namespace and /dev/shm are the pod's (podman#14609, a
 container's ShmSize is not its size there), sized by the `.pod` unit beside it (`[Pod] ShmSize=`, or
@@ -14,7 +20,10 @@ rejects a key it does not know: `[Container] ShmSize=` Podman 4.7 (#19230), `.po
 
 from __future__ import annotations
 
+import csv
 import os
+import posixpath
+import re
 import shlex
 
 from ..errors import UsageError
@@ -26,6 +35,14 @@ from .workload import amd_gpus, ml_signs
 
 SUFFIX = ".container"
 POD_SUFFIX = ".pod"
+LIST_KEYS = ("Tmpfs", "Volume", "Mount", "PodmanArgs")  # LookupAll: every value, an empty one clears
+MAX_DROPINS = 64  # drop-in files read for one unit
+# Podman's options of a tmpfs --mount (volumes.go: parseMountOptions), ro/readonly/rw aside
+_TMPFS_OPTIONS = {
+    "type", "target", "dst", "dest", "destination", "tmpfs-size", "tmpfs-mode", "tmpcopyup", "notmpcopyup", "nodev",
+    "dev", "noexec", "exec", "nosuid", "suid", "noswap", "U", "chown", "relabel", "shared", "rshared", "private",
+    "rprivate", "slave", "rslave", "unbindable", "runbindable", "Z", "z", "no-dereference", "idmap", "consistency",
+}  # fmt: skip
 
 
 def is_unit(text: str) -> bool:
@@ -33,18 +50,37 @@ def is_unit(text: str) -> bool:
     return any(line.strip() == "[Container]" for line in text.splitlines()[:1000])
 
 
-def parse(text: str, source: str, section: str = "Container") -> dict[str, list[tuple[int, str]]]:
-    """The section's keys -> [(line, value)], repeated keys kept in order; `\\` continues a line. UsageError with
-    file:line for a line that is neither a section, a comment nor KEY=VALUE."""
-    keys: dict[str, list[tuple[int, str]]] = {}
-    current, pending, start, found = None, "", 0, False
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = (pending + " " + raw.strip()) if pending else raw.strip()
-        start = start if pending else number
-        if line.endswith("\\"):
-            pending = line[:-1].rstrip()
+def _lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, logical line): a backslash at the end continues a line, joined as Podman joins it (the
+    backslash dropped, nothing added; a comment inside is skipped); in linear time, whatever the count."""
+    out: list[tuple[int, str]] = []
+    parts: list[str] = []
+    start = 0
+    raw = text.splitlines()
+    for number, line in enumerate(raw, 1):
+        line = line.strip()
+        if line[:1] in ("#", ";"):
+            if parts:
+                continue
+        elif line.endswith("\\") and number != len(raw):
+            start = start if parts else number
+            parts.append(line[:-1])
             continue
-        pending = ""
+        if parts:
+            parts.append(line)
+            line, parts = "".join(parts), []
+        else:
+            start = number
+        out.append((start, line))
+    return out
+
+
+def parse(text: str, source: str, section: str = "Container") -> dict[str, list[tuple[int, str]]]:
+    """The section's keys -> [(line, value)], repeated keys kept in order. UsageError with file:line for a line that
+    is neither a section, a comment nor KEY=VALUE."""
+    keys: dict[str, list[tuple[int, str]]] = {}
+    current, found = None, False
+    for start, line in _lines(text):
         if not line or line[0] in "#;":
             continue
         if line.startswith("[") and line.endswith("]"):
@@ -62,77 +98,179 @@ def parse(text: str, source: str, section: str = "Container") -> dict[str, list[
     return keys
 
 
+def dropins(source: str) -> list[str]:
+    """The unit's drop-in files, in the order Quadlet merges them (cmd/quadlet: loadUnitDropins)."""
+    if source == documents.STDIN or not os.path.isfile(source):
+        return []
+    folder, name = os.path.split(source)
+    stem, ext = os.path.splitext(name)
+    parts = stem.split("-")
+    dirs = [name + ".d"] + ["-".join(parts[:i]) + "-" + ext + ".d" for i in range(len(parts) - 1, 0, -1)]
+    dirs.append(ext[1:] + ".d")  # specific first: a .conf name is taken from the first directory that has it
+    chosen: dict[str, str] = {}
+    for d in dirs:
+        path = os.path.join(folder, d)
+        try:
+            names = sorted(os.listdir(path))
+        except OSError:
+            continue
+        for conf in names:
+            if conf.endswith(".conf") and conf not in chosen:
+                chosen[conf] = os.path.join(path, conf)
+    if len(chosen) > MAX_DROPINS:
+        raise UsageError(f"{source}: more than {MAX_DROPINS} drop-in .conf files")
+    return [chosen[conf] for conf in sorted(chosen)]
+
+
 class _Unit:
-    def __init__(self, keys: dict[str, list[tuple[int, str]]], source: str):
-        self.keys, self.source = keys, source
-        self.args: list[tuple[int, str]] = []  # PodmanArgs, split as the shell would
-        for line, value in keys.get("PodmanArgs", []):
+    """One unit's keys (with its drop-ins') and the `podman run` arguments Quadlet makes of them, in its order."""
+
+    def __init__(
+        self,
+        keys: dict[str, list[tuple[int, str]]],
+        source: str,
+        more: list[tuple[str, dict[str, list[tuple[int, str]]]]] | None = None,
+    ):
+        self.source = source
+        self.first_line = min((line for values in keys.values() for line, _ in values), default=1)
+        self.values: dict[str, list[tuple[str, str]]] = {}  # key -> [(file:line, value)]
+        for path, unit in [(source, keys), *(more or [])]:
+            for key, values in unit.items():
+                self.values.setdefault(key, []).extend((f"{path}:{line}", value) for line, value in values)
+        self.args = self._argv()
+
+    def all(self, key: str) -> list[tuple[str, str]]:
+        """Every value of a list key since the last empty one (which clears), as Quadlet's LookupAll."""
+        values = self.values.get(key, [])
+        cut = max((i + 1 for i, (_, value) in enumerate(values) if not value), default=0)
+        return values[cut:]
+
+    def last(self, key: str) -> tuple[str, str] | None:
+        """A single key's last value, its quotes taken off (Quadlet's Lookup); an empty one is none."""
+        if not self.values.get(key):
+            return None
+        place, value = self.values[key][-1]
+        value = value.rstrip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        return (place, value) if value else None
+
+    def _argv(self) -> list[tuple[str, str]]:
+        """podman run's arguments as Quadlet writes them (quadlet.go): its keys' flags, then PodmanArgs last."""
+        args = []
+        for key, flag in (("ShmSize", "--shm-size"), ("Memory", "--memory")):
+            found = self.last(key)
+            if found:
+                args.append((found[0], f"{flag}={found[1]}"))
+        args += [(p, f"--tmpfs={v}") for p, v in self.all("Tmpfs")]
+        args += [(p, f"--volume={v}") for p, v in self.all("Volume")]
+        args += [(p, f"--mount={v}") for p, v in self.all("Mount")]
+        for place, value in self.all("PodmanArgs"):
             try:
-                self.args.extend((line, arg) for arg in shlex.split(value))
+                args += [(place, arg) for arg in shlex.split(value)]
             except ValueError as e:
-                raise UsageError(f"{source}:{line}: PodmanArgs: {e}") from None
+                raise UsageError(f"{place}: PodmanArgs: {e}") from None
+        return args
 
-    @property
-    def first_line(self) -> int:
-        """The line of [Container]'s first key: where the container is defined."""
-        return min(line for values in self.keys.values() for line, _ in values)
+    def flag(self, *names: str) -> tuple[str, str] | None:
+        """The last `--name=value` or `--name value` of any of its names: the one Podman takes."""
+        found = self._values(*names)
+        return found[-1] if found else None
 
-    def last(self, key: str) -> tuple[int, str] | None:
-        return self.keys[key][-1] if self.keys.get(key) else None
+    def _values(self, *names: str) -> list[tuple[str, str]]:
+        out = []
+        for i, (place, arg) in enumerate(self.args):
+            name, eq, value = arg.partition("=")
+            if name in names and eq:
+                out.append((place, value))
+            elif arg in names and i + 1 < len(self.args):
+                out.append((place, self.args[i + 1][1]))
+        return out
 
-    def flag(self, name: str) -> tuple[int, str] | None:
-        """The last `--name=value` or `--name value` of PodmanArgs."""
-        found = None
-        for i, (line, arg) in enumerate(self.args):
-            if arg.startswith(f"{name}="):
-                found = (line, arg.split("=", 1)[1])
-            elif arg == name and i + 1 < len(self.args):
-                found = (line, self.args[i + 1][1])
-        return found
-
-    def size(self, found: tuple[int, str] | None, what: str) -> int | None:
+    def size(self, found: tuple[str, str] | None, what: str) -> int | None:
         if found is None:
             return None
+        place, text = found
+        if not text.isascii():  # Podman's numbers are ASCII ('２g' is none)
+            raise UsageError(f"{place}: {what}: cannot read {text!r} as a size: ASCII digits only")
         try:
-            return parse_size(found[1], what=what)
+            return parse_size(text, what=what)
         except UsageError as e:
-            raise UsageError(f"{self.source}:{found[0]}: {e}") from None
+            raise UsageError(f"{place}: {e}") from None
 
     def mount(self, unreadable: list[str]) -> Shm | None:
-        """A Tmpfs=, Volume= or Mount= (or PodmanArgs --tmpfs / -v) at /dev/shm."""
-        tmpfs = self.keys.get("Tmpfs", []) + self._values("--tmpfs")
-        for _, value in tmpfs:
+        """A tmpfs, volume or mount at /dev/shm (Tmpfs=, Volume=, Mount= or their PodmanArgs flags)."""
+        for _, value in self._values("--tmpfs"):
             path, _, options = value.partition(":")
-            if path.rstrip("/") == SHM:
+            if posixpath.normpath(path or ".") == SHM:
                 opts = [o.strip() for o in options.split(",")]
                 size = next((parse_tmpfs_size(o[5:]) for o in opts if o.startswith("size=")), None)
                 if size is None:
                     unreadable.append(f"{SHM_SIZE_UNKNOWN} (Tmpfs={value}: no size, the kernel's half of memory)")
                 return Shm.unmeasured(size, "tmpfs", f"Tmpfs={value}", "ro" in opts)
-        for _, value in self.keys.get("Volume", []) + self._values("-v") + self._values("--volume"):
+        for _, value in self._values("--volume", "-v"):
             parts = value.split(":")
-            if len(parts) > 1 and parts[1].rstrip("/") == SHM:
+            if len(parts) > 1 and posixpath.normpath(parts[1] or ".") == SHM:
                 read_only = len(parts) > 2 and "ro" in parts[2].split(",")
-                if parts[0].rstrip("/") == SHM:
+                if posixpath.normpath(parts[0] or ".") == SHM:
                     unreadable.append(f"{SHM_SIZE_UNKNOWN} (Volume={value}: the host's, not in the unit)")
                     return Shm.unmeasured(None, "host", f"Volume={value}: the host's /dev/shm", read_only)
                 unreadable.append(f"{SHM_SIZE_UNKNOWN} (Volume={value}: the volume's, not in the unit)")
                 return Shm.unmeasured(None, "unknown", f"Volume={value}", read_only)
-        for line, value in self.keys.get("Mount", []) + self._values("--mount"):
-            fields = dict(f.partition("=")[::2] for f in value.split(","))
-            if fields.get("type") == "tmpfs" and (fields.get("destination") or fields.get("target") or "") == SHM:
-                size = self.size((line, fields["tmpfs-size"]), "tmpfs-size") if fields.get("tmpfs-size") else None
-                return Shm.unmeasured(size, "tmpfs", f"Mount={value}", "ro" in fields or "readonly" in fields)
+        for place, value in self._values("--mount"):
+            found = self._mount(place, value, unreadable)
+            if found is not None:
+                return found
         return None
 
-    def _values(self, flag: str) -> list[tuple[int, str]]:
-        out = []
-        for i, (line, arg) in enumerate(self.args):
-            if arg.startswith(f"{flag}="):
-                out.append((line, arg.split("=", 1)[1]))
-            elif arg == flag and i + 1 < len(self.args):
-                out.append((line, self.args[i + 1][1]))
-        return out
+    def _mount(self, place: str, value: str, unreadable: list[str]) -> Shm | None:
+        """One --mount, read as Podman reads it (specgenutil: a CSV of options), if it is at /dev/shm."""
+        try:
+            tokens = next(csv.reader([value]), [])
+        except csv.Error as e:
+            raise UsageError(f"{place}: Mount={value!r}: {e}") from None
+        fields = dict(t.partition("=")[::2] for t in tokens)
+        target = next((fields[k] for k in ("target", "dst", "dest", "destination") if fields.get(k)), "")
+        if not target or posixpath.normpath(target) != SHM:
+            return None
+        kind = fields.get("type", "volume")
+        if kind not in ("tmpfs", "ramfs"):
+            source = fields.get("source") or fields.get("src") or ""
+            host = kind == "bind" and posixpath.normpath(source or ".") == SHM
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (Mount={value}: {'the host' if host else 'its source'}'s)")
+            return Shm.unmeasured(None, "host" if host else "unknown", f"Mount={value}")
+        read_only = False
+        for token in tokens:
+            name, has_value, text = token.partition("=")
+            if name in ("ro", "readonly", "rw"):
+                on = not has_value or text.lower() == "true"
+                if has_value and text.lower() not in ("true", "false"):
+                    continue  # Podman passes it by: neither
+                read_only = on if name != "rw" else not on
+            elif name not in _TMPFS_OPTIONS:
+                raise UsageError(
+                    f"{place}: Mount={value}: Podman refuses the option {name!r} for a tmpfs "
+                    "(read-only is ro, readonly or rw=false)"
+                )
+        size = None
+        if fields.get("tmpfs-size"):
+            size = parse_tmpfs_size(fields["tmpfs-size"])
+            if size is None:
+                raise UsageError(f"{place}: Mount={value}: tmpfs-size: cannot read {fields['tmpfs-size']!r}")
+        else:
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (Mount={value}: no tmpfs-size, the kernel's half of memory)")
+        return Shm.unmeasured(size, "tmpfs", f"Mount={value}", read_only)
+
+    def podman_shm(self, unreadable: list[str]) -> Shm:
+        """Podman's own /dev/shm, sized by the --shm-size it gets last (ShmSize=, then PodmanArgs)."""
+        written = self.flag("--shm-size")
+        if written is None:
+            return Shm.unmeasured(PODMAN_DEFAULT_SHM, "podman-shm", "no ShmSize: Podman's default 64000k")
+        said = f"ShmSize={written[1]}" if written == self.last("ShmSize") else f"PodmanArgs=--shm-size={written[1]}"
+        if written[1].isascii() and _zero(written[1]):  # Podman: 0 is no limit
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} ({said}: no limit, the kernel's half of memory)")
+            return Shm.unmeasured(None, "podman-shm", f"{said}: no limit")
+        return Shm.unmeasured(self.size(written, "ShmSize"), "podman-shm", said)
 
     def facts(self, name: str) -> Facts:
         unreadable: list[str] = []
@@ -155,14 +293,11 @@ class _Unit:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (--ipc={mode}: that container's, not in the unit)")
             shm = Shm.unmeasured(None, "unknown", f"PodmanArgs=--ipc={mode}")
         elif shm is None:
-            written = self.last("ShmSize") or self.flag("--shm-size")
-            size = self.size(written, "ShmSize") or PODMAN_DEFAULT_SHM
-            detail = f"ShmSize={written[1]}" if written else "no ShmSize: Podman's default 64000k"
-            shm = Shm.unmeasured(size, "podman-shm", detail)
-        memory = self.size(self.flag("--memory") or self.flag("-m"), "--memory")
-        devices = [v for _, v in self.keys.get("AddDevice", []) + self._values("--device")]
+            shm = self.podman_shm(unreadable)
+        memory = self.size(self.flag("--memory", "-m"), "--memory")
+        devices = [v for _, v in self.all("AddDevice") + self._values("--device")]
         gpus = next((d.split("=", 1)[1] or "all" for d in devices if d.startswith("nvidia.com/gpu")), None)
-        gpus = gpus or amd_gpus(devices, [p for _, v in self.keys.get("Environment", []) for p in v.split()])
+        gpus = gpus or amd_gpus(devices, [p for _, v in self.all("Environment") for p in v.split()])
         exec_ = self.last("Exec")
         return Facts(
             target=Target("service", f"{self.source}:{name}", file=self.source, line=self.first_line),
@@ -175,26 +310,29 @@ class _Unit:
             ml_signs=ml_signs((self.last("Image") or (0, ""))[1], exec_[1] if exec_ else ""),
         )
 
-    def pod_shm(self, pod: tuple[int, str], unreadable: list[str]) -> Shm:
+    def pod_shm(self, pod: tuple[str, str], unreadable: list[str]) -> Shm:
         """The /dev/shm of the pod `Pod=` names, from its .pod unit beside this one; unknown without it."""
-        line, name = pod
+        place, name = pod
         if not name.endswith(POD_SUFFIX) or os.sep in name:
-            raise UsageError(f"{self.source}:{line}: Pod={name}: not the name of a Quadlet .pod unit (NAME.pod)")
+            raise UsageError(f"{place}: Pod={name}: not the name of a Quadlet .pod unit (NAME.pod)")
         path = os.path.join(os.path.dirname(self.source), name)
         if self.source == STDIN or not os.path.isfile(path):
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (Pod={name}: the pod's, and its unit is not beside this one)")
             return Shm.unmeasured(None, "podman-shm", f"Pod={name}: the pod's /dev/shm")
         unit = _Unit(parse(documents.text(path), path, "Pod"), path)
-        written = unit.last("ShmSize") or unit.flag("--shm-size")
         if unit.flag("--ipc") or unit.flag("--share"):  # namespaces the pod shares otherwise: not told here
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (Pod={name}: its PodmanArgs change what the pod shares)")
             return Shm.unmeasured(None, "unknown", f"Pod={name}: PodmanArgs of {path}")
-        size = unit.size(written, "ShmSize") or PODMAN_DEFAULT_SHM
-        said = f"ShmSize={written[1]}" if written else "no ShmSize: Podman's default 64000k"
-        return Shm.unmeasured(size, "podman-shm", f"Pod={name}: the pod's /dev/shm ({path}: {said})")
+        shm = unit.podman_shm(unreadable)  # [Pod] ShmSize= or PodmanArgs=, the last on podman's line, as above
+        return Shm.unmeasured(shm.size_bytes, "podman-shm", f"Pod={name}: the pod's /dev/shm ({path}: {shm.detail})")
+
+
+def _zero(text: str) -> bool:
+    return re.fullmatch(r"0+(\.0+)? ?[a-zA-Z]{0,3}", text.strip(), re.ASCII) is not None
 
 
 def probe(text: str, source: str) -> list[Definition]:
-    """The container a .container unit starts, named as systemd names its service (the file's stem)."""
-    unit = _Unit(parse(text, source), source)
+    """The container a .container unit starts (with its drop-ins), named as systemd names its service."""
+    more = [(path, parse(documents.text(path), path)) for path in dropins(source)]
+    unit = _Unit(parse(text, source), source, more)
     return [Definition(unit.facts(os.path.basename(source)[: -len(SUFFIX)] or source))]

@@ -943,6 +943,15 @@ def test_engine_answers_of_the_wrong_shape_are_their_containers_probe_incomplete
     assert bad["shm"]["size_bytes"] is None and bad["ipc"]["mode"] == "private" and bad["memory"]["limit_bytes"] is None
 
 
+def test_a_quadlet_unit_of_200000_continued_lines_is_joined_in_linear_time(tmp_path):
+    """Each `\\` line was added to the text so far (quadratic: 200,000 of them did not end)."""
+    unit = tmp_path / "long.container"
+    unit.write_text("[Container]\nImage=x\nPodmanArgs=" + "--label=a \\\n" * 200_000 + "--shm-size=2g\n")
+    proc = bounded_run(["lint", str(unit), "--format", "json"], cwd=tmp_path, env={})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["reports"][0]["shm"]["size_bytes"] == 2 * 2**30
+
+
 def test_a_log_frame_claiming_4_gib_is_read_in_bounded_pieces(fake_engines, bad_files):
     """The SDK read a frame whole, as long as its header claims: 1.5 GiB sent passed MEMORY_BOUND."""
     env = {"DOCKER_HOST": fake_engines["log-frame-of-4-gib"]}

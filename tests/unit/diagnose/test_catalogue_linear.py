@@ -1,7 +1,8 @@
-"""Every pattern of the catalogue is linear on any line: no unbounded repetition (read from the compiled pattern's
-own parse), and no super-linear growth on long adversarial lines built from its literals and every kind of
-character its classes take (timed, with a generous growth bound: 8x the line may cost 24x, not the 64x of a
-quadratic; a hang bound of seconds on the longest line). A log number is read by one bounded function."""
+"""Every pattern of the catalogue is linear on any line: no unbounded repetition (read from the compiled pattern's own
+parse), and no super-linear growth on long adversarial lines built from its literals and every kind of character its
+classes take (timed, with a generous growth bound: 16x the line may cost 64x, not the 256x of a quadratic, whatever
+the caches and the machine's load; a hang bound of seconds on the longest line). A log number is read by one bounded
+function."""
 
 from __future__ import annotations
 
@@ -86,16 +87,16 @@ def _seconds(pattern: re.Pattern[str], line: str, repeat: int = 3) -> float:
 @pytest.mark.parametrize("name", PATTERNS)
 def test_long_adversarial_lines_cost_linear_time(name):
     pattern = PATTERNS[name]
-    # The costliest shapes at a small size, then each of them at 2x and 16x that.
+    # The costliest shapes at a small size, then each of them at that size and 16x it.
     shapes = sorted(_lines(name, 4096), key=lambda line: _seconds(pattern, line, 1), reverse=True)[:3]
     for shape in shapes:
         head = max(_literals(pattern) | {""}, key=lambda f: shape.startswith(f) and len(f))
         body = shape[len(head) :][:64] or head  # the shape grows by repeating its body
-        short = (head + body * (MAX_LINE // 8 // len(body) + 1))[: MAX_LINE // 8]
+        short = (head + body * (MAX_LINE // 16 // len(body) + 1))[: MAX_LINE // 16]
         long = (head + body * (MAX_LINE // len(body) + 1))[:MAX_LINE]
-        t_short, t_long = _seconds(pattern, short, 5), _seconds(pattern, long, 5)
+        t_short, t_long = _seconds(pattern, short, 9), _seconds(pattern, long, 9)
         assert t_long < 2.0, f"{name}: {t_long:.2f} s on a {MAX_LINE}-character line {long[:60]!r}…"
-        assert t_long < 24 * t_short + 0.005, (
+        assert t_long < 64 * t_short + 0.01, (
             f"{name}: super-linear, {t_short * 1e3:.1f} ms at {len(short)} characters, {t_long * 1e3:.1f} ms at "
             f"{len(long)}: {long[:60]!r}…"
         )

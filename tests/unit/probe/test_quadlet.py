@@ -150,3 +150,63 @@ def test_fix_never_writes_a_pod_members_size_into_its_container_unit(tmp_path, c
     main(["lint", str(tmp_path), "--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB", "--fix"])
     assert "its /dev/shm is ml.pod's: size it in that unit's [Pod] section" in capsys.readouterr().err
     assert (tmp_path / "train.container").read_text() == before
+
+
+@pytest.mark.parametrize(
+    "lines, size, read_only",
+    [
+        ("ShmSize=2g\nPodmanArgs=--shm-size=1g\n", GiB, False),  # Quadlet writes PodmanArgs last: Podman takes it
+        ("PodmanArgs=--shm-size=1g\nShmSize=2g\n", GiB, False),  # whatever the order of the lines
+        ('ShmSize="2g"\n', 2 * GiB, False),  # Quadlet's Lookup takes the quotes off
+        ("ShmSize=2g\nShmSize=\n", 64000 * 1024, False),  # the last is empty: none, Podman's default
+        ("Tmpfs=/dev/shm:size=1g\nTmpfs=\n", 64000 * 1024, False),  # an empty list key clears what came before
+        ("Mount=type=tmpfs,dst=/dev/shm,tmpfs-size=1g,ro=false\n", GiB, False),  # ro=false: read-write
+        ("Mount=type=tmpfs,target=/dev/shm,tmpfs-size=1g,readonly\n", GiB, True),
+        ("Mount=type=tmpfs,dest=/dev/shm/,tmpfs-size=1g,rw=false\n", GiB, True),  # rw=false: read-only
+        ("Mount=type=tmpfs,destination=/dev//shm,tmpfs-size=256m,ro=true\n", 256 * MiB, True),
+        ("Mount=type=tmpfs,destination=/dev/shm\n", None, False),  # no size: the kernel's half of memory
+        ("ShmSize=0\n", None, False),  # Podman: no limit
+        ("PodmanArgs=--shm-size \\\n  0\n", None, False),  # continued, and 0
+    ],
+)
+def test_units_are_read_as_podman_reads_them(lines, size, read_only):
+    facts = unit(lines)
+    assert (facts.shm.size_bytes, facts.shm.read_only) == (size, read_only)
+    assert (size is None) == bool(facts.unreadable)  # an unknown size is said, never taken for a small one
+
+
+def test_memory_key_and_continuations_joined_as_written():
+    facts = unit("Memory=8g\nPodmanArgs=--ipc=ho\\\nst\n")  # Podman joins the parts without a space
+    assert (facts.memory.limit_bytes, facts.ipc.mode) == (8 * GiB, "host")
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        ("Mount=type=tmpfs,dst=/dev/shm,read-only=true\n", "Podman refuses the option 'read-only'"),
+        ("ShmSize=２g\n", "u.container:2: ShmSize: cannot read '２g' as a size: ASCII digits only"),
+        ("Mount=type=tmpfs,dst=/dev/shm,tmpfs-size=lots\n", "tmpfs-size: cannot read 'lots'"),
+    ],
+)
+def test_what_podman_refuses_is_refused(lines, message):
+    with pytest.raises(UsageError, match=message):
+        quadlet.probe("[Container]\n" + lines, "u.container")
+
+
+def test_drop_ins_are_merged_in_quadlets_order(tmp_path):
+    path = tmp_path / "train-gpu.container"
+    path.write_text("[Container]\nImage=x\nShmSize=1g\n")
+    for folder, name, text in [
+        ("container.d", "10-all.conf", "ShmSize=2g\n"),
+        ("train-.container.d", "20-train.conf", "ShmSize=3g\n"),
+        ("train-gpu.container.d", "30-this.conf", "ShmSize=4g\n"),
+        ("container.d", "30-this.conf", "ShmSize=9g\n"),  # the same name: the most specific directory's is read
+        ("train-gpu.container.d", "notes.txt", "ShmSize=8g\n"),  # not a .conf
+    ]:
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / name).write_text("[Container]\n" + text)
+    [found] = quadlet.probe(path.read_text(), str(path))
+    assert found.facts.shm.size_bytes == 4 * GiB and found.facts.target.line == 2
+    (tmp_path / "train-gpu.container.d" / "30-this.conf").write_text("[Container]\nShmSize=\n")
+    [found] = quadlet.probe(path.read_text(), str(path))
+    assert found.facts.shm.size_bytes == 64000 * 1024  # the last is empty: Podman's default
