@@ -122,6 +122,9 @@ FILES = {
     "ecs-bad-shm.json": '{"family": "t", "containerDefinitions": [{"name": "c", "linuxParameters": '
     '{"sharedMemorySize": "lots"}}]}\n',
     "bad-unit.container": "[Container]\nImage=x\nShmSize=lots\n",
+    "read-only-mount.container": "[Container]\nImage=x\nMount=type=tmpfs,dst=/dev/shm,read-only=true\n",
+    "fullwidth-size.container": "[Container]\nImage=x\nShmSize=２g\n",
+    "mount-size-junk.container": "[Container]\nImage=x\nMount=type=tmpfs,destination=/dev/shm,tmpfs-size=lots\n",
     "no-section.container": "[Unit]\nDescription=x\n",
     "azureml-bad.yml": "$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\n"
     "command: python train.py\nenvironment: e\nresources:\n  shm_size: plenty\n",
@@ -597,6 +600,9 @@ CASES = [
             ("batch-node-properties-list.json", "nodeProperties must be an object, not list"),
             ("batch-node-ranges-number.json", "nodeProperties.nodeRangeProperties must be a list, not int"),
             ("ecs-million-containers.json", "more than 1000 containers in one file"),
+            ("read-only-mount.container", "read-only-mount.container:3: Mount=type=tmpfs,dst=/dev/shm,read-only=true"),
+            ("fullwidth-size.container", "fullwidth-size.container:3: ShmSize: cannot read '２g' as a size: ASCII"),
+            ("mount-size-junk.container", "tmpfs-size: cannot read 'lots'"),
         ]
     ],
     (

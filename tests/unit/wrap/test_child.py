@@ -3,6 +3,7 @@
 import json
 import os
 import pty
+import resource
 import signal
 import subprocess
 import sys
@@ -125,6 +126,10 @@ def test_a_report_path_that_cannot_be_written_is_exit_2_before_the_command_runs(
 RUN = [sys.executable, "-m", "shmdoctor", "run", "--"]
 
 
+def _bounded() -> None:  # each case under a memory bound (a time bound: its timeout), as tests/unit/test_bad_inputs.py
+    resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+
 # Counts deliveries, not Python handler calls (two close deliveries make one call): the C handler writes a byte for
 # each into the wakeup fd.
 COUNT_DELIVERIES = """
@@ -153,6 +158,7 @@ def test_a_signal_sent_to_runs_process_group_reaches_the_child_once():
         stderr=subprocess.PIPE,
         cwd=REPO,
         start_new_session=True,  # no terminal: a scheduler, a container, CI
+        preexec_fn=_bounded,
     )
     assert proc.stdout.readline() == b"ready\n"
     os.killpg(proc.pid, signal.SIGINT)  # kill -INT -<run's group>: it was run's forward and the group's, twice
@@ -165,7 +171,7 @@ def test_what_the_child_leaves_behind_keeps_its_stderr_after_run_exits(tmp_path)
     done, err = tmp_path / "done", tmp_path / "stderr"
     script = f"(sleep 4; echo late >&2; echo survived > {done}) & exit 0"
     with open(err, "wb") as stderr:
-        proc = subprocess.run([*RUN, "sh", "-c", script], stderr=stderr, cwd=REPO, timeout=60)
+        proc = subprocess.run([*RUN, "sh", "-c", script], stderr=stderr, cwd=REPO, timeout=60, preexec_fn=_bounded)
     assert proc.returncode == 0
     for _ in range(200):
         if done.exists():
@@ -180,10 +186,10 @@ def test_the_command_runs_when_run_cannot_print(tmp_path):
     ran = tmp_path / "ran"
     command = f"echo ran >> {ran}; exit 3"
     with open("/dev/full", "wb") as full:  # every write of ours fails: ENOSPC
-        proc = subprocess.run([*RUN, "sh", "-c", command], stderr=full, cwd=REPO, timeout=60)
+        proc = subprocess.run([*RUN, "sh", "-c", command], stderr=full, cwd=REPO, timeout=60, preexec_fn=_bounded)
     assert proc.returncode == 3
     closed = subprocess.run(  # 2>&-: no stderr at all
-        ["sh", "-c", 'exec "$@" 2>&-', "sh", *RUN, "sh", "-c", command], cwd=REPO, timeout=60
+        ["sh", "-c", 'exec "$@" 2>&-', "sh", *RUN, "sh", "-c", command], cwd=REPO, timeout=60, preexec_fn=_bounded
     )
     assert closed.returncode == 3 and ran.read_text() == "ran\nran\n"
 
@@ -196,6 +202,7 @@ def test_as_pid_1_run_reaps_orphans_and_passes_the_code_through():
         capture_output=True,
         cwd=REPO,
         timeout=60,
+        preexec_fn=_bounded,
     )
     assert proc.returncode == 5, proc.stderr
     assert proc.stdout.strip() == b"0"
