@@ -208,8 +208,9 @@ def test_as_pid_1_run_reaps_orphans_and_passes_the_code_through():
     assert proc.stdout.strip() == b"0"
 
 
-def test_an_internal_error_keeps_the_childs_code_and_writes_the_report(tmp_path, monkeypatch, capfd):
-    from shmdoctor import cli
+def test_an_internal_error_keeps_the_childs_code_and_writes_the_report(tmp_path, monkeypatch):
+    """A fault after the command ended (scanning its stderr, here): forked, so that the fault is there and run is the
+    only thread of its process (sigwaitinfo takes SIGCHLD in the main thread)."""
     from shmdoctor.wrap import session
 
     def broken(*args, **kwargs):
@@ -217,8 +218,9 @@ def test_an_internal_error_keeps_the_childs_code_and_writes_the_report(tmp_path,
 
     monkeypatch.setattr(session, "scan_text", broken)
     report = tmp_path / "run.json"
-    assert cli.main(["run", "--report", str(report), "--", "sh", "-c", "exit 3"]) == 3
+    proc = forked_cli("run", "--report", str(report), "--", "sh", "-c", "exit 3", timeout=60, memory=2 * 2**30)
+    assert proc.returncode == 3, proc.stderr
     doc = validate(json.loads(report.read_text()))
     assert doc["exit_code"] == 3 and doc["diagnoses"] == []
-    err = capfd.readouterr().err
-    assert "shmdoctor: error: internal error (ValueError at test_child.py:" in err and "Traceback" not in err
+    assert "shmdoctor: error: internal error (ValueError at test_child.py:" in proc.stderr
+    assert "Traceback" not in proc.stderr
