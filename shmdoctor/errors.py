@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import traceback
 from typing import TYPE_CHECKING
 
 from .exits import ExitCode
@@ -14,6 +13,8 @@ if TYPE_CHECKING:
 
 def internal(e: BaseException) -> str:
     """A fault of ours (a bug) as one line: what raised, where, and what to do; never a traceback."""
+    import traceback  # here: only a bug pays for it
+
     frames = traceback.extract_tb(e.__traceback__)
     where = f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
     return f"internal error ({type(e).__name__}{where}): {e}; a bug in shmdoctor: please report it"
