@@ -159,10 +159,14 @@ def test_a_broken_answer_is_a_probe_error_naming_what_broke(tmp_path, monkeypatc
                 conn.recv(65536)
                 conn.sendall(answer)
 
-    threading.Thread(target=serve, daemon=True).start()
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
     monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
     try:
         with pytest.raises(ProbeError, match=f"the Docker engine at unix://{path} failed: .*{says}"):
             _audit()
-    finally:
+    finally:  # no thread left behind: one blocked in accept() would take signals meant for a later test's waits
+        server.shutdown(socket.SHUT_RDWR)  # wakes the accept(), which close() alone does not
         server.close()
+        thread.join(10)
+        assert not thread.is_alive()
