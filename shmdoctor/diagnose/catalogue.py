@@ -74,7 +74,8 @@ def number(text: str, unit: int = 1) -> int | None:
         return None
     value = int(float(text) * unit)
     if value > PLAUSIBLE:
-        raise Implausible(f"the log says {text} × {unit} bytes, more than 1 PiB: not a size to give /dev/shm")
+        said = f"{text} bytes" if unit == 1 else f"{text} × {unit} bytes"
+        raise Implausible(f"the log says {said}, more than 1 PiB: not a size to give /dev/shm")
     return value
 
 
