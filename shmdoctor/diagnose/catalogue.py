@@ -146,6 +146,16 @@ SIGNATURES: tuple[Signature, ...] = (
         "a DataLoader worker could not allocate a batch in /dev/shm (the errno says 11; it means out of space)",
     ),
     Signature(
+        "torch-shm-errno0",
+        "shm-space",
+        "dataloader",
+        "Success (0)",
+        re.compile(rf"unable to allocate shared memory\(shm\) for file {_TORCH_FILE}: Success \(0\)"),
+        "PyTorch 2.11's MapAllocator on the H200 machine, a 256 MiB /dev/shm full of pinned batches "
+        "(docs/gpu-run-dose.md): posix_fallocate returns its error instead of setting errno, so errno 0 is printed",
+        "a DataLoader worker could not allocate a batch in /dev/shm (the errno says 0, Success; it means out of space)",
+    ),
+    Signature(
         "torch-worker-bus-error",
         "shm-space",
         "dataloader",

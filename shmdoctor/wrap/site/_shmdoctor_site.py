@@ -9,7 +9,6 @@ Nothing is ever written to stdout or stderr; a failure of ours is recorded as su
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -31,6 +30,8 @@ def record(kind: str, **fields: object) -> None:
     folder = os.environ.get(CHANNEL)
     if not folder:
         return
+    import json  # here: a process that never records never imports it
+
     line = json.dumps({"kind": kind, "pid": os.getpid(), **fields}, default=str) + "\n"
     try:
         fd = os.open(os.path.join(folder, f"{os.getpid()}.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

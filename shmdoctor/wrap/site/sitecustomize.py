@@ -5,11 +5,7 @@ a virtualenv's, the user's own), as Python would have. Any Python 3; silent what
 import os
 import sys
 
-_HERE = os.path.dirname(os.path.realpath(__file__))
-
-
-def _ours(entry):
-    return os.path.realpath(entry or os.curdir) == _HERE
+_HERE = os.path.dirname(__file__)  # the PYTHONPATH entry run wrote (a resolved path), as sys.path holds it
 
 
 try:
@@ -18,20 +14,21 @@ try:
     _shmdoctor_site.install()
 except Exception:
     pass
-sys.path[:] = [p for p in sys.path if not _ours(p)]  # the child's sys.path as it would be without us
+sys.path[:] = [p for p in sys.path if p != _HERE]  # the child's sys.path as it would be without us
 
 
 def _chain():
     """The next sitecustomize on sys.path, run as `sitecustomize`; its own errors are Python's to report, as ever."""
     try:
         import importlib.machinery
-        import importlib.util
 
         spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
     except Exception:
         return
     if spec is None or spec.loader is None:
         return
+    import importlib.util  # only where there is one to run: a few ms of start-up
+
     module = importlib.util.module_from_spec(spec)
     sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)
