@@ -74,6 +74,8 @@ class Scanner:
     clues: Clues = field(default_factory=Clues)
     lines: int = 0  # the last line number seen
     _context: dict[str, tuple[int, str]] = field(default_factory=dict)  # a context pattern's last line: number, emitter
+    # Lines that hold a signature's literal but not its text: the next line may be the rest, wrapped
+    _open: list[tuple[int, str, Signature]] = field(default_factory=list)
 
     def line(self, number: int, raw: bytes | str) -> None:
         text = raw[:MAX_LINE].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:MAX_LINE]
@@ -82,8 +84,13 @@ class Scanner:
             text = ANSI.sub("", text)
         self.lines = max(self.lines, number)
         # A progress bar redraws with \r: each redraw is its own line for matching.
+        wrapped, self._open = [o for o in self._open if o[0] == number - 1], []
         for part in text.split("\r") if "\r" in text else (text,):
             self.clues.line(part)
+            for start, head, sig in wrapped:  # the rest of a message wrapped at a space or mid-word
+                m = sig.pattern.search(head + " " + part) or sig.pattern.search(head + part)
+                if m:
+                    self._add(sig, start, head + " " + part, m)
             for sig in SIGNATURES:
                 for context in (sig.not_after, sig.only_after):
                     if context is not None and context.search(part):
@@ -92,6 +99,8 @@ class Scanner:
                     m = sig.pattern.search(part)
                     if m:
                         self._add(sig, number, part, m)
+                    elif len(self._open) < len(SIGNATURES):
+                        self._open.append((number, part, sig))
 
     def _add(self, sig: Signature, number: int, text: str, m) -> None:
         cause: Cause = sig.cause
@@ -128,9 +137,12 @@ def scan_text(text: str | bytes) -> Scanner:
     # \r is not a line end (grep -n)
     lines: Sequence[str | bytes] = text.split("\n") if isinstance(text, str) else text.split(b"\n")
     keys = anchors()
+    after = False  # the line after a candidate: the rest of a wrapped message
     for number, raw in enumerate(lines, 1):
         probe = raw if isinstance(raw, str) else raw[:MAX_LINE].decode("utf-8", "replace")
-        if any(a in probe for a in keys):
+        candidate = any(a in probe for a in keys)
+        if candidate or after:
             scanner.line(number, probe)
+        after = candidate
     scanner.lines = max(scanner.lines, len(lines))
     return scanner

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -16,6 +17,7 @@ from ..diagnose.scan import MAX_LINE, Scanner, anchors
 from ..errors import UsageError
 from .regular import open_regular
 
+_NUMBERED = re.compile(rb"([0-9]{1,20})[:-]")  # grep -n: 'N:' a match, 'N-' a line of context; '--' parts groups
 CHUNK = 2**20  # bytes read at a time by the copy that feeds grep
 
 
@@ -60,7 +62,8 @@ def _skip_rest(read) -> None:
 
 
 def _python_lines(f: BinaryIO, keys: list[bytes]) -> Iterator[tuple[int, bytes]]:
-    number = 0
+    """Each candidate line, and the line after it (the rest of a message a terminal or a viewer wrapped)."""
+    number, after = 0, False
     while True:
         raw = f.readline(MAX_LINE)
         if not raw:
@@ -68,8 +71,10 @@ def _python_lines(f: BinaryIO, keys: list[bytes]) -> Iterator[tuple[int, bytes]]
         number += 1
         if not raw.endswith(b"\n"):
             _skip_rest(f.readline)
-        if any(k in raw for k in keys):
+        candidate = any(k in raw for k in keys)
+        if candidate or after:
             yield number, raw
+        after = candidate
 
 
 def _cut_lines(f: BinaryIO, out: IO[bytes]) -> None:
@@ -97,7 +102,8 @@ def _cut_lines(f: BinaryIO, out: IO[bytes]) -> None:
 
 
 def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int, bytes]]:
-    argv = [grep, "-F", "-n", "-a", *[arg for k in keys for arg in ("-e", k.decode())]]
+    # -A 1: the line after each candidate too (a wrapped message's rest), printed 'N-text', groups parted by '--'
+    argv = [grep, "-F", "-n", "-a", "-A", "1", *[arg for k in keys for arg in ("-e", k.decode())]]
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"LC_ALL": "C"}
     )
@@ -125,8 +131,9 @@ def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int
                 break
             if not raw.endswith(b"\n"):
                 _skip_rest(proc.stdout.readline)
-            number, _, line = raw.partition(b":")
-            yield int(number), line
+            m = _NUMBERED.match(raw)
+            if m:
+                yield int(m.group(1)), raw[m.end() :]
         feeder.join()
         if failed:
             raise UsageError(f"cannot read the log: {failed[0].strerror or failed[0]}")

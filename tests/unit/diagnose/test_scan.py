@@ -50,3 +50,35 @@ def test_the_gpus_a_log_names():
     channels = scan_text("h:1:2 [1] NCCL INFO 2 coll channels, 2 p2p channels, 2 p2p channels per peer").clues
     assert channels.channels == 2
     assert scan_text("rank 0 nranks 99999999").clues.ranks is None  # no host has that many GPUs
+
+
+def test_a_message_wrapped_after_its_literal_is_read_with_its_next_line():
+    # Ray's warning broken by a viewer at a space, vLLM's by a terminal mid-word: read as one, at the first line
+    ray = (
+        "WARNING: The object store is using /tmp instead of /dev/shm because /dev/shm has only\n"
+        "67108864 bytes available. You can increase /dev/shm size by passing '--shm-size=5.04gb' to 'docker run'"
+    )
+    (d,) = scan_text("epoch 1\n" + ray).diagnoses()
+    assert (d.signature, d.line, d.bytes_needed) == ("ray-object-store-tmp", 2, int(5.04 * 2**30))
+    vllm = "RuntimeError: Insufficient space in /dev/shm for psm_1: 161.0 MiB requ\nired, 60.2 MiB free."
+    (d,) = scan_text(vllm).diagnoses()
+    assert d.signature == "vllm-shm-insufficient" and d.bytes_needed == 161 * 2**20
+    # a message whose next line is another message is not joined into one
+    assert scan_text("Killed 3 stale workers\nfrom the previous run").diagnoses() == ()
+
+
+def test_grep_and_the_python_loop_hand_over_the_line_after_a_candidate(tmp_path):
+    import io
+    import shutil
+
+    from shmdoctor.diagnose.scan import anchors
+    from shmdoctor.probe import logs
+
+    data = b"a\nKilled\nrest\nb\nc\nKilled\n"
+    keys = [k.encode() for k in anchors()]
+    want = [(2, b"Killed\n"), (3, b"rest\n"), (6, b"Killed\n")]
+    assert list(logs._python_lines(io.BytesIO(data), keys)) == want
+    if shutil.which("grep"):
+        (tmp_path / "x.log").write_bytes(data)
+        with open(tmp_path / "x.log", "rb") as f:
+            assert list(logs._grep_lines(f, keys, shutil.which("grep"))) == want

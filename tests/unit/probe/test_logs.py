@@ -31,7 +31,7 @@ def _python(data: bytes):
 
 def test_python_loop_numbers_and_bounds_lines():
     got = [(n, line[:40]) for n, line in _python(LOG)]
-    assert [n for n, _ in got] == [3, 5, 6]
+    assert [n for n, _ in got] == [3, 4, 5, 6]  # the candidates, and the line after each (a wrapped message's rest)
     assert all(len(line) <= MAX_LINE for _, line in _python(LOG))
 
 
