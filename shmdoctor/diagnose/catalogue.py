@@ -398,7 +398,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "sglang",
         "Consider increasing /dev/shm size",
-        re.compile(rf"(?i:fall(?:ing)? ?back).{{0,{GAP}}}Consider increasing /dev/shm size"),
+        # from the line's start, as nccl-system-error: one start a line, not one a repeat of 'fall back'
+        re.compile(rf"^.{{0,{GAP}}}?(?i:fall(?:ing)? ?back).{{0,{GAP}}}Consider increasing /dev/shm size"),
         "SGLang 0.5.23 multimodal tensor transport (FACTS.md)",
         "SGLang fell back from /dev/shm for multimodal tensors (slower): posix_fallocate failed",
     ),
