@@ -47,19 +47,23 @@ report, tests = sys.argv[1], sys.argv[2:]
 blocks = re.split(r"\n(?=--- survived: )", open(report).read())[1:]
 lines, killed, retested = [], 0, 0
 for block in blocks:
+    block = block.split("\n--- equivalent")[0]
     diff = block.split("--- mutation diff ---\n", 1)[1]
-    # the mutated line for the original one (cosmic-ray's mutants are one line; its diffs end past EOF for patch)
-    old, new = (next(x[1:] for x in diff.splitlines() if x[:1] == sign and x[:3] != sign * 3) for sign in "-+")
-    row = int(re.match(r"--- survived: line (\d+)", block).group(1))
-    if "BitOr" in block.splitlines()[0] and re.match(r"\s*(def |\w+: )", old):
+    hunk = re.search(r"^@@ -(\d+)", diff, re.M)
+    body = [x for x in diff[hunk.end() :].split("\n")[1:] if x[:1] in (" ", "-", "+")]
+    old, new = [x[1:] for x in body if x[:1] in " -"], [x[1:] for x in body if x[:1] in " +"]
+    removed = next((x[1:] for x in body if x[:1] == "-"), "")
+    if "BitOr" in block.splitlines()[0] and re.match(r"\s*(def |\w+: )", removed):
         continue  # an annotation: equivalent (reports made since skip them before the run)
     with tempfile.TemporaryDirectory() as work:
         tree = "git ls-files -co --exclude-standard -z | tar --null -cf - -T - | tar -xf - -C " + work
         subprocess.run(tree, shell=True, check=True)
         path = os.path.join(work, re.search(r"^\+\+\+ b/(\S+)", diff, re.M).group(1))
-        source = open(path).read().split("\n")
-        assert source[row - 1] == old, (row, old)
-        source[row - 1] = new
+        source, start = open(path).read().split("\n"), int(hunk.group(1)) - 1
+        while start + len(old) > len(source) and old[-1] == new[-1] == "":  # cosmic-ray's hunks end past EOF
+            old.pop(), new.pop()
+        assert source[start : start + len(old)] == old, block.splitlines()[0]
+        source[start : start + len(old)] = new
         open(path, "w").write("\n".join(source))
         pytest = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
         env = {**os.environ, "PYTHONPATH": work}

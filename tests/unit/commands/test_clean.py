@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from shmdoctor.errors import ProbeError, UsageError
 from shmdoctor.probe import holders
 from shmdoctor.shm import removal
 from shmdoctor.shm.segments import Entry, Plan
@@ -242,6 +243,25 @@ def test_confirm_keeps_what_a_holder_proc_did_not_show_has_open_even_read_only(m
     why = "a process /proc did not show has it open or mapped"
     assert [(e.name, e.why) for e in plan.kept] == [(held_rw.name, why), (held_ro.name, why)]
     assert removal.remove(SHM, held_ro) == why and os.path.exists(made[1])
+
+
+def test_a_segment_replaced_by_a_symlink_is_never_followed(made):
+    name = f"torch_1_{TAG}_9"
+    path = os.path.join(SHM, name)
+    made += [path, path + ".target"]
+    _write(path + ".target")
+    entry = Entry(name, os.stat(path + ".target").st_ino, SIZE, "PyTorch")  # the inode the link leads to
+    os.symlink(path + ".target", path)
+    assert removal.remove(SHM, entry) == "Too many levels of symbolic links"  # O_NOFOLLOW: ELOOP, nothing opened
+    assert os.path.islink(path) and os.path.exists(path + ".target")
+
+
+def test_a_path_that_does_not_exist_is_a_usage_error_and_no_dev_shm_a_probe_error(monkeypatch):
+    with pytest.raises(UsageError, match="^--path '/nonexistent-sdt' is not a directory$"):
+        removal.clean("/nonexistent-sdt")
+    monkeypatch.setattr(removal, "SHM", "/nonexistent-sdt")  # a container run with --ipc=none has no /dev/shm
+    with pytest.raises(ProbeError, match="^there is no /nonexistent-sdt here"):
+        removal.clean("/nonexistent-sdt")
 
 
 def test_the_lease_refuses_a_replaced_file(made):
