@@ -299,3 +299,13 @@ def test_exclusive_is_refused_on_the_hosts_dev_shm():
     assert proc.returncode == 2 and proc.stdout == ""
     [line] = proc.stderr.splitlines()
     assert line.startswith("shmdoctor: error: --exclusive: ") and line.endswith("nothing was removed")
+
+
+def test_only_the_mount_point_of_a_tmpfs_is_one(made):
+    inside = os.path.join(SHM, f"sdt-mount-{TAG}")
+    os.mkdir(inside)
+    made.append(inside)
+    assert removal.tmpfs_mount_point(SHM) is True
+    assert removal.tmpfs_mount_point(inside) is False  # on a tmpfs, but not where it is mounted
+    assert removal.tmpfs_mount_point("/proc") is False  # a mount point, of proc
+    assert removal.tmpfs_mount_point("/nonexistent-sdt") is False
