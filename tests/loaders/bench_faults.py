@@ -40,15 +40,19 @@ kill_the_run = _Fault(_kill_the_run)
 enospc = _Fault(_enospc)
 
 
-class _FreshSamples(torch.utils.data.Dataset):
-    """6 MiB a sample, each a new tensor: a batch of 100 holds its samples (600 MiB) and their collated copy (600 MiB)
-    at once, twice what the batch alone, as measured, says."""
+class _Hoard(torch.utils.data.Dataset):
+    """6 MiB a sample, each a new tensor kept for good, as a dataset caching what it decodes keeps it: memory grows
+    by a batch's worth with every batch until a memory limit kills the run, whatever torch itself holds."""
+
+    def __init__(self):
+        self.kept: list[torch.Tensor] = []
 
     def __len__(self) -> int:
         return 1000
 
     def __getitem__(self, idx: int) -> torch.Tensor:
-        return torch.ones(6 * 2**20, dtype=torch.uint8)
+        self.kept.append(torch.ones(6 * 2**20, dtype=torch.uint8))
+        return self.kept[-1]
 
 
-fresh_samples = _FreshSamples()
+hoard = _Hoard()

@@ -98,14 +98,14 @@ def test_an_oom_kill_of_a_run_without_workers_is_memory_and_offers_no_shm_fix():
     # No worker, so no /dev/shm in play: a kill for memory is said as memory, and nothing about /dev/shm is offered
     # (issue 11: a 23 GB batch was called shm-exhausted and the fix offered was a 64 MiB /dev/shm). --memory-swap
     # equal to --memory, so the limit kills instead of swapping. A batch of 70 × 6 MiB (420 MiB) is below the room
-    # bench leaves for a batch under 1 GiB (the limit less torch's ~280 MiB in use and 256 MiB for the process: about
-    # 480 MiB; a larger one is refused before anything runs), and its samples and their collated copy, 840 MiB beside
-    # what is in use, are not.
+    # bench leaves for a batch under 1 GiB (the limit less torch's in use and 256 MiB for the process; a larger one is
+    # refused before anything runs); the dataset keeps every sample it makes, so the third batch is past the limit
+    # however little torch itself holds (a batch and its copy, 840 MiB, once fitted beside a small torch).
     rc, doc, used, names = bench_in(
         "--shm-size=2g",
         "--memory=1g",
         "--memory-swap=1g",
-        args=["--dataset", "tests.loaders.bench_faults:fresh_samples", "--batch-size", "70", "--num-workers", "0"],
+        args=["--dataset", "tests.loaders.bench_faults:hoard", "--batch-size", "70", "--num-workers", "0"],
     )
     (zero,) = doc["results"]
     assert zero["status"] == "out-of-memory" and "not /dev/shm" in zero["message"], zero
