@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# The whole test run on a fresh Debian 12 machine, as root: venv, linters, the fast lane without torch, Docker engine,
-# test images, pytest. Idempotent: each step is skipped when already done. Extra arguments go to the last pytest. A lint
-# failure fails the run before anything slow starts.
+# The whole test run on a fresh Debian 12 machine, as root: venv, linters, the manual's build, the fast lane without
+# torch, Docker engine, test images, pytest. Idempotent: each step is skipped when already done. Extra arguments go to
+# the last pytest. A lint or docs failure fails the run before anything slow starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 echo "== installing shmdoctor with torch==2.13.0"
-.venv/bin/pip install -q -e '.[test,bench,plot]' torch==2.13.0
+.venv/bin/pip install -q -e '.[test,bench,plot,docs]' torch==2.13.0
 
 echo "== lint"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy  # what and how strictly: [tool.mypy] in pyproject.toml
+
+echo "== docs"  # the manual (mkdocs.yml): a broken link or anchor, or a page outside the nav, fails the build
+site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
+rm -rf "$site"
 
 # The fast lane's promise, proven: its own venv without torch (the test extra only), no engine reachable.
 if [ ! -x .venv-fast/bin/python ]; then python3 -m venv .venv-fast; fi

@@ -23,10 +23,16 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        return importlib.import_module(f"shmdoctor.commands.{name}").command
+        command: click.Command = importlib.import_module(f"shmdoctor.commands.{name}").command
+        command.epilog = f"Manual: docs/commands/{name}.md"  # the repository's manual (mkdocs.yml), a page a command
+        return command
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="Manual: docs/index.md (README.md is the way in)",
+)
 @click.version_option(package_name="shmdoctor")
 def cli() -> None:
     """Will this PyTorch DataLoader fit in this container's /dev/shm? Facts, verdict and the exact fix."""

@@ -121,7 +121,8 @@ HELP: dict[str, RuleHelp] = {
     ),
     "bench-shm-exhausted": RuleHelp(
         "bench: configs ran out of shared memory.",
-        "The fixes the rules give its most demanding config: never a smaller /dev/shm than the one that failed.",
+        "The fixes the rules give its most demanding config: never a smaller /dev/shm than the one that failed; where "
+        "the formula says that config fits with room, the report says to look beyond /dev/shm too.",
     ),
     "bench-out-of-memory": RuleHelp(
         "bench: configs were killed for memory where no memory limit counts their /dev/shm pages (or had no "

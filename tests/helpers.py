@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -244,10 +245,40 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, message:
     assert proc.stdout == ""  # nothing half-done on stdout
 
 
-def readme_blocks() -> list[str]:
-    """The README's code blocks (bash, console or plain), in order."""
-    fenced = re.findall(r"^```(\w*)\n(.*?)^```$", (REPO / "README.md").read_text(), re.S | re.M)
-    return [body for language, body in fenced if language in ("", "bash", "console")]
+DOC_PAGES = ("README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md")))
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced block of README.md or docs/: its page, first line's number, language, the marker before it
+    (`tested: <test file>`, `illustrative`, or None) and its text."""
+
+    page: str
+    line: int
+    language: str
+    marker: str | None
+    body: str
+
+
+def doc_blocks(*pages: str) -> list[Block]:
+    """The fenced blocks of the pages given (all of README.md and docs/ by default), in order. The marker is an HTML
+    comment on the line before the fence: `<!-- tested: tests/... -->` or `<!-- illustrative -->`."""
+    blocks = []
+    for page in pages or DOC_PAGES:
+        text = (REPO / page).read_text()
+        for m in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M):
+            before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            marked = re.fullmatch(r"<!-- (tested: \S+|illustrative) -->", before)
+            line = text.count("\n", 0, m.start()) + 1
+            blocks.append(Block(page, line, m.group(1), marked.group(1) if marked else None, m.group(2)))
+    return blocks
+
+
+def doc_block(first: str) -> str:
+    """The one text the blocks starting with `first` show (README's example and its manual page's may both)."""
+    found = {b.body for b in doc_blocks() if b.body.startswith(first)}
+    assert len(found) == 1, f"{len(found)} different blocks start with {first!r}"
+    return found.pop()
 
 
 def watch_json(*args: str) -> tuple[list[dict], dict]:

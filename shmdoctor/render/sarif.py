@@ -1,7 +1,8 @@
 """lint's and audit's documents as SARIF 2.1.0, for code scanning (GitHub's upload-sarif, GitLab, IDEs).
 
 One run; its driver names shmdoctor, its version and every rule of the catalogue (rules.catalogue(), in words from
-rule_help.HELP, each with helpUri: the Documentation URL of the installed package's metadata, at the rule's anchor).
+rule_help.HELP, each with helpUri: the rules page beside the Documentation URL of the installed package's metadata,
+at the rule's anchor: docs/rules.md#rule-<id>).
 One result per finding, with the fix in its message. Code scanning refuses a result without a physical location:
 lint's is the file as given and the line the workload's definition starts on (1 where the format keeps no lines:
 JSON); stdin and audit's containers have no file, so theirs is a placeholder artifact that says so, and the target
@@ -14,7 +15,7 @@ import json
 import os
 from importlib import metadata
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 from ..model import Facts, Finding, Fix, Report, Severity
 from ..probe.documents import STDIN
@@ -59,7 +60,7 @@ def rule_descriptors(docs: str | None) -> list[dict[str, Any]]:
             "defaultConfiguration": {"level": LEVELS[rule.severity]},
         }
         if docs:
-            descriptor["helpUri"] = f"{docs}#rule-{rule.id}"
+            descriptor["helpUri"] = urljoin(docs, f"rules.md#rule-{rule.id}")
         out.append(descriptor)
     return out
 

@@ -1,4 +1,4 @@
-"""The composite action (action.yml): actionlint checks README's workflow against the action's own inputs and
+"""The composite action (action.yml): actionlint checks the workflow of docs/ci.md against the action's own inputs and
 outputs, and each of its `run:` steps runs as the shell it is, the way the runner runs it (`bash --noprofile --norc
 -eo pipefail`, inputs through `${{ inputs.* }}`, GITHUB_ACTION_PATH, GITHUB_OUTPUT), in a fresh virtual environment
 (actions/setup-python's part): the install step installs this tree there, the lint step judges a workspace."""
@@ -21,7 +21,7 @@ from tests.helpers import REPO, ci_tool
 from tests.integration.ci.tree import git
 
 ACTION = yaml.safe_load((REPO / "action.yml").read_text())
-README = (REPO / "README.md").read_text()
+CI_PAGE = (REPO / "docs" / "ci.md").read_text()
 BAD = """\
 services:
   trainer:
@@ -34,7 +34,7 @@ INSTALL = 600  # seconds for pip to install this tree and its dependencies (from
 
 
 def readme_workflow() -> str:
-    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", README, re.S) if "upload-sarif" in b]
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", CI_PAGE, re.S) if "upload-sarif" in b]
     return block
 
 
@@ -46,7 +46,7 @@ def actionlint(workspace: Path) -> subprocess.CompletedProcess:
 
 
 def linted_workspace(tmp_path: Path, workflow: str) -> Path:
-    """README's workflow on the action of this tree (`uses: ./`, whose action.yml actionlint reads), in a git
+    """docs/ci.md's workflow on the action of this tree (`uses: ./`, whose action.yml actionlint reads), in a git
     repository as actionlint expects."""
     git("init", "-q", cwd=tmp_path)
     shutil.copy(REPO / "action.yml", tmp_path / "action.yml")

@@ -1,9 +1,11 @@
-"""The text outputs the README shows, rendered from the same documents and compared with tests/golden/*.txt.
+"""The text outputs README.md and the manual (docs/) show, rendered from the same documents and compared with
+tests/golden/*.txt: check's failing container (README.md, docs/commands/check.md), lint of the examples (README.md,
+docs/commands/lint.md), clean in a container (docs/commands/clean.md), watch beside a loader (docs/commands/watch.md).
 
 A renderer's change shows here as a diff. When it is meant: `UPDATE_GOLDEN=1 pytest tests/unit/render/test_golden.py`
 rewrites the files (and skips the comparison: a file is not checked against itself; refused under CI=true); review
-them with `git diff tests/golden`, then bring the README's block to the same text (the README test here says where it
-differs). Each test also asserts its key numbers, worked out here, so that a golden rewritten wrong still fails.
+them with `git diff tests/golden`, then bring the pages' blocks to the same text (the test here says where they
+differ). Each test also asserts its key numbers, worked out here, so that a golden rewritten wrong still fails.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from shmdoctor.shm.sampling import Sampler
 from shmdoctor.shm.segments import File, plan_removal
 from shmdoctor.sizes import GiB, KiB, MiB
 from shmdoctor.workload import Workload
-from tests.helpers import CI, REPO, readme_blocks
+from tests.helpers import CI, REPO, doc_block
 
 GOLDEN = REPO / "tests" / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -47,21 +49,21 @@ def golden(name: str, text: str) -> list[str]:
     return text.splitlines()
 
 
-def readme_block(first: str) -> list[str]:
-    """The README's code block whose first line starts with `first`, as lines."""
-    return next(b for b in readme_blocks() if b.startswith(first)).rstrip("\n").splitlines()
+def page_block(first: str) -> list[str]:
+    """The block of README.md or docs/ whose first line starts with `first`, as lines."""
+    return doc_block(first).rstrip("\n").splitlines()
 
 
-def same_lines(readme: list[str], rendered: list[str]) -> None:
-    """The README's lines are the first rendered ones; a line of '...' elides the rest, one ending in '...)' the
+def same_lines(shown: list[str], rendered: list[str]) -> None:
+    """The page's lines are the first rendered ones; a line of '...' elides the rest, one ending in '...)' the
     rest of its line."""
-    for n, line in enumerate(readme):
+    for n, line in enumerate(shown):
         if line.strip() == "...":
             return
         if line.endswith("...)"):
             assert rendered[n].startswith(line[:-4]), (n, line)
             continue
-        assert rendered[n] == line, f"README line {n}: {line!r} is rendered as {rendered[n]!r}"
+        assert rendered[n] == line, f"the page's line {n}: {line!r} is rendered as {rendered[n]!r}"
 
 
 def test_check_in_a_default_container():
@@ -76,7 +78,7 @@ def test_check_in_a_default_container():
     )
     need = requirement(loader_config(batch_size=100, num_workers=4, sample_bytes="1MiB"))
     text = render(judge(facts, need), "text")
-    same_lines(readme_block("FAIL  this loader needs 900 MiB"), golden("check-fail", text))
+    same_lines(page_block("FAIL  this loader needs 900 MiB"), golden("check-fail", text))
     need_mib = (2 * 4 + 1) * 100  # (prefetch·workers + 1) batches of 100 × 1 MiB
     assert text.startswith(f"FAIL  this loader needs {need_mib} MiB of /dev/shm; 64 MiB is free")
     assert "--shm-size=1536m" in text and need_mib * 1.25 <= 1536  # +25%, rounded up to 1.5 GiB
@@ -88,7 +90,7 @@ def test_lint_of_the_examples():
     inputs = files.read(["examples/docker-compose.yml", "examples/k8s-job.yaml"], None)
     reports = tuple(judge_labelled(d.facts, Workload(), d.loader_spec, "error") for d in inputs.definitions)
     text = render(Lint(reports, sources=tuple(inputs.sources)), "text")
-    same_lines(readme_block("$ shmdoctor lint examples/")[1:], golden("lint-examples", text))
+    same_lines(page_block("$ shmdoctor lint examples/")[1:], golden("lint-examples", text))
     rows = [line.split() for line in text.splitlines() if line.startswith("OK ")]
     assert [r[2:6] for r in rows] == [["1.5", "GiB", "private", "900"]] * 2  # the examples give 1.5 GiB for 900 MiB
 
@@ -107,7 +109,7 @@ def test_clean_in_a_container(exclusive):
     name = "clean-exclusive" if exclusive else "clean"
     command = "$ shmdoctor clean --yes --exclusive" if exclusive else "$ shmdoctor clean --yes  "
     text = render(_cleaned(exclusive), "text")
-    same_lines(readme_block(command)[1:], golden(name, text))
+    same_lines(page_block(command)[1:], golden(name, text))
     removed = 2 if exclusive else 1  # the dead NCCL segment; with --exclusive the PyTorch one too, 8 KiB each
     assert f"Freed {removed * 8} KiB: removed {removed} of {removed} leaked segment" in text
 
@@ -132,8 +134,8 @@ def test_watch_beside_a_loader():
         lines.append(render(sample, "text"))
     lines.append(render(sampler.summary(6.0), "text"))
     text = "\n".join(line for line in lines if line)
-    readme = readme_block("$ shmdoctor watch --duration 6")[1:]
-    same_lines(readme, golden("watch", text))
+    shown = page_block("$ shmdoctor watch --duration 6")[1:]
+    same_lines(shown, golden("watch", text))
     assert "Summary  13 samples over 6.0 s" in text  # t = 0, 0.5, ... 6
     assert "peak     10.1 MiB at 1.5s" in text and "took 101% of it" in text  # 10.1 MiB of a 10 MiB budget
     assert "holders  3 processes seen in 1 scans" in text

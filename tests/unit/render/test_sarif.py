@@ -1,6 +1,6 @@
 """--format sarif: SARIF 2.1.0 that OASIS's schema and a SARIF model accept, that sarif-tools reads back with the
 counts the text and the JSON give, each result at the file and line of its workload (a placeholder that says so where
-there is no file), each rule described with a link to its README anchor."""
+there is no file), each rule described with a link to its anchor on the rules page (docs/rules.md)."""
 
 from __future__ import annotations
 
@@ -172,17 +172,20 @@ def test_audit_sarif_names_the_container_on_a_placeholder_artifact():
     assert location["physicalLocation"]["region"]["startLine"] == 1
 
 
-def test_the_driver_names_every_rule_with_its_readme_anchor():
+def test_the_driver_names_every_rule_with_its_anchor_on_the_rules_page():
     sarif = valid_sarif(run_cli("lint", "examples/", "--format", "sarif").stdout)
     driver = sarif["runs"][0]["tool"]["driver"]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert (driver["name"], driver["version"]) == ("shmdoctor", project["version"])
     assert driver["informationUri"] == project["urls"]["Homepage"]
     assert [r["id"] for r in driver["rules"]] == [r.id for r in catalogue()]
-    readme = (REPO / "README.md").read_text()
+    # the manual's home is docs/index.md of the repository: the rules page is docs/rules.md beside it
+    manual = project["urls"]["Documentation"]
+    assert manual.endswith("/docs/index.md")
+    rules_page = (REPO / "docs" / "rules.md").read_text()
     for rule, descriptor in zip(catalogue(), driver["rules"]):
-        assert descriptor["helpUri"] == f"{project['urls']['Documentation']}#rule-{rule.id}"
-        assert f'<a id="rule-{rule.id}"></a>' in readme, rule.id
+        assert descriptor["helpUri"] == f"{manual.removesuffix('index.md')}rules.md#rule-{rule.id}"
+        assert f'<a id="rule-{rule.id}"></a>' in rules_page, rule.id
         assert descriptor["defaultConfiguration"]["level"] == LEVEL[rule.severity]
         assert descriptor["shortDescription"]["text"] == rule.summary
         assert descriptor["fullDescription"]["text"] and descriptor["help"]["text"]

@@ -1,0 +1,192 @@
+"""README.md and the manual (docs/) stay true: the rules page is the registry, every block is run by a test or marked
+illustrative, every documented command line parses and every documented option exists, lint's examples of files in
+this repository are what lint prints, and each command's --help names its page."""
+
+import re
+import runpy
+import shlex
+from pathlib import Path
+
+import click
+import pytest
+
+from shmdoctor.cli import COMMANDS, cli
+from tests.helpers import DOC_PAGES, REPO, doc_blocks, forked_cli
+
+BLOCKS = doc_blocks()
+RULES_PAGE = REPO / "scripts" / "rules_page.py"
+
+
+def params(command: str) -> set[str]:
+    """The options Click's parser takes for `shmdoctor COMMAND` (help included)."""
+    found = cli.get_command(click.Context(cli), command)
+    assert found is not None, command
+    return {"--help", "-h"} | {o for p in found.params for o in (*p.opts, *p.secondary_opts) if o.startswith("-")}
+
+
+def command_lines() -> list[str]:
+    """Every `shmdoctor CMD ...` line of the blocks, the command's own part (a comment, a pipe, a redirection off)."""
+    lines = []
+    for block in BLOCKS:
+        for line in block.body.splitlines():
+            line = re.sub(r"^\$ ", "", line.strip())
+            m = re.search(r"(?:^|\| |&& |\S+=\S+ )shmdoctor ([a-z]+(?: .*)?)$", line)
+            if m and not line.startswith("#"):
+                text = m.group(1).split(" #")[0].split(" >")[0].split(" |")[0].replace("...", "")
+                lines.append(text.strip())
+    return lines
+
+
+# Other programs' flags a command's page names in its prose: docker and podman run's, torchrun's.
+FOREIGN = {
+    "--ipc",
+    "--memory",
+    "--mount",
+    "--tmpfs",
+    "--shm-size",
+    "--pid",
+    "--ulimit",
+    "--log-driver",
+    "--nproc-per-node",
+}
+
+
+def option_mentions() -> list[tuple[str, str, str]]:
+    """(page, command, option) for each option the pages document: in a command line of a block, in an inline code
+    span that starts with a command (`shmdoctor audit --all`, `lint --fix`), on a command's page
+    (docs/commands/<command>.md) in a span that starts with an option (`--exec`: its own, unless another program's
+    flag) and in its option table (docs/consumers.md's options are check's, audit's and lint's)."""
+    found = []
+    for page in DOC_PAGES:
+        text = (REPO / page).read_text()
+        spans = [line for b in doc_blocks(page) for line in b.body.splitlines()]
+        spans += re.findall(r"(?<!`)`([^`\n]+)`(?!`)", re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M))
+        for span in spans:
+            m = re.search(rf"(?:^|\$ |shmdoctor )({'|'.join(COMMANDS)})((?: [^#|>]*)?)", span.strip())
+            if m and (span.strip().startswith(("shmdoctor", "$ shmdoctor")) or m.group(2).startswith(" -")):
+                args = m.group(2).split(" -- ")[0]  # run: what follows -- is the command's
+                found += [(page, m.group(1), o.split("=")[0]) for o in re.findall(r"(?<!\S)--?[a-z][\w-]*\S*", args)]
+        owner = {"docs/consumers.md": ("check", "audit", "lint")}.get(page)
+        if page.startswith("docs/commands/"):
+            owner = (Path(page).stem,)
+            own = [span for span in re.findall(r"^--[a-z][\w-]*", "\n".join(spans), re.M) if span not in FOREIGN]
+            found += [(page, Path(page).stem, option) for option in own]  # `--exec` on audit's page is audit's
+        for option in re.findall(r"^\| `(--[a-z][\w-]*)", text, re.M) if owner else []:
+            found += [(page, command, option) for command in owner]
+    return found
+
+
+def test_the_rules_page_is_generated_from_the_registry():
+    """docs/rules.md is what scripts/rules_page.py makes of rules.catalogue() and rule_help.HELP, anchors included."""
+    page = runpy.run_path(str(RULES_PAGE))["page"]  # not as __main__: writes nothing
+    written = (REPO / "docs" / "rules.md").read_text()
+    assert written == page(), "docs/rules.md is stale: python scripts/rules_page.py rewrites it"
+    from shmdoctor.rules import catalogue
+
+    assert re.findall(r'<a id="rule-([a-z-]+)"></a>', written) == [r.id for r in catalogue()]
+
+
+def test_every_block_is_run_by_a_test_or_marked_illustrative():
+    """The convention: an HTML comment on the line before each fence, `<!-- tested: <test file> -->` naming the test
+    that runs or compares that block (the file exists and names the page), or `<!-- illustrative -->`."""
+    unmarked = [f"{b.page}:{b.line}" for b in BLOCKS if b.marker is None]
+    assert not unmarked, f"blocks with neither marker: {unmarked}"
+    for b in BLOCKS:
+        test = REPO / (b.marker or "").removeprefix("tested: ")
+        if b.marker and b.marker.startswith("tested: ") and test != Path(__file__):
+            assert test.is_file(), f"{b.page}:{b.line}: no test {test}"
+            assert b.page in test.read_text(), f"{b.page}:{b.line}: {test} does not name {b.page}"
+    mine = [b for b in BLOCKS if b.marker == f"tested: {Path(__file__).relative_to(REPO)}"]
+    assert mine == LINT_OF_FILES, "the blocks this file runs are the ones marked so"
+
+
+@pytest.mark.parametrize("line", sorted(set(command_lines())))
+def test_every_documented_command_line_parses(line):
+    """Each `shmdoctor ...` line of the pages, its options and values checked by the real parser (--help: nothing
+    runs)."""
+    args = shlex.split(line)
+    cut = args.index("--") if "--" in args else len(args)  # run: what follows -- is the command, not ours
+    proc = forked_cli(*args[:cut], "--help", *args[cut:])
+    assert proc.returncode == 0, f"{line}: {proc.stderr}"
+
+
+def test_every_documented_option_exists():
+    mentions = option_mentions()
+    assert len(mentions) > 250 and {c for _, c, _ in mentions} == set(COMMANDS)  # the walk finds them
+    wrong = sorted({f"{page}: shmdoctor {cmd} {opt}" for page, cmd, opt in mentions if opt not in params(cmd)})
+    assert not wrong, f"documented options that do not exist: {wrong}"
+
+
+def test_the_walk_catches_an_option_that_does_not_exist():
+    """The walk's own check, on a line written here: `explain --timeout` exists; `explain --deadline` does not."""
+    assert "--timeout" in params("explain") and "--deadline" not in params("explain")
+    assert {"--fix", "--diff", "--swarm", "--no-swarm"} <= params("lint")
+
+
+def test_there_are_command_lines_for_every_command():
+    documented = {line.split()[0] for line in command_lines()}
+    assert set(COMMANDS) <= documented
+
+
+def test_each_help_names_its_manual_page():
+    """`shmdoctor --help` names the manual's home, each command's help its own page; each page exists and is in the
+    nav of mkdocs.yml."""
+    nav = (REPO / "mkdocs.yml").read_text()
+    proc = forked_cli("--help")
+    assert proc.returncode == 0 and "Manual: docs/index.md" in proc.stdout
+    for command in COMMANDS:
+        page = f"docs/commands/{command}.md"
+        proc = forked_cli(command, "--help")
+        assert proc.returncode == 0 and f"Manual: {page}" in proc.stdout, command
+        assert (REPO / page).is_file() and f": {page.removeprefix('docs/')}\n" in nav
+
+
+LINT_OF_FILES = [
+    b for b in BLOCKS if b.language == "" and re.match(r"\$ shmdoctor lint (?:tests/data|examples)/\S+", b.body)
+]
+
+
+def examples(block: str) -> list[tuple[str, list[str]]]:
+    """Each `$ command` of a block with the lines shown after it."""
+    parts: list[tuple[str, list[str]]] = []
+    for line in block.strip().splitlines():
+        if line.startswith("$ "):
+            parts.append((line, []))
+        else:
+            parts[-1][1].append(line)
+    return parts
+
+
+@pytest.mark.parametrize("block", LINT_OF_FILES, ids=[f"{b.page}:{b.line}" for b in LINT_OF_FILES])
+def test_every_lint_example_of_a_file_in_the_repository_is_what_lint_prints(block):
+    """Each `$ shmdoctor lint <a file of this repository>` of a block: its lines up to the first '...' are the first
+    lines lint prints; after a '...', each line it shows is printed somewhere after, in order."""
+    for command, shown in examples(block.body):
+        proc = forked_cli(*shlex.split(command)[2:])
+        assert proc.returncode in (0, 1), proc.stderr
+        printed = proc.stdout.splitlines()
+        head = shown[: shown.index("...")] if "..." in shown else shown
+        assert printed[: len(head)] == head, command
+        rest = printed[len(head) :]
+        for line in shown[len(head) + 1 :]:
+            if line != "...":
+                assert line in rest, line
+                rest = rest[rest.index(line) + 1 :]
+
+
+def test_the_readme_is_a_front_door():
+    """README.md: at most 200 lines; the four ways in, each with its commands and a link to its section, within its
+    first 100; every link into the manual is relative and names a page that exists."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    first = "\n".join(readme.splitlines()[:100])
+    for way, commands in (
+        ("My job died", ("explain", "run")),
+        ("Will it fit here", ("check",)),
+        ("Every container on this host", ("audit", "exporter")),
+        ("Before it runs", ("preflight", "lint")),
+    ):
+        item = re.search(rf"^\d\. \[\*\*{way}.*?(?=^\d\. |^$)", first, re.M | re.S)
+        assert item and all(f"`{c}" in item.group() or f".{c}(" in item.group() for c in commands), way
+    for link in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (REPO / link).is_file(), link
