@@ -14,7 +14,7 @@ from shmdoctor.cli import COMMANDS, cli
 from tests.helpers import DOC_PAGES, REPO, doc_blocks, forked_cli
 
 BLOCKS = doc_blocks()
-RULES_PAGE = REPO / "scripts" / "rules_page.py"
+GENERATOR = REPO / "scripts" / "docs_pages.py"
 
 
 def params(command: str) -> set[str]:
@@ -76,14 +76,19 @@ def option_mentions() -> list[tuple[str, str, str]]:
     return found
 
 
-def test_the_rules_page_is_generated_from_the_registry():
-    """docs/rules.md is what scripts/rules_page.py makes of rules.catalogue() and rule_help.HELP, anchors included."""
-    page = runpy.run_path(str(RULES_PAGE))["page"]  # not as __main__: writes nothing
-    written = (REPO / "docs" / "rules.md").read_text()
-    assert written == page(), "docs/rules.md is stale: python scripts/rules_page.py rewrites it"
+def test_the_generated_pages_are_what_the_code_makes():
+    """docs/rules.md is what scripts/docs_pages.py makes of rules.catalogue() and rule_help.HELP, anchors included;
+    each command page's options are its Click parameters, as --help says them."""
+    generated = runpy.run_path(str(GENERATOR))  # not as __main__: writes nothing
+    for path, text in generated["pages"]().items():
+        assert path.read_text() == text, f"{path} is stale: python scripts/docs_pages.py rewrites it"
     from shmdoctor.rules import catalogue
 
-    assert re.findall(r'<a id="rule-([a-z-]+)"></a>', written) == [r.id for r in catalogue()]
+    rules = (REPO / "docs" / "rules.md").read_text()
+    assert re.findall(r'<a id="rule-([a-z-]+)"></a>', rules) == [r.id for r in catalogue()]
+    check = (REPO / "docs" / "commands" / "check.md").read_text()
+    fail_on = "Lowest severity that makes the verdict fail (exit 1). [default: error]"  # --help's own words
+    assert f"| `--fail-on` [error\\|warning] | {fail_on} |" in check
 
 
 def test_every_block_is_run_by_a_test_or_marked_illustrative():
@@ -190,3 +195,10 @@ def test_the_readme_is_a_front_door():
         assert item and all(f"`{c}" in item.group() or f".{c}(" in item.group() for c in commands), way
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (REPO / link).is_file(), link
+
+
+@pytest.mark.parametrize("schema", sorted(p.stem for p in (REPO / "shmdoctor/render/schemas").glob("*.json")))
+def test_each_command_page_names_its_json_schema(schema):
+    page = (REPO / "docs" / "commands" / f"{schema}.md").read_text()
+    assert f"`shmdoctor/{schema}/1`" in page and f"`shmdoctor/render/schemas/{schema}.json`" in page
+    assert "\n## JSON\n" in page and "\n## Options\n" in page

@@ -1,5 +1,6 @@
 """README.md's four ways in, run for real in default containers: what explain, check, audit and examples/train.py print
-there is what README.md shows, line for line (a container's hostname, its memory in use, ulimit and CPUs aside)."""
+there is what README.md shows (and docs/preflight.md, train.py's), line for line (a container's hostname, its memory in
+use, ulimit and CPUs aside)."""
 
 import re
 import shlex
@@ -7,7 +8,7 @@ import subprocess
 
 from tests.helpers import doc_blocks, docker_run, run_cli, unique_name
 
-BLOCKS = [b for b in doc_blocks("README.md") if b.marker == "tested: tests/integration/docker/test_docs.py"]
+BLOCKS = [b for b in doc_blocks() if b.marker == "tested: tests/integration/docker/test_docs.py"]
 
 
 def normal(text: str) -> list[str]:
@@ -17,8 +18,9 @@ def normal(text: str) -> list[str]:
 
 
 def shown(first: str) -> tuple[list[str], str]:
-    """README.md's block that starts with `first`: the command after its `$ ` (if any), and the lines it shows."""
-    (block,) = [b.body for b in BLOCKS if b.body.startswith(first)]
+    """The block that starts with `first` (README.md's, and a manual page's the same): the command after its `$ ` (if
+    any), and the lines it shows."""
+    (block,) = {b.body for b in BLOCKS if b.body.startswith(first)}
     lines = block.splitlines()
     if lines[0].startswith("$ "):
         return shlex.split(lines[0][2:].split("#")[0]), "\n".join(lines[1:])
@@ -32,7 +34,8 @@ def test_every_block_marked_for_this_file_is_one_of_its_tests():
         "$ shmdoctor audit trainer-a",
         "$ python examples",
     ]
-    assert sorted([s for s in starts if b.body.startswith(s)] for b in BLOCKS) == sorted([s] for s in starts)
+    assert {s for b in BLOCKS for s in starts if b.body.startswith(s)} == set(starts)
+    assert all(sum(b.body.startswith(s) for s in starts) == 1 for b in BLOCKS)
 
 
 def test_explain_in_the_container_where_the_job_died(images):
