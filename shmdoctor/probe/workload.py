@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 # Words of an image's name (split at / : - _ .) that name an ML framework, server or base image.
 ML_IMAGE_WORDS = frozenset(
@@ -86,12 +87,16 @@ def _words(command: object) -> Iterable[str]:
 def ml_signs(image: object, *command: object) -> tuple[str, ...]:
     """Why the workload looks like a training or inference job, in words; () when nothing says so. `command`: its
     entrypoint, command and arguments, each a string or a list (as files and inspect write them)."""
-    text = " ".join(_words(command))
-    ollama = isinstance(image, str) and "ollama" in _image_words(image)
-    if loads_nothing(("ollama " if ollama else "") + text) or loads_nothing(text):  # the image's own entrypoint
+    return _signs(image if isinstance(image, str) else None, " ".join(_words(command)))
+
+
+@lru_cache(maxsize=256)  # a fleet's containers share a few images and commands: an audit of 200 reads each once
+def _signs(image: str | None, text: str) -> tuple[str, ...]:
+    words = _image_words(image) if image is not None else set()
+    if loads_nothing(("ollama " if "ollama" in words else "") + text) or loads_nothing(text):  # the image's entrypoint
         return ()
     signs = []
-    if isinstance(image, str) and ML_IMAGE_WORDS & _image_words(image):
+    if ML_IMAGE_WORDS & words:
         signs.append(f"image {image}")
     match = re.search(ML_COMMAND, text)
     if match:
