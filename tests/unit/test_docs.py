@@ -91,6 +91,15 @@ def test_the_generated_pages_are_what_the_code_makes():
     assert f"| `--fail-on` [error\\|warning] | {fail_on} |" in check
 
 
+def test_every_raw_file_is_linked_from_its_page():
+    """Each file of docs/ that is not a page (a measurement's raw output, a chart) is in a folder whose page lists it
+    (a `raw files` region, which the test above keeps current): mkdocs copies it to the site, and the page links it."""
+    raw = runpy.run_path(str(GENERATOR))["RAW"]
+    text = "".join((REPO / page).read_text() for page in DOC_PAGES)
+    assets = [p for p in (REPO / "docs").rglob("*") if p.is_file() and p.suffix != ".md"]
+    assert assets and not [p for p in assets if raw.format(p.parent.relative_to(REPO / "docs")) not in text]
+
+
 def test_every_block_is_run_by_a_test_or_marked_illustrative():
     """The convention: an HTML comment on the line before each fence, `<!-- tested: <test file> -->` naming the test
     that runs or compares that block (the file exists and names the page), or `<!-- illustrative -->`."""
@@ -195,6 +204,10 @@ def test_the_readme_is_a_front_door():
         assert item and all(f"`{c}" in item.group() or f".{c}(" in item.group() for c in commands), way
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (REPO / link).is_file(), link
+    # its own anchors, as GitHub makes them from its headings: lower case, punctuation off, spaces to hyphens
+    slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", readme, re.M)}
+    anchors = set(re.findall(r"\]\(#([^)]+)\)", readme))
+    assert len(anchors) == 4 and anchors <= slugs  # the four ways in
 
 
 @pytest.mark.parametrize("schema", sorted(p.stem for p in (REPO / "shmdoctor/render/schemas").glob("*.json")))
@@ -202,3 +215,15 @@ def test_each_command_page_names_its_json_schema(schema):
     page = (REPO / "docs" / "commands" / f"{schema}.md").read_text()
     assert f"`shmdoctor/{schema}/1`" in page and f"`shmdoctor/render/schemas/{schema}.json`" in page
     assert "\n## JSON\n" in page and "\n## Options\n" in page
+
+
+def test_every_absolute_link_into_this_repository_names_a_file_of_it():
+    """The project URL is the one absolute base (pyproject's [project.urls], the dashboard's links): each link under it
+    names a file of this tree, and a `#rule-<id>` anchor a rule of the rules page."""
+    base = "https://github.com/shmdoctor/shmdoctor/blob/main/"
+    sources = [REPO / "pyproject.toml", *(REPO / "examples").rglob("*.json"), *(REPO / p for p in DOC_PAGES)]
+    links = [m for f in sources for m in re.findall(rf"{re.escape(base)}([^\s\"'#)]+)(#[\w-]+)?", f.read_text())]
+    assert {"docs/index.md", "docs/rules.md"} <= {path for path, _ in links}
+    for path, anchor in links:
+        assert (REPO / path).is_file(), path
+        assert not anchor or f'<a id="{anchor[1:]}"></a>' in (REPO / path).read_text(), anchor
