@@ -60,7 +60,8 @@ def option_mentions() -> list[tuple[str, str, str]]:
     for page in DOC_PAGES:
         text = (REPO / page).read_text()
         spans = [line for b in doc_blocks(page) for line in b.body.splitlines()]
-        spans += re.findall(r"(?<!`)`([^`\n]+)`(?!`)", re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M))
+        prose = re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M).replace("\n", " ")  # a span may wrap
+        spans += re.findall(r"(?<!`)`([^`]+)`(?!`)", prose)
         for span in spans:
             m = re.search(rf"(?:^|\$ |shmdoctor )({'|'.join(COMMANDS)})((?: [^#|>]*)?)", span.strip())
             if m and (span.strip().startswith(("shmdoctor", "$ shmdoctor")) or m.group(2).startswith(" -")):
