@@ -228,3 +228,19 @@ def test_every_absolute_link_into_this_repository_names_a_file_of_it():
     for path, anchor in links:
         assert (REPO / path).is_file(), path
         assert not anchor or f'<a id="{anchor[1:]}"></a>' in (REPO / path).read_text(), anchor
+
+
+def test_every_page_is_in_the_nav():
+    """What `mkdocs build --strict` (scripts/test.sh) refuses, said in the fast lane too: a page of docs/ outside the
+    nav of mkdocs.yml, or a nav entry with no page."""
+    import yaml
+
+    def entries(nav) -> list[str]:
+        if isinstance(nav, str):
+            return [nav]
+        items = nav.values() if isinstance(nav, dict) else nav
+        return [page for item in items for page in entries(item)]
+
+    nav = entries(yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"])
+    pages = [page.removeprefix("docs/") for page in DOC_PAGES if page.startswith("docs/")]
+    assert sorted(nav) == sorted(pages), "add the page to mkdocs.yml's nav"
