@@ -1,7 +1,8 @@
 """The pre-commit hook (.pre-commit-hooks.yaml) as a user runs it: real pre-commit installs shmdoctor from a clone of
 this tree (`language: python`: pip, from the package index) into its own environment, in a temporary git repository
-whose config names the hook with a loader as args. A compose file with an ML service on the 64 MiB default blocks the
-commit with the finding; the fixed file passes, through `pre-commit run --all-files` and through `git commit`."""
+whose config is docs/ci.md's, naming the hook with a loader as args. A compose file with an ML service on the 64 MiB
+default blocks the commit with the finding; the fixed file passes, through `pre-commit run --all-files` and through
+`git commit`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, ci_tool
+from tests.helpers import REPO, ci_tool, doc_blocks
 from tests.integration.ci.tree import GIT_ENV, git
 
 BAD = """\
@@ -33,17 +34,15 @@ def pre_commit_home(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def project(tmp_path, tree) -> Path:
+    """A git repository whose config is docs/ci.md's, its repo and rev this tree's clone."""
     repo, rev = tree
     assert git("init", "-q", cwd=tmp_path).returncode == 0
-    (tmp_path / ".pre-commit-config.yaml").write_text(
-        f"""repos:
-  - repo: {repo}
-    rev: {rev}
-    hooks:
-      - id: shmdoctor-lint
-        args: [--batch-size, "100", --num-workers, "4", --sample-bytes, 1MiB]
-"""
-    )
+    (documented,) = [
+        b.body for b in doc_blocks("docs/ci.md") if b.language == "yaml" and "id: shmdoctor-lint" in b.body
+    ]
+    config = re.sub(r"(?m)^(  - repo: ).*\n(    rev: ).*$", rf"\g<1>{repo}\n\g<2>{rev}", documented)
+    assert config != documented and 'args: [--batch-size, "100", --num-workers, "4"' in config
+    (tmp_path / ".pre-commit-config.yaml").write_text(config)
     return tmp_path
 
 
