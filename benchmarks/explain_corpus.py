@@ -1,0 +1,122 @@
+"""explain against real failure texts: the cause and consumer each text gives, the verdict where its user ran it, and
+the dose it prescribes there. The oracle is each case's own `cause` (what its thread says), never the catalogue.
+
+    .venv/bin/python benchmarks/explain_corpus.py tests/data/explain/harvested.yaml [more.yaml ...] [--misses]
+
+A case is a dict: source, text, cause (a cause, a list, `none`, or `not-shm`: the place proves it is not /dev/shm),
+consumer, optional bytes_needed, optional where: {shm: SIZE, memory: SIZE, form: docker|kubernetes} (what the thread
+says the job had; else a Docker container with Docker's default 64 MiB /dev/shm and no memory limit). Scores:
+
+- cause: the text's causes and consumers are the stated ones (`not-shm` cases: the verdict where it ran says so);
+- verdict: judged where it ran, the shared-memory causes left are the stated ones (none for `none` / `not-shm`;
+  an OOM kill where no memory limit applies counts as the stated memory-limit: it is said as the machine's OOM killer);
+- dose (cases stated shm-space or shm-missing): the first fix is a size in the place's own form (--shm-size=…,
+  an emptyDir sizeLimit), above the /dev/shm it had and every size the text names, at least NCCL's two-rank need
+  for NCCL; `asks` where no number can be known and the fix says the one thing to give for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from shmdoctor.diagnose import SHM_CAUSES, judge, scan_text
+from shmdoctor.diagnose.judge import NCCL_TWO, SIZED_BY
+from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
+from shmdoctor.render import forms
+from shmdoctor.sizes import MiB, parse_size
+
+DEFAULT_SHM = 64 * MiB
+
+
+def place(where: dict | None) -> Facts:
+    """The container the case ran in, as its thread tells it."""
+    where = where or {}
+    size = parse_size(str(where.get("shm", DEFAULT_SHM)))
+    memory = parse_size(str(where["memory"])) if "memory" in where else None
+    if where.get("form") == "kubernetes":
+        shm = Shm.unmeasured(size, "runtime-shm", "the thread")
+        return Facts(Target("workload", "pod"), shm, Ipc("private"), Memory(memory, None), runtime="kubernetes")
+    shm = Shm.unmeasured(size, "docker-shm", "the thread")
+    return Facts(Target("container", "job"), shm, Ipc("private"), Memory(memory, None), runtime="docker")
+
+
+def _listed(value) -> list[str]:
+    return sorted(value if isinstance(value, list) else [value])
+
+
+def _verdict(d) -> str:
+    """A diagnosis's cause where it ran; an OOM kill where no memory limit applies stays an OOM kill (the judge says
+    the machine's OOM killer, not /dev/shm: the cause a thread states as 'out of memory')."""
+    if d.cause == "not-shm" and d.reason.startswith("no memory limit applies here"):
+        return "memory-limit"
+    return d.cause
+
+
+def score(case: dict) -> dict:
+    scanner = scan_text(case["text"])
+    found = scanner.diagnoses()
+    want = _listed(case["cause"])
+    facts = place(case.get("where"))
+    ex = judge(found, facts, clues=scanner.clues)
+    judged = sorted({_verdict(d) for d in ex.diagnoses} - {"not-shm"}) or ["none"]
+    want_shm = [c for c in want if c in SHM_CAUSES] or ["none"]
+    out = {"source": case["source"], "verdict": judged == want_shm, "got": judged, "dose": "-"}
+    if want == ["not-shm"]:
+        out["cause"] = out["verdict"]
+    else:
+        causes = sorted({d.cause for d in found}) or ["none"]
+        consumers = sorted({d.consumer for d in found})
+        out["cause"] = causes == want and ("consumer" not in case or consumers == _listed(case["consumer"]))
+        if "bytes_needed" in case:
+            out["cause"] &= {d.bytes_needed for d in found if d.bytes_needed} == {case["bytes_needed"]}
+        out["text"] = causes
+    if {"shm-space", "shm-missing"} & set(want):
+        out["dose"] = dose(ex, facts, case)
+    return out
+
+
+def dose(ex, facts: Facts, case: dict) -> str:
+    top = next((f for f in ex.report.findings if f.severity == "error"), None)
+    if top is None or not top.fixes:
+        return "none"
+    fix = top.fixes[0]
+    floor = max(facts.shm.size_bytes or 0, case.get("bytes_needed", 0))
+    if any(d.consumer == "nccl" for d in ex.shm_diagnoses):
+        floor = max(floor, NCCL_TWO - 1)
+    said = " ".join(forms.statements(fix, facts))
+    if fix.shm_bytes and fix.shm_bytes > floor and ("--shm-size=" in said or "sizeLimit" in said):
+        return "number"
+    if fix.shm_bytes:
+        return f"wrong ({fix.shm_bytes} B, {said!r})"
+    return "asks" if any(fix.summary.startswith(s) for s in SIZED_BY.values()) else f"no number ({fix.summary!r})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--misses", action="store_true", help="print each case that misses")
+    args = parser.parse_args(argv)
+    for path in args.files:
+        results = [score(c) for c in yaml.safe_load(path.read_text())]
+        n = len(results)
+        cause = sum(r["cause"] for r in results)
+        verdict = sum(r["verdict"] for r in results)
+        doses = [r["dose"] for r in results if r["dose"] != "-"]
+        number, asks = doses.count("number"), doses.count("asks")
+        print(
+            f"{path}: {n} texts; cause {cause}/{n}; verdict where it ran {verdict}/{n}; "
+            f"dose {number}/{len(doses)} a size in the target's form, {asks} ask the one thing they need"
+        )
+        if args.misses:
+            for r in results:
+                if not (r["cause"] and r["verdict"]) or r["dose"] not in ("-", "number", "asks"):
+                    print(f"  MISS {r['source'][:70]}: text {r.get('text')} verdict {r['got']} dose {r['dose']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
