@@ -62,14 +62,17 @@ def command_name(argv: list[str]) -> str:
     return name
 
 
-JOB_SCAN_S = 1.0  # seconds between looks at the child's descendants (a DataLoader's workers live for an epoch)
+# Seconds between looks at the child's descendants where the instrumented child names its workers itself (they live
+# for an epoch); without it, every sample: workers that die at their first batch live for a fraction of a second (the
+# seed's loader in 64 MiB: half a second), and only their pids tie the segments they left to the job.
+JOB_SCAN_S = 1.0
 
 
 class _Sampling:
     """The sampler's thread: /dev/shm (statvfs) every interval, holders when due, the memory cgroup's peak."""
 
-    def __init__(self, sampler: Sampler | None, interval: float, track: bool):
-        self.sampler, self.interval = sampler, interval
+    def __init__(self, sampler: Sampler | None, interval: float, track: bool, scan_every: float = JOB_SCAN_S):
+        self.sampler, self.interval, self.scan_every = sampler, interval, scan_every
         self.memory_peak: int | None = None
         self.track = track  # the child's descendants, each second: the job's pids, where segment creators are unseen
         self.job: set[int] = set()
@@ -88,7 +91,7 @@ class _Sampling:
                 except ProbeError:  # /dev/shm unmounted under us: stop sampling, never the command
                     self.sampler = None
             if self.track and t >= self.next_scan:
-                self.next_scan = t + JOB_SCAN_S
+                self.next_scan = t + self.scan_every
                 self.job |= _descendants(self.pid)
             _, used = cgroup.memory()
             if used is not None and (self.memory_peak is None or used > self.memory_peak):
@@ -136,7 +139,8 @@ def supervise(
         sampler = Sampler(SHM, holders_every=holders_every, budget=need.bytes if need else None)
     except ProbeError:  # no /dev/shm (--ipc=none): the command runs all the same, unsampled
         sampler = None
-    sampling = _Sampling(sampler, interval, track=not removal.creators_visible())
+    scan_every = JOB_SCAN_S if instrumented else interval
+    sampling = _Sampling(sampler, interval, track=not removal.creators_visible(), scan_every=scan_every)
     try:  # what was there before: the job's leftovers are what appeared since
         existing = {f.inode for f in removal.list_files(SHM)} if sampler is not None else None
     except ProbeError:
@@ -187,9 +191,16 @@ def _conclude(
     leftovers, clean = _leftovers(existing, sampling.job | (seen.pids if seen else set()))
     need, source, notes = _need(need, seen, leftovers or ())
     status = Exit(ended.code, None, "the command's exit status") if ended.code else None
-    diagnoses = scan_text(ring.tail()).diagnoses()
+    scan = scan_text(ring.tail())
     explanation = judge(
-        diagnoses, facts, ended=status, measured=measured, need=need, notes=notes, source=f"{name}'s stderr"
+        scan.diagnoses(),
+        facts,
+        ended=status,
+        measured=measured,
+        need=need,
+        notes=notes,
+        source=f"{name}'s stderr",
+        clues=scan.clues,  # what the log says of the job: NCCL's ranks and channels
     )
     return Outcome(name, facts, ended, measured, explanation, holders, ring.total, seen, source, leftovers, clean)
 

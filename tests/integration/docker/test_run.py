@@ -15,12 +15,14 @@ MiB = 2**20
 SEED_NEED = (2 * 4 + 1) * 100 * MiB  # (P·W + 1)·b: batch 100 × 1 MiB, 4 workers, prefetch 2, no pin_memory
 
 
-def run_in(tmp_path, *docker_args: str, cmd: list[str]) -> tuple[subprocess.CompletedProcess, dict]:
-    """`shmdoctor run --report` around cmd in a fresh container; (the docker run, the report)."""
+def run_in(
+    tmp_path, *docker_args: str, cmd: list[str], options: tuple[str, ...] = ()
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """`shmdoctor run --report` (and options) around cmd in a fresh container; (the docker run, the report)."""
     tmp_path.chmod(0o777)
     proc = docker_run(
         "-v", f"{tmp_path}:/out", *docker_args,
-        cmd=["python", "-m", "shmdoctor", "run", "--report", "/out/run.json", "--", *cmd],
+        cmd=["python", "-m", "shmdoctor", "run", *options, "--report", "/out/run.json", "--", *cmd],
     )  # fmt: skip
     return proc, validate(json.loads((tmp_path / "run.json").read_text()))
 
@@ -66,6 +68,23 @@ def test_the_seed_loader_dies_in_64_mib_and_runs_to_the_end_with_the_size_run_pr
     again, report = run_in(tmp_path, f"--shm-size={size}", cmd=seed)
     assert again.returncode == 0 and again.stdout.startswith("trained on 12 batches in "), again.stderr
     assert report["diagnoses"] == [] and report["peak_bytes"] <= parse_size(size)
+
+
+def test_without_instrumentation_the_need_is_inferred_from_the_segments_the_dead_workers_left(tmp_path):
+    """--no-instrument: nothing reads the loader. Its 4 workers die within a second at their first batch, each leaving
+    its 100 MiB segment named torch_<its pid>_…: 4 creators, the biggest a batch, prefetch 2 assumed, said inferred."""
+    seed = ["python", "tests/loaders/failing.py", "seed"]
+    proc, report = run_in(tmp_path, cmd=seed, options=("--no-instrument",))
+    assert proc.returncode == 1 and report["instrumentation"] is None, proc.stderr
+    assert causes(report) == {"torch-shm-enospc": "shm-space"} and report["loaders"] == []
+    need = report["explanation"]["requirement"]
+    assert report["need_source"] == "inferred" and need["bytes"] == SEED_NEED
+    assert "inferred: 4 worker(s) made segments of up to 100 MiB" in need["formula"]
+    assert report["leftovers"]["count"] >= 4
+    size = shm_size(report)
+    assert 900 * MiB < parse_size(size) <= 2048 * MiB, size
+    again, report = run_in(tmp_path, f"--shm-size={size}", cmd=seed)
+    assert again.returncode == 0 and report["diagnoses"] == [], again.stderr
 
 
 def test_debians_own_sitecustomize_still_runs_in_the_child():

@@ -224,3 +224,18 @@ def test_an_internal_error_keeps_the_childs_code_and_writes_the_report(tmp_path,
     assert doc["exit_code"] == 3 and doc["diagnoses"] == []
     assert "shmdoctor: error: internal error (ValueError at test_child.py:" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_childs_log_says_how_many_gpus_nccl_joined(tmp_path):
+    """NCCL's init line names 2 ranks: run asks for NCCL's whole need of 2 GPUs (139 MiB measured on two H200s),
+    not the 8-GPU all-to-all figure it asks where nothing tells their number."""
+    report = tmp_path / "run.json"
+    log = (
+        "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n"
+        "h:1:2 [0] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x "
+        "(size 9637888)\n"
+    )
+    proc = forked_cli("run", "--report", str(report), "--", "sh", "-c", f"printf '{log}' >&2; exit 1")
+    assert proc.returncode == 1
+    [finding] = validate(json.loads(report.read_text()))["explanation"]["findings"]
+    assert "NCCL's whole /dev/shm for 2 local GPUs (the log: NCCL's nranks) is 139 MiB" in finding["message"]
