@@ -25,23 +25,9 @@ import yaml
 
 from shmdoctor.diagnose import SHM_CAUSES, judge, scan_text
 from shmdoctor.diagnose.judge import NCCL_TWO, SIZED_BY
-from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
+from shmdoctor.model import Facts
 from shmdoctor.render import forms
-from shmdoctor.sizes import MiB, parse_size
-
-DEFAULT_SHM = 64 * MiB
-
-
-def place(where: dict | None) -> Facts:
-    """The container the case ran in, as its thread tells it."""
-    where = where or {}
-    size = parse_size(str(where.get("shm", DEFAULT_SHM)))
-    memory = parse_size(str(where["memory"])) if "memory" in where else None
-    if where.get("form") == "kubernetes":
-        shm = Shm.unmeasured(size, "runtime-shm", "the thread")
-        return Facts(Target("workload", "pod"), shm, Ipc("private"), Memory(memory, None), runtime="kubernetes")
-    shm = Shm.unmeasured(size, "docker-shm", "the thread")
-    return Facts(Target("container", "job"), shm, Ipc("private"), Memory(memory, None), runtime="docker")
+from tests.helpers import place
 
 
 def _listed(value) -> list[str]:

@@ -22,8 +22,12 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from shmdoctor.model import Facts
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -321,3 +325,19 @@ def validate(doc: dict) -> dict:
     assert schema["$id"] == doc["schema"]
     jsonschema.Draft202012Validator(schema, registry=registry).validate(doc)
     return doc
+
+
+def place(where: dict | None) -> Facts:
+    """The container a real failure text ran in, as its thread tells it (tests/data/explain/harvested.yaml's
+    `where`: its /dev/shm, memory limit, a pod): else a Docker container with the default 64 MiB and no memory limit."""
+    from shmdoctor.model import Facts, Ipc, Memory, Shm, Target  # noqa: F811 (at run time)
+    from shmdoctor.sizes import parse_size
+
+    where = where or {}
+    size = parse_size(str(where.get("shm", "64m")))
+    memory = Memory(parse_size(str(where["memory"])) if "memory" in where else None, None)
+    if where.get("form") == "kubernetes":
+        shm = Shm.unmeasured(size, "runtime-shm", "the thread")
+        return Facts(Target("workload", "pod"), shm, Ipc("private"), memory, runtime="kubernetes")
+    shm = Shm.unmeasured(size, "docker-shm", "the thread")
+    return Facts(Target("container", "job"), shm, Ipc("private"), memory, runtime="docker")

@@ -89,7 +89,7 @@ TRITON_GROWTH = MiB  # the python backend's shm-growth-byte-size by default: its
 def _triton_needed(m: re.Match[str]) -> int | None:
     # 'to requested size (N bytes)' asks N; 'Failed to increase … to N bytes' names the pool it had (python_backend
     # shm_manager.cc prints the size before the growth): it needed at least one step more
-    pool = number(m.group("bytes"))
+    pool = number(m.group("bytes")) if m.group("bytes") else None
     return pool if m.group("requested") or pool is None else pool + TRITON_GROWTH
 
 
@@ -101,8 +101,13 @@ def _ray_shm_size(m: re.Match[str]) -> int | None:
 _TORCH_FILE = rf"</?(?:dev/shm/)?torch_\w{{1,{NAME}}}>"
 _NCCL_DENIED = re.compile(r"Cuda failure 'invalid argument'")
 _WORKER = rf"DataLoader worker \(pids?\(?s?\)? [0-9, ]{{1,{GAP}}}\)"
-_PIDS = rf"{_WORKER} is killed by signal"
-_EXIT = rf"(?:exited with code|[Ee]xit [Cc]ode:?|exit status|status code|returned non-zero exit status) {{1,{NUM}}}"
+_PIDS = rf"DataLoader worker(?: \(pids?\(?s?\)? [0-9, ]{{1,{GAP}}}\))? is killed by signal"  # pid: not always said
+# 'exited with code', 'exits with error code', 'exit with code', 'Exited with 137', 'exit code: 137', 'exit status',
+# 'status code', 'Subprocess return code: 137', 'returned non-zero exit status'; '-137' where a runtime negates it
+_EXIT = (
+    rf"(?:[Ee]xit(?:ed|s)? with(?: error| exit)?(?: code)?|[Ee]xit [Cc]ode:?|exit status|status code|"
+    rf"(?:[Rr]eturn|[Ee]rror) code:?|returned non-zero exit status) {{1,{NUM}}}-?"
+)
 _SHM_NAME = rf"'/[^/'\s]{{1,{NAME}}}'"  # a POSIX shared memory name: one component after the slash
 # torchrun's 'failed (exitcode: -7)' and its report's 'exitcode  : -7'
 _TORCHRUN = rf"exitcode {{0,{NUM}}}: {{0,{NUM}}}"
@@ -159,10 +164,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "torch-worker-bus-error",
         "shm-space",
         "dataloader",
-        "Unexpected bus error encountered in worker",
-        re.compile(r"ERROR: Unexpected bus error encountered in worker\. This might be caused by insufficient shared"),
+        "error encountered in",
+        # PaddlePaddle's handler: 'Unexpected BUS error encountered in DataLoader worker. This might be caused by…'
+        re.compile(
+            r"ERROR: Unexpected (?:bus|BUS) error encountered in (?:DataLoader )?worker\. This might be caused by "
+            r"insufficient shared"
+        ),
         "PyTorch's worker SIGBUS handler: tengshaofeng/ResidualAttentionNetwork-pytorch#2, "
-        "open-mmlab/mmsegmentation#1356",
+        "open-mmlab/mmsegmentation#1356; PaddlePaddle's: PaddlePaddle/PaddleSpeech#790",
         "a DataLoader worker died of a bus error touching a page it could not get",
         ambiguous=True,
     ),
@@ -174,6 +183,18 @@ SIGNATURES: tuple[Signature, ...] = (
         re.compile(rf"{_PIDS}: Bus error"),
         "PyTorch's main process on a worker's SIGBUS: pytorch#5040, XPixelGroup/BasicSR#59",
         "a DataLoader worker was killed by a bus error",
+        ambiguous=True,
+        superseded_by=("torch-worker-bus-error",),
+    ),
+    Signature(
+        "paddle-shared-storage",
+        "shm-space",
+        "dataloader",
+        "insufficient shared storage space",
+        re.compile(r"It may be caused by insufficient shared storage space"),
+        "PaddlePaddle's main process on a DataLoader worker's SIGBUS (imperative/data_loader.cc): "
+        "PaddlePaddle/Paddle#25211",
+        "a PaddlePaddle DataLoader worker died of a bus error (its words: insufficient shared storage space)",
         ambiguous=True,
         superseded_by=("torch-worker-bus-error",),
     ),
@@ -226,7 +247,11 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "unknown",
         "No space left on device",
-        re.compile(rf"^OSError: \[Errno 28\] No space left on device\s{{0,{GAP}}}$"),
+        re.compile(
+            rf"^OSError: \[Errno 28\] No space left on device\s{{0,{GAP}}}$"
+            # a traceback pasted on one line; from the line's start, as nccl-system-error: one start, not one a SemLock
+            rf"|^.{{0,{GAP}}}?SemLock\(.{{0,{GAP}}}OSError: \[Errno 28\] No space left on device"
+        ),
         "CPython multiprocessing.synchronize.SemLock (sem_open in /dev/shm): python/cpython#93253, "
         "Shippable/support#3681",
         "Python could not create a semaphore (a Lock, a Queue, a Pool) in /dev/shm: it is full",
@@ -286,7 +311,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fd-limit",
         "dataloader",
         "items of ancdata",
-        re.compile(r"received 0 items of ancdata"),
+        re.compile(r"received (?:0|%d) items of ancdata"),  # or the raise's source line in a cut traceback
         "Python's multiprocessing.reduction.recvfds under the file_descriptor strategy: pytorch#973, pytorch#41465",
         "the training process ran out of file descriptors receiving shared batches (one per tensor)",
     ),
@@ -296,7 +321,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "dataloader",
         "Too many open files",
         re.compile(
-            rf"(?:unable to open shared memory object {_TORCH_FILE}.{{0,{GAP}}}Too many open files"
+            rf"(?:unable to open shared? memory objec.{{0,{GAP}}}Too many open files"
             r"|OSError: \[Errno 24\] Too many open files|Too many open files\. Communication with the workers)"
         ),
         "PyTorch shm_open / DataLoader's fd diagnosis (pytorch#34768), pytorch#11201",
@@ -378,6 +403,25 @@ SIGNATURES: tuple[Signature, ...] = (
         "NCCL failed a system call; with a small /dev/shm that is its shared-memory transport (NCCL_DEBUG=INFO says)",
         ambiguous=True,
         superseded_by=("nccl-shm-extend", "nccl-shm-create", "nccl-fallocate", "nccl-shm-open-denied"),
+    ),
+    Signature(
+        "nccl-system-call",
+        "shm-space",
+        "nccl",
+        "ncclSystemError: System call",
+        # NCCL's words for ncclSystemError as PyTorch prints them: 'System call (socket, malloc, munmap, etc) failed.'
+        # (2.7-2.17), 'System call (e.g. socket, malloc) or external library call failed or device error.' (2.18+)
+        re.compile(r"ncclSystemError: System call \((?:socket|e\.g\. socket)"),
+        "NCCL's ncclGetErrorString via PyTorch: pytorch/pytorch#54822, NVIDIA/nccl#834",
+        "NCCL failed a system call; with a small /dev/shm that is its shared-memory transport (NCCL_DEBUG=INFO says)",
+        ambiguous=True,
+        superseded_by=(
+            "nccl-system-error",
+            "nccl-shm-extend",
+            "nccl-shm-create",
+            "nccl-fallocate",
+            "nccl-shm-open-denied",
+        ),
     ),
     Signature(
         "vllm-shm-insufficient",
@@ -470,13 +514,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "triton-shm-pool",
         "shm-space",
         "triton",
-        "If you are running Triton inside docker",
+        "shared memory ",
+        # The size and the error may be cut off (a title, a table cell); an error said must be No space left
         re.compile(
             r"(?:Failed to increase the shared memory pool size for|Unable to initialize shared memory) key "
-            rf"'(?P<key>[^']{{1,{NAME}}})' to (?P<requested>requested size \()?(?P<bytes>{NUMBER}) bytes.{{0,{GAP}}}"
-            r"Error: No space left on device"
+            rf"'(?P<key>[^']{{1,{NAME}}})' to (?:(?P<requested>requested size \()?(?P<bytes>{NUMBER}) bytes|"
+            rf"requested size\b)(?!.{{0,{GAP}}}Error: (?!No space left on device))"
         ),
-        "Triton python backend: triton-inference-server/server#5681, #6156, #6195",
+        "Triton python backend: triton-inference-server/server#5681, #6156, #6195, aws/amazon-sagemaker-examples#3506",
         "a Triton python-backend instance could not grow its shared-memory region",
         needed=_triton_needed,
     ),
@@ -583,9 +628,34 @@ STATUSES: tuple[Signature, ...] = (
         "memory-limit",
         "unknown",
         "OOMKilled",
-        re.compile(rf"(?:Reason|reason)\W{{1,{NUM}}}OOMKilled\b"),
-        "kubectl describe pod / the pod status: the container's memory limit was hit",
+        # 'Reason: OOMKilled' (kubectl describe, a pod's status); the READY and STATUS columns of kubectl get pods
+        re.compile(
+            rf"(?:Reason|reason)\W{{1,{NUM}}}OOMKilled\b|\b[0-9]{{1,{NUM}}}/[0-9]{{1,{NUM}}}[ \t]{{1,{NUM}}}OOMKilled\b"
+        ),
+        "kubectl describe pod / the pod status / kubectl get pods: the container's memory limit was hit "
+        "(hmcts/cnp-flux-config#28772)",
         "the container was OOM-killed: /dev/shm (an emptyDir of medium Memory) counts against its memory limit",
+    ),
+    Signature(
+        "kernel-oom-kill",
+        "memory-limit",
+        "unknown",
+        "of memory: Kill",
+        # mm/oom_kill.c: 'Memory cgroup out of memory: Killed process 629 (onmt_train) …' at a cgroup's limit, 'Out of
+        # memory: Killed process …' at the machine's ('Kill process' before Linux 5.0); as dmesg prints them
+        re.compile(rf"(?:Memory cgroup out|Out) of memory: Kill(?:ed)? process [0-9]{{1,{NUM}}}"),
+        "the kernel's OOM killer (dmesg): ymoslem/OpenNMT-Tutorial#6",
+        "the kernel's OOM killer killed a process: its memory (and /dev/shm pages, which count toward a memory "
+        "cgroup's limit) ran out",
+    ),
+    Signature(
+        "k8s-evicted-memory",
+        "memory-limit",
+        "unknown",
+        "low on resource: memory",
+        re.compile(r"The node was low on resource: memory"),
+        "the kubelet's eviction manager (a pod's status message): kubeflow/kubeflow#1261",
+        "the pod was evicted: its node ran low on memory (a memory-backed emptyDir at /dev/shm counts toward it)",
     ),
     Signature(
         "container-oom-killed",
@@ -605,7 +675,15 @@ STATUSES: tuple[Signature, ...] = (
         "the exit status: killed by SIGKILL (137)",
         "killed by SIGKILL (exit 137): the OOM killer, whose count includes /dev/shm pages, or a kill from outside",
         ambiguous=True,
-        superseded_by=("shell-killed", "exit-code-137", "k8s-oomkilled", "torchrun-sigkill", "subprocess-sigkill"),
+        superseded_by=(
+            "shell-killed",
+            "exit-code-137",
+            "k8s-oomkilled",
+            "torchrun-sigkill",
+            "subprocess-sigkill",
+            "kernel-oom-kill",
+            "k8s-evicted-memory",
+        ),
     ),
     Signature(
         "exit-sigbus",

@@ -297,13 +297,14 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
             out = fixes.grow_shm(failed, facts, need.ranks if need else 1, basis)
         elif wanted is not None:
             out = fixes.grow_shm(wanted, facts, need.ranks if need else 1)
-        else:  # no number in the text and no settings: the one thing to know, and more than it had
-            had = measured.size_bytes if measured else facts.shm.size_bytes
-            more = f" (more than the {format_size(had)} it had)" if had else ""
-            out = (
-                Fix(SIZED_BY.get(consumer, SIZED_BY["dataloader"]) + more),
-                Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT),
-            )
+        else:  # no number in the text and no settings: more than it had, where that is known; the one thing to know
+            had = facts.shm.size_bytes
+            ask = Fix(SIZED_BY.get(consumer, SIZED_BY["dataloader"]))
+            if had and (capacity.shm_free(facts) or 0) < PLENTY_FREE:  # the place it ran out in (plenty: elsewhere)
+                basis = f"more than the {format_size(had)} it had (inferred: the text names no need)"
+                out = fixes.grow_shm(had, facts, basis=basis) + (ask,)
+            else:
+                out = (ask, Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT))
         out += _alternatives(consumer, ds)
         if need is not None:
             out += fixes.fit_today(need, facts)

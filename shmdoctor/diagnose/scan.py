@@ -76,6 +76,9 @@ class Scanner:
     _context: dict[str, tuple[int, str]] = field(default_factory=dict)  # a context pattern's last line: number, emitter
     # Lines that hold a signature's literal but not its text: the next line may be the rest, wrapped
     _open: list[tuple[int, str, Signature]] = field(default_factory=list)
+    # Matches that wait for the line that makes them that (only_after) within BLOCK lines after: an error printed
+    # above its traceback (billiard, Python 2) comes before the SemLock frame
+    _waiting: list[tuple[int, str, Signature, re.Match[str]]] = field(default_factory=list)
 
     def line(self, number: int, raw: bytes | str) -> None:
         text = raw[:MAX_LINE].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:MAX_LINE]
@@ -95,6 +98,7 @@ class Scanner:
                 for context in (sig.not_after, sig.only_after):
                     if context is not None and context.search(part):
                         self._context[sig.id] = (number, _emitter(part))
+                        self._released(sig, number)
                 if sig.anchor and sig.anchor in part:
                     m = sig.pattern.search(part)
                     if m:
@@ -102,12 +106,23 @@ class Scanner:
                     elif len(self._open) < len(SIGNATURES):
                         self._open.append((number, part, sig))
 
+    def _released(self, sig: Signature, number: int) -> None:
+        """The context line of sig at number: the matches waiting for it within BLOCK lines before are added."""
+        if sig.only_after is None or not self._waiting:
+            return
+        now = [w for w in self._waiting if w[2] is sig and number - w[0] <= BLOCK]
+        self._waiting = [w for w in self._waiting if w[2] is not sig and number - w[0] <= BLOCK]
+        for start, text, _, m in now:
+            self._add(sig, start, text, m)
+
     def _add(self, sig: Signature, number: int, text: str, m) -> None:
         cause: Cause = sig.cause
         reason = ""
         seen, emitter = self._context.get(sig.id, (0, ""))
-        if sig.only_after is not None and not (seen and number - seen <= BLOCK):
-            return  # without the line that makes it this (a bare OSError is anything)
+        if sig.only_after is not None and not (seen and abs(number - seen) <= BLOCK):
+            if len(self._waiting) < len(SIGNATURES):  # without the line that makes it this (a bare OSError is
+                self._waiting.append((number, text, sig, m))  # anything): it may follow
+            return
         if sig.not_after is not None and seen and number - seen <= BLOCK and emitter == _emitter(text):
             cause, reason = "not-shm", f"a line just before says {sig.not_after.pattern!r}: a failed registration"
         try:

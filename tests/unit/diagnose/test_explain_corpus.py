@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shmdoctor.diagnose import BY_ID, CAUSES, CONSUMERS, SIGNATURES, scan_text
+from shmdoctor.diagnose import BY_ID, CAUSES, CONSUMERS, SHM_CAUSES, SIGNATURES, judge, scan_text
 from shmdoctor.diagnose.scan import EXCERPT
+from tests.helpers import place
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "explain"
 CASES = yaml.safe_load((DATA / "cases.yaml").read_text())
@@ -28,9 +29,17 @@ def _stated(case: dict, key: str) -> list[str]:
     "case", CASES + HARVESTED, ids=[f"{i}:{c['source'][:60]}" for i, c in enumerate(CASES + HARVESTED)]
 )
 def test_case(case):
-    found = scan_text(_text(case)).diagnoses()
+    scanner = scan_text(_text(case))
+    found = scanner.diagnoses()
     if "fires" in case:
         assert sorted({d.signature for d in found}) == sorted(case["fires"]), case["source"]
+    if "where" in case:  # judged in the place its thread tells: the shared-memory causes that stand there
+        judged = judge(found, place(case["where"]), clues=scanner.clues).shm_diagnoses
+        want = [c for c in _stated(case, "cause") if c in SHM_CAUSES]
+        assert sorted({d.cause for d in judged}) == want, case["source"]
+    if case["cause"] == "not-shm" and "where" in case:  # the text alone says /dev/shm: the place says otherwise
+        assert found, case["source"]
+        return
     if case["cause"] == "none":
         assert found == (), case["source"]
         return
