@@ -1,5 +1,5 @@
 """What lint costs at its input limits (YAML 8 MiB, JSON 32 MiB), and what refusing past them costs: prints figures,
-asserts nothing. The README's Limits table quotes them.
+asserts nothing. docs/limits.md's table quotes them.
 
 .venv/bin/python benchmarks/limits_bench.py
 """
