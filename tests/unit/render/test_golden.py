@@ -1,6 +1,6 @@
 """The text outputs README.md and the manual (docs/) show, rendered from the same documents and compared with
-tests/golden/*.txt: check's failing container (README.md, docs/commands/check.md), lint of the examples (README.md,
-docs/commands/lint.md), clean in a container (docs/commands/clean.md), watch beside a loader (docs/commands/watch.md).
+tests/golden/*.txt: check's failing container (README.md, docs/commands/check.md), lint of the examples
+(docs/commands/lint.md), clean in a container (docs/commands/clean.md), watch beside a loader (docs/commands/watch.md).
 
 A renderer's change shows here as a diff. When it is meant: `UPDATE_GOLDEN=1 pytest tests/unit/render/test_golden.py`
 rewrites the files (and skips the comparison: a file is not checked against itself; refused under CI=true); review
