@@ -2,7 +2,7 @@
 copied to ours as it comes (unbuffered: a progress bar still redraws) and kept in a ring; signals sent to us are
 forwarded to it; its exit status comes back as a shell reports it (128+N for a signal).
 
-Signals: the forwarded ones are blocked in every thread of ours and taken with sigwaitinfo, so nothing of ours dies
+Signals: the forwarded ones are blocked in every thread of ours and taken with sigtimedwait, so nothing of ours dies
 of them. Away from a terminal (a container, a scheduler, CI, PID 1) the child has a process group of its own, as
 under tini: a signal to us, or to our group, reaches it once, through us. In the foreground of a terminal it stays
 in ours, so that Ctrl-C, Ctrl-Z and reading the terminal work as without us: there one the kernel sent (Ctrl-C:
@@ -31,6 +31,7 @@ from .ring import Ring
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 SI_KERNEL = 0x80
 DRAIN_S = 2.0  # after the child exits, how long its stderr may stay open (workers it left behind hold it)
+POLL_S = 1.0  # the child's exit is also polled this often: a SIGCHLD taken by a thread not ours is never a hang
 
 
 class CommandError(ShmDoctorError):
@@ -169,8 +170,8 @@ def run(
             on_spawn(pid)
         forwarded = []
         while True:
-            info = signal.sigwaitinfo(watched)
-            if info.si_signo == signal.SIGCHLD:
+            info = signal.sigtimedwait(watched, POLL_S)
+            if info is None or info.si_signo == signal.SIGCHLD:
                 status = _reap(pid)
                 if status is not None:
                     break

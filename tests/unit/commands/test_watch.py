@@ -11,7 +11,7 @@ import sys
 from shmdoctor.commands import watch
 from shmdoctor.shm import sampling
 from shmdoctor.sizes import MiB
-from tests.helpers import forked_cli, validate, watch_json
+from tests.helpers import forked_cli, missing, validate, watch_json
 
 
 def test_budget_and_no_holder_scans_in_json():
@@ -46,32 +46,44 @@ time.sleep(600)
 """
 
 
-def test_holders_are_named_by_executable_and_script_never_their_arguments(tmp_path):
-    script = tmp_path / "hold.py"
-    script.write_text(HOLD)
-    segment = f"/dev/shm/sdt-watch-{os.getpid()}"
+def _holder_on_a_tmpfs_of_its_own(tmp_path, *args: str) -> tuple[subprocess.Popen, str]:
+    """A holder in a mount namespace of its own, over a tmpfs mounted there on tmp_path (a user namespace too when
+    we are not root): watched through /proc/<pid>/root, only its segment is on that device, whatever else uses
+    /dev/shm meanwhile (watch's text lists the biggest holders only). Returns it and the directory to watch."""
+    mount = f'mount -t tmpfs -o size=1m sdt-watch {tmp_path} && exec "$0" "$@"'
+    user = [] if os.geteuid() == 0 else ["--map-root-user"]
     holder = subprocess.Popen(
-        [sys.executable, str(script), segment, "--password=hunter2", "--token", "s3cr3t"],
+        ["unshare", *user, "--mount", "--propagation", "private", "sh", "-c", mount, *args],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
+    if holder.stdout.readline().strip() != "held":
+        holder.kill()
+        missing(f"no tmpfs of the test's own (unshare --mount): {holder.communicate()[1].strip()}")
+    return holder, f"/proc/{holder.pid}/root{tmp_path}"
+
+
+def test_holders_are_named_by_executable_and_script_never_their_arguments(tmp_path):
+    script = tmp_path.parent / f"{tmp_path.name}-hold.py"  # beside the mount point: the tmpfs hides what is under it
+    script.write_text(HOLD)
+    holder, directory = _holder_on_a_tmpfs_of_its_own(
+        tmp_path, sys.executable, str(script), f"{tmp_path}/segment", "--password=hunter2", "--token", "s3cr3t"
+    )
     try:
-        assert holder.stdout.readline().strip() == "held"
         shown = f"{os.path.basename(sys.executable)} {script}"
-        proc = forked_cli(
-            "watch", "--format", "json", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1"
-        )
+        watch = ("watch", "--path", directory, "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1")
+        proc = forked_cli(*watch, "--format", "json")
         docs = [validate(json.loads(line)) for line in proc.stdout.splitlines()]
-        ours = [h for d in docs for h in d.get("holders", []) if h["pid"] == holder.pid]
-        assert ours and all(h["command"] == shown for h in ours)
-        text = forked_cli("watch", "--duration", "0.5", "--interval", "0.1", "--holders-every", "0.1").stdout
+        scanned = [[(h["pid"], h["command"], h["bytes"]) for h in d["holders"]] for d in docs if "holders" in d]
+        assert scanned and all(holders == [(holder.pid, shown, 8192)] for holders in scanned), scanned
+        text = forked_cli(*watch).stdout
         assert any(f"pid {holder.pid} " in line and line.endswith(shown) for line in text.splitlines()), text
         for out in (proc.stdout, text):
             assert "hunter2" not in out and "s3cr3t" not in out
     finally:
         holder.kill()
         holder.wait()
-        os.unlink(segment)
 
 
 def test_a_signal_between_installing_its_handlers_still_ends_in_a_summary(monkeypatch, capsys):

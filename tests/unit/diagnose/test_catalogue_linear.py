@@ -1,8 +1,9 @@
 """Every pattern of the catalogue is linear on any line: no unbounded repetition (read from the compiled pattern's own
 parse), and no super-linear growth on long adversarial lines built from its literals and every kind of character its
-classes take (timed, with a generous growth bound: 16x the line may cost 64x, not the 256x of a quadratic, whatever
-the caches and the machine's load; a hang bound of seconds on the longest line). A log number is read by one bounded
-function."""
+classes take. The cost is the CPU time of the matching thread (a busy machine's preemption is no cost of the pattern),
+the least of several tries, and its growth is what is judged: 64x the line may cost 512x, 8x a linear pattern's 64x and
+8x below a quadratic's 4096x, whatever the caches; a hang bound of CPU seconds on the longest line. A log number is read
+by one bounded function."""
 
 from __future__ import annotations
 
@@ -76,27 +77,28 @@ def _lines(name: str, length: int) -> list[str]:
 
 
 def _seconds(pattern: re.Pattern[str], line: str, repeat: int = 3) -> float:
+    """CPU seconds of one search, the least of `repeat` (this thread's own time: not the load around it)."""
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.thread_time()
         pattern.search(line)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best
 
 
 @pytest.mark.parametrize("name", PATTERNS)
 def test_long_adversarial_lines_cost_linear_time(name):
     pattern = PATTERNS[name]
-    # The costliest shapes at a small size, then each of them at that size and 16x it.
+    # The costliest shapes at a small size, then each of them at 1/64 of the longest line and at the longest.
     shapes = sorted(_lines(name, 4096), key=lambda line: _seconds(pattern, line, 1), reverse=True)[:3]
     for shape in shapes:
         head = max(_literals(pattern) | {""}, key=lambda f: shape.startswith(f) and len(f))
         body = shape[len(head) :][:64] or head  # the shape grows by repeating its body
-        short = (head + body * (MAX_LINE // 16 // len(body) + 1))[: MAX_LINE // 16]
+        short = (head + body * (MAX_LINE // 64 // len(body) + 1))[: MAX_LINE // 64]
         long = (head + body * (MAX_LINE // len(body) + 1))[:MAX_LINE]
         t_short, t_long = _seconds(pattern, short, 9), _seconds(pattern, long, 9)
         assert t_long < 2.0, f"{name}: {t_long:.2f} s on a {MAX_LINE}-character line {long[:60]!r}…"
-        assert t_long < 64 * t_short + 0.01, (
+        assert t_long < 512 * t_short + 0.01, (
             f"{name}: super-linear, {t_short * 1e3:.1f} ms at {len(short)} characters, {t_long * 1e3:.1f} ms at "
             f"{len(long)}: {long[:60]!r}…"
         )
@@ -106,9 +108,9 @@ def test_a_log_of_adversarial_lines_is_scanned_within_a_bound():
     """Every anchor then a run of word, digit, space or control characters, each a whole MAX_LINE line, through the
     scanner as `run` does (the patterns' own worst lines are timed above)."""
     lines = [(anchor + ch * MAX_LINE)[:MAX_LINE] for anchor in set(ANCHORS.values()) for ch in "a1 \x00"]
-    start = time.perf_counter()
+    start = time.thread_time()
     scan_text("\n".join(lines))
-    assert time.perf_counter() - start < 60
+    assert time.thread_time() - start < 60
 
 
 @pytest.mark.parametrize(

@@ -4,13 +4,18 @@ import json
 import os
 import pty
 import resource
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 
+import pytest
+
+from shmdoctor.wrap import child
 from shmdoctor.wrap.ring import Ring
-from tests.helpers import REPO, forked_cli, validate
+from tests.helpers import REPO, WAIT, forked_cli, validate, wait_for
 
 FAILING = str(REPO / "tests" / "loaders" / "failing.py")
 
@@ -48,14 +53,37 @@ def _spawn_in_a_terminal(*args: str) -> tuple[int, int]:
     return pid, master
 
 
-def _read_until(master: int, text: bytes, timeout: float = 30) -> bytes:
-    out, end = b"", time.monotonic() + timeout
-    while text not in out and time.monotonic() < end:
+def _read_until(master: int, text: bytes) -> bytes:
+    """What the terminal shows until text, or all it showed in WAIT seconds (a read never blocks past them)."""
+    out, end = b"", time.monotonic() + WAIT
+    while text not in out and select.select([master], [], [], max(0, end - time.monotonic()))[0]:
         try:
             out += os.read(master, 4096)
-        except OSError:
+        except OSError:  # the terminal's last process closed it
             break
     return out
+
+
+def _exit_code(pid: int) -> int:
+    """pid's exit code, waited for WAIT seconds at most: past them it is killed and the test fails (not a hang)."""
+    fd = os.pidfd_open(pid)
+    try:
+        if not select.select([fd], [], [], WAIT)[0]:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"pid {pid} still running after {WAIT} s")
+    finally:
+        os.close(fd)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _line(proc: subprocess.Popen) -> bytes:
+    """proc's next line of stdout within WAIT seconds, else it is killed and the test fails."""
+    if not select.select([proc.stdout], [], [], WAIT)[0]:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"no line from {proc.args[-1]!r} in {WAIT} s")
+    return proc.stdout.readline()
 
 
 def test_ctrl_c_at_a_terminal_reaches_the_child_once():
@@ -63,8 +91,7 @@ def test_ctrl_c_at_a_terminal_reaches_the_child_once():
     assert b"ready" in _read_until(master, b"ready")
     os.write(master, b"\x03")  # Ctrl-C: the terminal sends SIGINT to the foreground process group
     out = _read_until(master, b"exited")
-    _, status = os.waitpid(pid, 0)
-    assert b"got 1 SIGINT" in out and os.waitstatus_to_exitcode(status) == 130
+    assert b"got 1 SIGINT" in out and _exit_code(pid) == 130
 
 
 def test_a_signal_sent_to_run_alone_is_forwarded():
@@ -74,7 +101,7 @@ def test_a_signal_sent_to_run_alone_is_forwarded():
         stderr=subprocess.PIPE,
         cwd=REPO,
     )
-    assert proc.stdout.readline() == b"ready\n"
+    assert _line(proc) == b"ready\n"
     proc.send_signal(signal.SIGINT)  # kill -INT <run's pid>: only run gets it
     out, err = proc.communicate(timeout=30)
     assert b"got 1 SIGINT" in out and proc.returncode == 130
@@ -88,9 +115,9 @@ def test_a_child_that_ignores_sigterm_keeps_running_and_its_code_comes_back():
         stderr=subprocess.PIPE,
         cwd=REPO,
     )
-    assert proc.stdout.readline() == b"ready\n"
+    assert _line(proc) == b"ready\n"
     proc.terminate()
-    assert proc.stdout.readline() == b"ignoring SIGTERM\n"
+    assert _line(proc) == b"ignoring SIGTERM\n"
     assert proc.poll() is None  # run waits for its child, which waits for our line: it does not leave it behind
     out, _ = proc.communicate(b"go\n", timeout=30)
     assert out == b"done\n" and proc.returncode == 0
@@ -160,7 +187,7 @@ def test_a_signal_sent_to_runs_process_group_reaches_the_child_once():
         start_new_session=True,  # no terminal: a scheduler, a container, CI
         preexec_fn=_bounded,
     )
-    assert proc.stdout.readline() == b"ready\n"
+    assert _line(proc) == b"ready\n"
     os.killpg(proc.pid, signal.SIGINT)  # kill -INT -<run's group>: it was run's forward and the group's, twice
     out, _ = proc.communicate(timeout=30)
     assert out == b"got 1 SIGINT\n" and proc.returncode == 0
@@ -168,18 +195,17 @@ def test_a_signal_sent_to_runs_process_group_reaches_the_child_once():
 
 def test_what_the_child_leaves_behind_keeps_its_stderr_after_run_exits(tmp_path):
     """A leftover writing after run is gone died of SIGPIPE (nothing read the pipe): a copy of run reads on."""
-    done, err = tmp_path / "done", tmp_path / "stderr"
-    script = f"(sleep 4; echo late >&2; echo survived > {done}) & exit 0"
+    go, done, err = tmp_path / "go", tmp_path / "done", tmp_path / "stderr"
+    # the leftover writes once run has exited: when the test says so, not after a sleep
+    wait_go = f"i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
+    script = f"({wait_go}; echo late >&2; echo survived > {done}) & exit 0"
     with open(err, "wb") as stderr:
         proc = subprocess.run([*RUN, "sh", "-c", script], stderr=stderr, cwd=REPO, timeout=60, preexec_fn=_bounded)
     assert proc.returncode == 0
-    for _ in range(200):
-        if done.exists():
-            break
-        time.sleep(0.1)
+    go.touch()
+    wait_for(done.exists, "the leftover's write after run exited")
     assert done.read_text() == "survived\n"
-    time.sleep(0.5)
-    assert b"late\n" in err.read_bytes()
+    wait_for(lambda: b"late\n" in err.read_bytes(), "the leftover's stderr, copied after run exited")
 
 
 def test_the_command_runs_when_run_cannot_print(tmp_path):
@@ -196,7 +222,11 @@ def test_the_command_runs_when_run_cannot_print(tmp_path):
 
 def test_as_pid_1_run_reaps_orphans_and_passes_the_code_through():
     """In a PID namespace of its own (a container's entrypoint), orphans are run's to reap: none stays a zombie."""
-    count = "sh -c 'sleep 0.1 &'; sleep 1; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l; exit 5"
+    # The orphan's pid, then wait while it is there (running or a zombie): reaped, it is gone; not, it stays a zombie.
+    count = (
+        "p=$(sh -c 'sleep 0.1 & echo $!'); i=0; while [ -e /proc/$p ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); "
+        "done; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l; exit 5"
+    )
     proc = subprocess.run(
         ["unshare", "--pid", "--fork", "--mount-proc", *RUN, "sh", "-c", count],
         capture_output=True,
@@ -210,7 +240,7 @@ def test_as_pid_1_run_reaps_orphans_and_passes_the_code_through():
 
 def test_an_internal_error_keeps_the_childs_code_and_writes_the_report(tmp_path, monkeypatch):
     """A fault after the command ended (scanning its stderr, here): forked, so that the fault is there and run is the
-    only thread of its process (sigwaitinfo takes SIGCHLD in the main thread)."""
+    only thread of its process (sigtimedwait takes SIGCHLD in the main thread)."""
     from shmdoctor.wrap import session
 
     def broken(*args, **kwargs):
@@ -239,3 +269,18 @@ def test_the_childs_log_says_how_many_gpus_nccl_joined(tmp_path):
     assert proc.returncode == 1
     [finding] = validate(json.loads(report.read_text()))["explanation"]["findings"]
     assert "NCCL's whole /dev/shm for 2 local GPUs (the log: NCCL's nranks) is 139 MiB" in finding["message"]
+
+
+def test_a_sigchld_that_another_thread_took_is_no_hang():
+    """run takes SIGCHLD in its main thread, its own threads block it; a thread of the embedding program started
+    before run does not, and takes the one that comes while run is not waiting (here: in on_spawn), where it is
+    lost. The exit is polled too: run ends all the same, with the child's code. Forked: that thread is there alone."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            threading.Thread(target=threading.Event().wait, daemon=True).start()
+            code = child.run(["sh", "-c", "exit 4"], Ring(), on_spawn=lambda _: time.sleep(0.5)).code
+        finally:
+            os._exit(code)
+    assert _exit_code(pid) == 4
