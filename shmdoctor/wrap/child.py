@@ -3,10 +3,11 @@ copied to ours as it comes (unbuffered: a progress bar still redraws) and kept i
 forwarded to it; its exit status comes back as a shell reports it (128+N for a signal).
 
 Signals: the forwarded ones are blocked in every thread of ours and taken with sigtimedwait, so nothing of ours dies
-of them. Away from a terminal (a container, a scheduler, CI, PID 1) the child has a process group of its own, as
-under tini: a signal to us, or to our group, reaches it once, through us. In the foreground of a terminal it stays
-in ours, so that Ctrl-C, Ctrl-Z and reading the terminal work as without us: there one the kernel sent (Ctrl-C:
-SI_KERNEL) is not forwarded, the child got it too; one sent by a process is.
+of them. The child has a process group of its own, as under tini: a signal to us, or to our group, reaches it once,
+through us. At a terminal we do what a shell does for a job: the child's group gets the terminal's foreground when
+ours had it, so Ctrl-C (the terminal signals its foreground group) and reading the terminal are the child's alone;
+when it stops for job control (Ctrl-Z, or the terminal while in the background) we stop the same way, so that the
+shell sees the job stopped, and once continued (fg, bg) we continue it, with the terminal when it is ours.
 
 As PID 1 (a container's entrypoint) we also reap the orphans the kernel hands us. After the child exits, what it left
 behind may still write to its stderr: a copy of ours keeps reading it to the end, so nothing dies of SIGPIPE."""
@@ -22,14 +23,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import ShmDoctorError
 from ..exits import ExitCode
 from .ring import Ring
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-SI_KERNEL = 0x80
 DRAIN_S = 2.0  # after the child exits, how long its stderr may stay open (workers it left behind hold it)
 POLL_S = 1.0  # the child's exit is also polled this often: a SIGCHLD taken by a thread not ours is never a hang
 
@@ -81,35 +80,70 @@ def _tee(read_fd: int, ring: Ring, done: threading.Event) -> None:
     done.set()
 
 
-def _foreground() -> bool:
-    """Whether our process group is the foreground of our controlling terminal."""
+def _terminal() -> int | None:
+    """Our controlling terminal, open (None without one)."""
     try:
-        tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
-    except OSError:  # no controlling terminal
-        return False
-    try:
-        return os.tcgetpgrp(tty) == os.getpgrp()
+        return os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
     except OSError:
-        return False
+        return None
+
+
+def _foreground(tty: int) -> int | None:
+    try:
+        return os.tcgetpgrp(tty)
+    except OSError:
+        return None
+
+
+def _give_terminal(tty: int, group: int) -> None:
+    """Make group the terminal's foreground, from the background too (SIGTTOU blocked: it would stop us)."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+    try:
+        os.tcsetpgrp(tty, group)
+    except OSError:  # the group is gone, or the terminal
+        pass
     finally:
-        os.close(tty)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _resume(tty: int, pid: int) -> None:
+    """The child continued, with the terminal's foreground when its group or ours has it (not a shell's, another
+    job's)."""
+    if _foreground(tty) in (os.getpgrp(), pid):
+        _give_terminal(tty, pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGCONT)
+
+
+def _stopped(tty: int, pid: int, signum: int) -> None:
+    """The child stopped. Reading or writing the terminal before its group was given it (a race at the start, or
+    after `fg` gave it to ours): given it, and continued. Ctrl-Z, or the terminal while the job is in the
+    background: we stop the same way, and continue it when we are continued (an orphaned group, with no shell to
+    continue us, is not stopped: we go on at once). A SIGSTOP is its sender's to undo."""
+    if signum in (signal.SIGTTIN, signal.SIGTTOU) and _foreground(tty) in (os.getpgrp(), pid):
+        _resume(tty, pid)
+    elif signum in (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
+        if _foreground(tty) == pid:
+            _give_terminal(tty, os.getpgrp())
+        os.kill(os.getpid(), signum)  # we stop here until continued
+        _resume(tty, pid)
 
 
 def _reap(pid: int) -> int | None:
-    """The child's wait status once it exited, else None; as PID 1, every exited orphan is reaped on the way."""
-    if os.getpid() != 1:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        return status if done == pid else None
-    found = None
-    while True:
+    """The child's wait status once it exited or stopped, else None; as PID 1, every exited orphan is reaped on the
+    way."""
+    done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+    found = status if done == pid else None
+    while os.getpid() == 1:
         try:
             done, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return found
+            break
         if done == 0:
-            return found
+            break
         if done == pid:
             found = status
+    return found
 
 
 def _keep_draining(read_fd: int) -> None:
@@ -146,8 +180,7 @@ def run(
     watched = set(FORWARDED) | {signal.SIGCHLD}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     read_fd, write_fd = os.pipe()
-    shared_group = _foreground()
-    group: dict[str, Any] = {} if shared_group else {"setpgroup": 0}  # away from a terminal: a group of its own
+    tty = _terminal()
     try:
         try:
             pid = os.posix_spawnp(
@@ -157,13 +190,15 @@ def run(
                 file_actions=[(os.POSIX_SPAWN_DUP2, write_fd, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
                 setsigmask=(),
                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores them; a program expects their default
-                **group,
+                setpgroup=0,
             )
         except OSError as e:  # gone since resolve()
             raise CommandError(argv[0], e) from None
         finally:
             os.close(write_fd)
         start = time.monotonic()
+        if tty is not None and _foreground(tty) == os.getpgrp():
+            _give_terminal(tty, pid)
         drained = threading.Event()
         threading.Thread(target=_tee, args=(read_fd, ring, drained), name="stderr-tee", daemon=True).start()
         if on_spawn is not None:
@@ -173,13 +208,18 @@ def run(
             info = signal.sigtimedwait(watched, POLL_S)
             if info is None or info.si_signo == signal.SIGCHLD:
                 status = _reap(pid)
-                if status is not None:
+                if status is None:
+                    continue
+                if not os.WIFSTOPPED(status):
                     break
+                if tty is not None:  # job control is the terminal's: elsewhere a stop is its sender's to undo
+                    _stopped(tty, pid, os.WSTOPSIG(status))
                 continue
-            if not shared_group or info.si_code != SI_KERNEL:
-                forwarded.append(info.si_signo)
-                with contextlib.suppress(ProcessLookupError):  # it is exiting: its SIGCHLD comes next
-                    os.kill(pid, info.si_signo)
+            forwarded.append(info.si_signo)
+            with contextlib.suppress(ProcessLookupError):  # it is exiting: its SIGCHLD comes next
+                os.kill(pid, info.si_signo)
+        if tty is not None and _foreground(tty) == pid:  # the terminal back to us, to print (TOSTOP)
+            _give_terminal(tty, os.getpgrp())
         elapsed = time.monotonic() - start
         if not drained.wait(DRAIN_S):
             _keep_draining(read_fd)
@@ -187,4 +227,6 @@ def run(
         return Ended(128 - code if code < 0 else code, elapsed, tuple(forwarded), pid)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if tty is not None:
+            os.close(tty)
         # read_fd is closed with the process; the tee thread (a daemon) may still hold it when workers linger

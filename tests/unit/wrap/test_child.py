@@ -86,12 +86,71 @@ def _line(proc: subprocess.Popen) -> bytes:
     return proc.stdout.readline()
 
 
+# Two deliveries close together may make one (a signal already pending is not queued again): the group is said too,
+# as the child sees it. A group of its own, the terminal's foreground: what the terminal sends reaches it alone, what
+# is sent to run's group reaches it only through run.
+IN_A_TERMINAL = """
+import os
+ppgrp = os.getpgid(os.getppid())
+print("own group", os.getpgrp() != ppgrp, "foreground", os.tcgetpgrp(0) == os.getpgrp(), flush=True)
+"""
+
+
 def test_ctrl_c_at_a_terminal_reaches_the_child_once():
-    pid, master = _spawn_in_a_terminal(sys.executable, FAILING, "count-int")
+    pid, master = _spawn_in_a_terminal(sys.executable, "-c", IN_A_TERMINAL + COUNT_DELIVERIES)
+    out = _read_until(master, b"ready")
+    os.write(master, b"\x03")  # Ctrl-C: the terminal sends SIGINT to its foreground process group
+    out += _read_until(master, b"exited")
+    assert b"own group True foreground True" in out and b"got 1 SIGINT" in out and _exit_code(pid) == 0, out
+
+
+def test_a_signal_sent_to_runs_group_at_a_terminal_reaches_the_child_once():
+    """kill -INT -<run's group> while run is in the terminal's foreground: it reached the child twice (from the
+    sender, and forwarded by run) when the child stayed in run's group there."""
+    pid, master = _spawn_in_a_terminal(sys.executable, "-c", IN_A_TERMINAL + COUNT_DELIVERIES)
+    out = _read_until(master, b"ready")
+    os.killpg(os.getpgid(pid), signal.SIGINT)
+    out += _read_until(master, b"exited")
+    assert b"own group True foreground True" in out and b"got 1 SIGINT" in out and _exit_code(pid) == 0, out
+
+
+# A shell's job control, as bash does it, in a terminal of its own: run in a process group of its own, given the
+# terminal; a stop reported; `fg` (a line typed to it) gives the terminal back and continues the job.
+SHELL = """
+import os, signal, sys
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # taking the terminal back from the background
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.tcsetpgrp(0, os.getpid())
+    signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+    os.execv(sys.executable, [sys.executable, "-m", "shmdoctor", "run", "--", *sys.argv[1:]])
+os.setpgid(pid, pid)
+while True:
+    _, status = os.waitpid(pid, os.WUNTRACED)
+    os.tcsetpgrp(0, os.getpgrp())
+    if not os.WIFSTOPPED(status):
+        break
+    print("shell: stopped by", signal.Signals(os.WSTOPSIG(status)).name, flush=True)
+    if sys.stdin.readline() == "fg\\n":
+        os.tcsetpgrp(0, pid)
+        os.killpg(pid, signal.SIGCONT)
+print("shell: exit", os.waitstatus_to_exitcode(status), flush=True)
+"""
+READS_THE_TERMINAL = "print('ready', flush=True); print('read', input(), flush=True)"
+
+
+def test_ctrl_z_at_a_terminal_stops_the_job_and_fg_continues_it_with_the_terminal():
+    pid, master = pty.fork()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-c", SHELL, sys.executable, "-c", READS_THE_TERMINAL])
     assert b"ready" in _read_until(master, b"ready")
-    os.write(master, b"\x03")  # Ctrl-C: the terminal sends SIGINT to the foreground process group
-    out = _read_until(master, b"exited")
-    assert b"got 1 SIGINT" in out and _exit_code(pid) == 130
+    os.write(master, b"\x1a")  # Ctrl-Z: SIGTSTP to the foreground group, the child's; run stops the same way
+    assert b"shell: stopped by SIGTSTP" in _read_until(master, b"shell: stopped by SIGTSTP")
+    os.write(master, b"fg\n")
+    os.write(master, b"go\n")  # read by the child: the terminal is its group's again
+    out = _read_until(master, b"shell: exit 0")
+    assert b"read go" in out and b"shell: exit 0" in out and _exit_code(pid) == 0, out
 
 
 def test_a_signal_sent_to_run_alone_is_forwarded():
