@@ -1,8 +1,9 @@
 """Shared test plumbing: the markers each folder implies, and fixtures for the real engine, test images and torch.
 
-A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus, ci) without being told (podman
-and prometheus also docker: they need an engine, so the fast lane leaves them out); a test
-marked with a need skips when the need is missing, and fails under CI=true: the suite's real work is the point.
+A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus, ci) without being told, and
+every kind but torch is marked docker too: docker is the integration lane's marker, what the machine scripts/test.sh
+prepares (the fast lane, -m "not docker and not torch", leaves it out). A test marked with a need skips when the need is
+missing, and fails under CI=true: the suite's real work is the point.
 Tests in tests/unit/ need neither an engine nor torch. Plain helpers: tests/helpers.py.
 """
 
@@ -29,9 +30,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if CI else "dev"
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 UNIT = Path(__file__).resolve().parent / "unit"
 NEEDS_TOOLS = {"engine", "images", "torch_module"}
-# Folders whose tests need a container engine beside their own tool (Podman's; the exporter reads the Docker engine's
-# containers, and its examples run under docker-compose): marked docker too.
+# Folders of the integration lane beside docker's, marked docker too. Podman's and the exporter's need an engine beside
+# their own tool (Podman's Docker API; the exporter reads the Docker engine's containers, and its examples run under
+# docker-compose). The CI integrations' need no engine, but a CI machine's tools and a real install from the package
+# index (a minute): not the fast lane's, and their docker marker asks for no engine.
 ENGINE_KINDS = {"podman", "prometheus"}
+LANE_ONLY = {"ci"}
 SHMDOCTOR_IMAGE = f"shmdoctor-test/shmdoctor:{unique_name('dev')}"  # this run's build of the Dockerfile, removed after
 
 
@@ -50,7 +54,7 @@ def _engine_up() -> bool:
 
 # marker -> (is it there, what to say when it is not)
 NEEDS = {
-    "docker": (_engine_up, "no Docker engine is running"),
+    "docker": (_engine_up, "no Docker engine is running"),  # in tests/integration/ci: the lane alone (LANE_ONLY)
     "torch": (lambda: importlib.util.find_spec("torch") is not None, "torch is not installed"),
     "podman": (lambda: shutil.which("podman") is not None, "podman is not installed"),
     "prometheus": (lambda: shutil.which("prometheus") is not None, "prometheus is not installed"),
@@ -63,13 +67,12 @@ NEEDS = {
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        path = Path(item.fspath)
-        if path.is_relative_to(INTEGRATION):
-            kind = path.relative_to(INTEGRATION).parts[0]
+        path, kind = Path(item.fspath), _kind(item)
+        if kind is not None:
             if kind not in NEEDS:
                 raise pytest.UsageError(f"{path}: tests/integration/{kind}/ is not one of {sorted(NEEDS)}")
             item.add_marker(kind)
-            if kind in ENGINE_KINDS:  # run against an engine: the fast lane (-m "not docker and not torch") skips them
+            if kind in ENGINE_KINDS | LANE_ONLY:  # the integration lane: -m "not docker and not torch" leaves them out
                 item.add_marker("docker")
         elif path.is_relative_to(UNIT):
             needs = {m.name for m in item.iter_markers() if m.name in NEEDS} | (NEEDS_TOOLS & set(item.fixturenames))
@@ -77,9 +80,15 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(f"{item.nodeid} needs {sorted(needs)}: it belongs in tests/integration/")
 
 
+def _kind(item) -> str | None:
+    path = Path(item.fspath)
+    return path.relative_to(INTEGRATION).parts[0] if path.is_relative_to(INTEGRATION) else None
+
+
 def pytest_runtest_setup(item):
+    lane_only = _kind(item) in LANE_ONLY
     for marker in item.iter_markers():
-        if marker.name in NEEDS:
+        if marker.name in NEEDS and not (lane_only and marker.name == "docker"):
             present, says = NEEDS[marker.name]
             if not present():
                 missing(says)
