@@ -9,7 +9,8 @@ run`'s arguments in its own order, PodmanArgs last, and Podman takes a repeated 
 `PodmanArgs=--shm-size` is PodmanArgs'. A mount at /dev/shm wins, then `--ipc=host` (the host's) or `none`, else
 Podman's own shm mount, sized by --shm-size (64000k by default; 0: no limit, the kernel's default of half the memory).
 `Mount=` takes Podman's spellings: `target`/`dst`/`dest`/`destination`, `ro`/`readonly`/`rw` with `=true|false`; an
-option Podman refuses (`read-only`) is refused here too. Numbers are ASCII digits.
+option Podman refuses (`read-only`) is refused here too, and so are two mounts at /dev/shm (but one repeated, and a
+`Tmpfs=` beside a tmpfs `Mount=`, which is the one mounted). Numbers are ASCII digits.
 
 `Pod=NAME.pod` puts the container in a pod: its IPC namespace and /dev/shm are the pod's (podman#14609, a
 container's ShmSize is not its size there), sized by the `.pod` unit beside it (`[Pod] ShmSize=`, or
@@ -35,6 +36,7 @@ from .workload import amd_gpus, ml_signs
 
 SUFFIX = ".container"
 POD_SUFFIX = ".pod"
+TARGETS = ("target", "dst", "dest", "destination")  # a --mount's target, in Podman's spellings
 LIST_KEYS = ("Tmpfs", "Volume", "Mount", "PodmanArgs")  # LookupAll: every value, an empty one clears
 MAX_DROPINS = 64  # drop-in files read for one unit
 # Podman's options of a tmpfs --mount (volumes.go: parseMountOptions), ro/readonly/rw aside
@@ -199,40 +201,40 @@ class _Unit:
             raise UsageError(f"{place}: {e}") from None
 
     def mount(self, unreadable: list[str]) -> Shm | None:
-        """A tmpfs, volume or mount at /dev/shm (Tmpfs=, Volume=, Mount= or their PodmanArgs flags)."""
-        for _, value in self._values("--tmpfs"):
-            path, _, options = value.partition(":")
-            if posixpath.normpath(path or ".") == SHM:
-                opts = [o.strip() for o in options.split(",")]
-                size = next((parse_tmpfs_size(o[5:]) for o in opts if o.startswith("size=")), None)
-                if size is None:
-                    unreadable.append(f"{SHM_SIZE_UNKNOWN} (Tmpfs={value}: no size, the kernel's half of memory)")
-                return Shm.unmeasured(size, "tmpfs", f"Tmpfs={value}", "ro" in opts)
-        for _, value in self._values("--volume", "-v"):
+        """A tmpfs, volume or mount at /dev/shm (Tmpfs=, Volume=, Mount= or their PodmanArgs flags), as Podman mounts
+        it: one only (_one_at_shm)."""
+        tmpfs = [(p, v) for p, v in self._values("--tmpfs") if posixpath.normpath(v.partition(":")[0] or ".") == SHM]
+        volumes = [
+            (p, v)
+            for p, v in self._values("--volume", "-v")
+            if len(v.split(":")) > 1 and posixpath.normpath(v.split(":")[1] or ".") == SHM
+        ]
+        mounts = [(p, v, fields) for p, v in self._values("--mount") if (fields := _at_shm(p, v)) is not None]
+        _one_at_shm(tmpfs, volumes, mounts)
+        if mounts:
+            place, value, fields = mounts[0]
+            return self._mount(place, value, fields, unreadable)
+        if volumes:
+            value = volumes[0][1]
             parts = value.split(":")
-            if len(parts) > 1 and posixpath.normpath(parts[1] or ".") == SHM:
-                read_only = len(parts) > 2 and "ro" in parts[2].split(",")
-                if posixpath.normpath(parts[0] or ".") == SHM:
-                    unreadable.append(f"{SHM_SIZE_UNKNOWN} (Volume={value}: the host's, not in the unit)")
-                    return Shm.unmeasured(None, "host", f"Volume={value}: the host's /dev/shm", read_only)
-                unreadable.append(f"{SHM_SIZE_UNKNOWN} (Volume={value}: the volume's, not in the unit)")
-                return Shm.unmeasured(None, "unknown", f"Volume={value}", read_only)
-        for place, value in self._values("--mount"):
-            found = self._mount(place, value, unreadable)
-            if found is not None:
-                return found
+            read_only = len(parts) > 2 and "ro" in parts[2].split(",")
+            if posixpath.normpath(parts[0] or ".") == SHM:
+                unreadable.append(f"{SHM_SIZE_UNKNOWN} (Volume={value}: the host's, not in the unit)")
+                return Shm.unmeasured(None, "host", f"Volume={value}: the host's /dev/shm", read_only)
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (Volume={value}: the volume's, not in the unit)")
+            return Shm.unmeasured(None, "unknown", f"Volume={value}", read_only)
+        if tmpfs:
+            value = tmpfs[0][1]
+            opts = [o.strip() for o in value.partition(":")[2].split(",")]
+            size = next((parse_tmpfs_size(o[5:]) for o in opts if o.startswith("size=")), None)
+            if size is None:
+                unreadable.append(f"{SHM_SIZE_UNKNOWN} (Tmpfs={value}: no size, the kernel's half of memory)")
+            return Shm.unmeasured(size, "tmpfs", f"Tmpfs={value}", "ro" in opts)
         return None
 
-    def _mount(self, place: str, value: str, unreadable: list[str]) -> Shm | None:
-        """One --mount, read as Podman reads it (specgenutil: a CSV of options), if it is at /dev/shm."""
-        try:
-            tokens = next(csv.reader([value]), [])
-        except csv.Error as e:
-            raise UsageError(f"{place}: Mount={value!r}: {e}") from None
-        fields = dict(t.partition("=")[::2] for t in tokens)
-        target = next((fields[k] for k in ("target", "dst", "dest", "destination") if fields.get(k)), "")
-        if not target or posixpath.normpath(target) != SHM:
-            return None
+    def _mount(self, place: str, value: str, fields: dict[str, str], unreadable: list[str]) -> Shm:
+        """The --mount at /dev/shm (its options: _at_shm), read as Podman reads it."""
+        tokens = next(csv.reader([value]), [])
         kind = fields.get("type", "volume")
         if kind not in ("tmpfs", "ramfs"):
             source = fields.get("source") or fields.get("src") or ""
@@ -325,6 +327,47 @@ class _Unit:
             return Shm.unmeasured(None, "unknown", f"Pod={name}: PodmanArgs of {path}")
         shm = unit.podman_shm(unreadable)  # [Pod] ShmSize= or PodmanArgs=, the last on podman's line, as above
         return Shm.unmeasured(shm.size_bytes, "podman-shm", f"Pod={name}: the pod's /dev/shm ({path}: {shm.detail})")
+
+
+def _at_shm(place: str, value: str) -> dict[str, str] | None:
+    """A --mount's options (a CSV, as Podman reads it) when its target is /dev/shm, else None."""
+    try:
+        tokens = next(csv.reader([value]), [])
+    except csv.Error as e:
+        raise UsageError(f"{place}: Mount={value!r}: {e}") from None
+    fields = dict(t.partition("=")[::2] for t in tokens)
+    target = next((fields[k] for k in TARGETS if fields.get(k)), "")
+    return fields if target and posixpath.normpath(target) == SHM else None
+
+
+def _one_at_shm(tmpfs: list[tuple[str, str]], volumes: list[tuple[str, str]], mounts: list[tuple]) -> None:
+    """Podman mounts one thing at a destination, and refuses the container otherwise (pkg/specgenutil/volumes.go:
+    ErrDuplicateDest): two --mount; two --tmpfs or two --volume unless one repeated; a --volume beside a --mount
+    unless the same bind; a --tmpfs beside a --volume, or beside a --mount that is not a tmpfs (beside a tmpfs
+    --mount, the --mount is the one mounted)."""
+    kinds = {fields.get("type", "volume") for _, _, fields in mounts}
+    if (
+        len(mounts) > 1
+        or len({v for _, v in tmpfs}) > 1
+        or len({v for _, v in volumes}) > 1
+        or (volumes and mounts and not _same_bind(volumes[0][1], mounts[0][2]))
+        or (tmpfs and volumes)
+        or (tmpfs and mounts and kinds != {"tmpfs"})
+    ):
+        said = [f"Tmpfs={v}" for _, v in tmpfs] + [f"Volume={v}" for _, v in volumes]
+        said += [f"Mount={v}" for _, v, _ in mounts]
+        place = [*tmpfs, *volumes, *[(p, v) for p, v, _ in mounts]][-1][0]  # the last of them, as Quadlet writes them
+        raise UsageError(
+            f"{place}: {len(said)} mounts at {SHM} ({'; '.join(said)}): Podman refuses the container "
+            "(duplicate mount destination)"
+        )
+
+
+def _same_bind(volume: str, fields: dict[str, str]) -> bool:
+    """A Volume= and a bind Mount= of one host path, neither with options: the same mount to Podman."""
+    source, _, rest = volume.partition(":")
+    plain = set(fields) <= {"type", "source", "src", *TARGETS} and ":" not in rest
+    return plain and fields.get("type") == "bind" and (fields.get("source") or fields.get("src")) == source
 
 
 def _zero(text: str) -> bool:

@@ -22,6 +22,7 @@ import pytest
 
 from tests import compose_loop
 from tests.helpers import REPO, WAIT, missing, run_cli, unique_name
+from tests.unit.probe.test_quadlet import AT_SHM
 
 BUSYBOX = "localhost/shmdoctor-test/busybox:1"
 DEBIAN = "localhost/shmdoctor-test/debian:bookworm"  # python3.11, as this venv: its site-packages are mounted
@@ -168,3 +169,27 @@ def test_the_compose_fix_lint_prints_makes_the_loader_train_under_docker_compose
 def test_lint_fix_makes_the_loader_that_died_in_its_default_shm_train_under_docker_compose(podman_service, tmp_path):
     """The same loop on Podman's Docker API, the file fixed by `lint --fix`."""
     compose_loop.closed_loop(_compose_base(), podman_service, tmp_path, *compose_loop.CASES[0], by_fix=True)
+
+
+def _flags(lines: str) -> list[str]:
+    """A unit's mount keys as the `podman run` flags Quadlet writes for them."""
+    flag = {"Tmpfs": ["--tmpfs"], "Volume": ["-v"], "Mount": ["--mount"]}
+    out = []
+    for line in lines.splitlines():
+        key, _, value = line.partition("=")
+        out += shlex.split(value) if key == "PodmanArgs" else [*flag[key], value]
+    return out
+
+
+@pytest.mark.parametrize("lines, shm", AT_SHM)
+def test_mounts_at_dev_shm_lint_refuses_are_those_podman_refuses(podman_images, lines, shm):
+    """Each unit of the unit tests' table as `podman run` flags: refused by Podman where lint refuses it, else run,
+    with the /dev/shm size lint reads (df's 1K blocks) where it reads one."""
+    proc = podman("run", "--rm", "--network", "none", *_ulimits(), *_flags(lines), BUSYBOX, "df", "-k", "/dev/shm")
+    if shm is None:
+        assert proc.returncode != 0 and "duplicate mount destination" in proc.stderr, proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    size = shm[0]
+    if size is not None:
+        assert int(proc.stdout.splitlines()[-1].split()[1]) * 1024 == size, proc.stdout

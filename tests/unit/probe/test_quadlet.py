@@ -210,3 +210,31 @@ def test_drop_ins_are_merged_in_quadlets_order(tmp_path):
     (tmp_path / "train-gpu.container.d" / "30-this.conf").write_text("[Container]\nShmSize=\n")
     [found] = quadlet.probe(path.read_text(), str(path))
     assert found.facts.shm.size_bytes == 64000 * 1024  # the last is empty: Podman's default
+
+
+# What is at /dev/shm, as real Podman 4.3.1 took each `podman create` of these flags (tests/integration/podman runs
+# them again): refused with '/dev/shm: duplicate mount destination', or created with the mount that is read here.
+AT_SHM = [
+    ("Mount=type=tmpfs,dst=/dev/shm\nMount=type=tmpfs,dst=/dev/shm,tmpfs-size=1g\n", None),
+    ("Mount=type=tmpfs,dst=/dev/shm\nPodmanArgs=--mount type=tmpfs,dst=/dev/shm/\n", None),
+    ("Tmpfs=/dev/shm:size=1g\nTmpfs=/dev/shm:size=2g\n", None),
+    ("Tmpfs=/dev/shm:size=1g\nTmpfs=/dev/shm:size=1g\n", (GiB, "tmpfs")),  # one, repeated
+    ("Tmpfs=/dev/shm:size=1g\nMount=type=tmpfs,dst=/dev/shm,tmpfs-size=2g\n", (2 * GiB, "tmpfs")),  # the --mount's
+    ("Tmpfs=/dev/shm:size=1g\nVolume=/dev/shm:/dev/shm\n", None),
+    ("Volume=/dev/shm:/dev/shm\nMount=type=bind,src=/dev/shm,dst=/dev/shm\n", (None, "host")),  # one bind
+    ("Volume=/dev/shm:/dev/shm\nMount=type=tmpfs,dst=/dev/shm\n", None),
+    ("Volume=/dev/shm:/dev/shm\nVolume=/tmp:/dev/shm\n", None),
+    ("Volume=/dev/shm:/dev/shm\nVolume=/dev/shm:/dev/shm\n", (None, "host")),
+    ("Tmpfs=/dev/shm:size=1g\nMount=type=bind,src=/tmp,dst=/dev/shm\n", None),
+    ("Tmpfs=/dev/shm:size=1g\nMount=type=tmpfs,dst=/tmp,tmpfs-size=2g\n", (GiB, "tmpfs")),  # elsewhere: not counted
+]
+
+
+@pytest.mark.parametrize("lines, shm", AT_SHM)
+def test_two_mounts_at_dev_shm_are_refused_as_podman_refuses_them(lines, shm):
+    if shm is None:
+        with pytest.raises(UsageError, match=r"u.container:\d: 2 mounts at /dev/shm .*: Podman refuses the container"):
+            quadlet.probe("[Container]\nImage=x\n" + lines, "u.container")
+    else:
+        [found] = quadlet.probe("[Container]\nImage=x\n" + lines, "u.container")
+        assert (found.facts.shm.size_bytes, found.facts.shm.source) == shm
