@@ -12,13 +12,19 @@ from .probe import local, logs
 CONTAINER_TAIL_BYTES = 8 * 2**20  # of a container's log: the end, where a failure is
 
 
-def explain_log(path: str, need: Requirement | None = None, gpus: int | None = None) -> Explanation:
+def explain_log(
+    path: str, need: Requirement | None = None, gpus: int | None = None, timeout: float | None = None
+) -> Explanation:
+    """The log (FILE, or stdin for '-') judged; read to its end, or within timeout seconds (past them, ProbeError)."""
     source = "stdin" if path == "-" else path
-    with logs.open_log(path) as f:
-        what = logs.not_text(f)
-        if what:
-            raise UsageError(f"{source}: the log is {what}")
-        scanner = logs.scan(f)
+    try:
+        with logs.open_log(path, timeout) as f:
+            what = logs.not_text(f)
+            if what:
+                raise UsageError(f"{source}: the log is {what}")
+            scanner = logs.scan(f)
+    except TimeoutError:
+        raise ProbeError(f"{source}: the log did not end within --timeout {timeout:g} s") from None
     facts = local.probe()
     note = "facts are of this machine or container: run explain where the job ran, or use --container NAME"
     return judge(scanner.diagnoses(), facts, need=need, notes=(note,), source=source, clues=scanner.clues, gpus=gpus)

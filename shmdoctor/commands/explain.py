@@ -25,10 +25,9 @@ from ..render import render
 @click.option(
     "--timeout",
     type=float,
-    default=ENGINE_TIMEOUT,
-    show_default=True,
     metavar="SECONDS",
-    help="For all of --container's engine answers together: past it, exit 3.",
+    help=f"For all of --container's engine answers together [default: {ENGINE_TIMEOUT:g}], or for reading the log "
+    "[default: to its end, as long as a job piped in runs]: past it, exit 3.",
 )
 @loader_options
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
@@ -50,8 +49,8 @@ def command(log, container, tail, gpus, timeout, fmt, **loader) -> int:
     seconds("--timeout", timeout, MAX_TIMEOUT)
     need = loader_spec(**loader).requirement()
     if container is not None:
-        ex = explain_container(container, tail, need, timeout, gpus)
-    else:
-        ex = explain_log(log or "-", need, gpus)
+        ex = explain_container(container, tail, need, timeout or ENGINE_TIMEOUT, gpus)
+    else:  # no default: ending the read of a live job's pipe early would kill the job (SIGPIPE) on its next write
+        ex = explain_log(log or "-", need, gpus, timeout)
     click.echo(render(ex, fmt))
     return ex.exit_code

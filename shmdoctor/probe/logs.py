@@ -5,11 +5,14 @@ where it is installed; a plain Python loop otherwise (slower, same lines)."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
+import select
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from typing import IO, BinaryIO
 
@@ -21,15 +24,40 @@ _NUMBERED = re.compile(rb"([0-9]{1,20})[:-]")  # grep -n: 'N:' a match, 'N-' a l
 CHUNK = 2**20  # bytes read at a time by the copy that feeds grep
 
 
-def open_log(path: str) -> BinaryIO:
-    """The file, or stdin for '-': one-line errors for what cannot be read, and no wait on a terminal."""
+def open_log(path: str, timeout: float | None = None) -> BinaryIO:
+    """The file, or stdin for '-': one-line errors for what cannot be read, and no wait on a terminal. With a
+    timeout, a read past it (timeout seconds from now) raises TimeoutError: stdin fed without end ends."""
     if path == "-":
         if os.isatty(0):
             raise UsageError(
                 "no log on stdin: give a FILE, pipe a log in (`... 2>&1 | shmdoctor explain`), or --container"
             )
-        return os.fdopen(os.dup(0), "rb")
-    return open_regular(path)  # a FIFO or a device (/dev/zero) would block or never end
+        f: BinaryIO = os.fdopen(os.dup(0), "rb")
+    else:
+        f = open_regular(path)  # a FIFO or a device (/dev/zero) would block or never end
+    if timeout is None:
+        return f
+    return io.BufferedReader(_Until(f, time.monotonic() + timeout))
+
+
+class _Until(io.RawIOBase):
+    """A file's bytes read before a deadline: each read waits at most what is left of it."""
+
+    def __init__(self, f: BinaryIO, deadline: float) -> None:
+        self.f, self.deadline = f, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0 or not select.select([self.f], [], [], left)[0]:
+            raise TimeoutError("the log did not end in time")
+        return os.readv(self.f.fileno(), [buffer])
+
+    def close(self) -> None:
+        self.f.close()
+        super().close()
 
 
 SNIFF = 8192  # bytes of the log's start that tell text from the rest
@@ -135,6 +163,8 @@ def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int
             if m:
                 yield int(m.group(1)), raw[m.end() :]
         feeder.join()
+        if failed and isinstance(failed[0], TimeoutError):
+            raise failed[0]
         if failed:
             raise UsageError(f"cannot read the log: {failed[0].strerror or failed[0]}")
         if proc.wait() > 1:  # 1: nothing matched

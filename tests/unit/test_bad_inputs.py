@@ -17,6 +17,7 @@ import re
 import socket
 import socketserver
 import subprocess
+import sys
 import threading
 import time
 
@@ -998,6 +999,27 @@ def test_explain_of_2_gib_without_a_newline_holds_no_line_in_memory(tmp_path):
         f.truncate(2 * 2**30)  # sparse: no disk, then NUL bytes to 2 GiB and no newline
     proc = bounded_run(["explain", str(log)], cwd=tmp_path, env={})
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+@pytest.mark.parametrize(
+    "feeder",
+    [
+        "while True: print('x' * 100, flush=True)",  # as fast as it can, forever: bounded in memory, and in time
+        "import time\nwhile True: print('x', flush=True); time.sleep(0.2)",  # a line now and then
+        "import time; time.sleep(600)",  # nothing, and no end
+    ],
+)
+def test_explain_of_stdin_fed_without_end_ends_at_its_timeout(tmp_path, feeder):
+    producer = subprocess.Popen([sys.executable, "-c", feeder], stdout=subprocess.PIPE)
+    try:
+        start = time.monotonic()
+        proc = bounded_run(["explain", "--timeout", "1"], cwd=tmp_path, env={}, stdin=producer.stdout)
+        waited = time.monotonic() - start
+    finally:
+        producer.kill()
+        producer.wait()
+    assert_one_line_error(proc, PROBE, "stdin: the log did not end within --timeout 1 s")
+    assert waited >= 1  # it read until then
 
 
 def test_an_error_quoting_a_huge_value_stays_one_bounded_line(bad_files):
