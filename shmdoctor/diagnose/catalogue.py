@@ -614,6 +614,28 @@ STATUSES: tuple[Signature, ...] = (
         ambiguous=True,
     ),
     Signature(
+        "spawn-sigbus",
+        "shm-space",
+        "unknown",
+        "terminated with signal SIGBUS",
+        re.compile(rf"process [0-9]{{1,{NUM}}} terminated with signal SIGBUS"),
+        "torch.multiprocessing.spawn's ProcessExitedException on a child's SIGBUS: KdaiP/StableTTS#11; made here "
+        "(a spawned child writing a mapped file bigger than a 64 MiB /dev/shm)",
+        "a spawned process died of a bus error: a page of a mapped file, /dev/shm's most often, could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "spawn-sigkill",
+        "memory-limit",
+        "unknown",
+        "terminated with signal SIGKILL",
+        re.compile(rf"process [0-9]{{1,{NUM}}} terminated with signal SIGKILL"),
+        "torch.multiprocessing.spawn's ProcessExitedException on a child's SIGKILL: lyu-yx/ACUMEN#4, "
+        "bert-nmt/bert-nmt#14; made here (a spawned child past docker run --memory=512m)",
+        "a spawned process was killed (SIGKILL): the OOM killer, whose count includes /dev/shm pages, or a kill",
+        ambiguous=True,
+    ),
+    Signature(
         "subprocess-sigkill",
         "memory-limit",
         "unknown",
@@ -680,6 +702,7 @@ STATUSES: tuple[Signature, ...] = (
             "exit-code-137",
             "k8s-oomkilled",
             "torchrun-sigkill",
+            "spawn-sigkill",
             "subprocess-sigkill",
             "kernel-oom-kill",
             "k8s-evicted-memory",
@@ -694,7 +717,14 @@ STATUSES: tuple[Signature, ...] = (
         "the exit status: killed by SIGBUS (135)",
         "died of a bus error (SIGBUS, exit 135): a page of a mapped file could not be had",
         ambiguous=True,
-        superseded_by=("shell-bus-error", "exit-code-135", "torchrun-sigbus", "ray-sigbus", "ray-bus-error"),
+        superseded_by=(
+            "shell-bus-error",
+            "exit-code-135",
+            "torchrun-sigbus",
+            "spawn-sigbus",
+            "ray-sigbus",
+            "ray-bus-error",
+        ),
     ),
 )
 SIGNATURES = SIGNATURES + STATUSES

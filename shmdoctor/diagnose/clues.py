@@ -1,5 +1,6 @@
 """What a log says of the job besides its failure: how many GPUs of one host it ran (NCCL's own count, the device
-index in NCCL's line prefix, torchrun's lines) and NCCL's channels. The need of NCCL is computed from these; each
+index in NCCL's line prefix, torchrun's lines) and NCCL's channels; and, in the kernel's OOM report, the memory
+cgroup's limit that was hit and the tmpfs (/dev/shm) pages in it. The need of NCCL is computed from these; each
 clue keeps the line that gave it, so the report can say where the number comes from. Pure: no I/O.
 Every pattern is linear (bounded repetitions only, as the catalogue's)."""
 
@@ -21,7 +22,14 @@ _CHANNELS = re.compile(rf"\b([0-9]{{1,{NUM}}}) coll channels\b")
 _NPROC = re.compile(rf"--nproc[-_]per[-_]node[= ]([0-9]{{1,{NUM}}})\b")
 _LOCAL_RANK = re.compile(rf"\blocal_rank: ([0-9]{{1,{NUM}}})\b")
 
-ANCHORS = ("nranks", "nRanks", "localRanks", "coll channels", "nproc", "local_rank")
+# The kernel's OOM report (mm/memcontrol.c): 'memory: usage 65536kB, limit 65536kB, failcnt 0', then the cgroup's
+# stats, 'shmem 65458176' (bytes of tmpfs pages, /dev/shm's; cgroup v1 adds 'total_shmem' for the hierarchy)
+BYTES = 20  # digits of a byte count
+_MEMCG = re.compile(rf"\bmemory: usage [0-9]{{1,{BYTES}}}kB, limit ([0-9]{{1,{BYTES}}})kB")
+_SHMEM = re.compile(rf"^(?:\[[ 0-9.]{{1,{BYTES}}}\] )?(?:total_)?shmem ([0-9]{{1,{BYTES}}})\s{{0,{BYTES}}}$")
+NO_LIMIT = 2**62  # cgroup v1's 'no limit' (9007199254740988kB): not a limit that was hit
+
+ANCHORS = ("nranks", "nRanks", "localRanks", "coll channels", "nproc", "local_rank", "memory: usage", "shmem ")
 MAX_RANKS = 4096  # more local GPUs than any host has: not a count
 
 
@@ -30,6 +38,8 @@ class Clues:
     ranks: int | None = None  # GPUs of one host the job ran, the most any line says
     ranks_from: str = ""  # what said it, for the report
     channels: int | None = None  # NCCL's collective channels
+    memory_limit: int | None = None  # bytes: the memory cgroup's limit the kernel's OOM report says was hit
+    shmem: int | None = None  # bytes of tmpfs pages (/dev/shm) in that cgroup at the kill, the most said
 
     def line(self, text: str) -> None:
         for pattern, at_least, what in (
@@ -48,6 +58,12 @@ class Clues:
         m = _CHANNELS.search(text)
         if m:
             self.channels = max(self.channels or 0, int(m.group(1)))
+        m = _MEMCG.search(text)
+        if m and 0 < int(m.group(1)) * 1024 < NO_LIMIT:
+            self.memory_limit = int(m.group(1)) * 1024
+        m = _SHMEM.match(text)
+        if m and int(m.group(1)) < NO_LIMIT:
+            self.shmem = max(self.shmem or 0, int(m.group(1)))
 
     def _ranks(self, n: int, what: str) -> None:
         if 1 <= n <= MAX_RANKS and n > (self.ranks or 0):

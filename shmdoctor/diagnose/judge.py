@@ -186,16 +186,22 @@ class Job:
     ranks: int | None = None
     ranks_from: str = ""
     channels: int | None = None
+    memory_limit: int | None = None  # the memory cgroup's limit the kernel's OOM report says was hit
+    shmem: int | None = None  # and the tmpfs (/dev/shm) pages in it then
 
     @classmethod
     def of(cls, facts: Facts, clues: Clues | None = None, gpus: int | None = None) -> Job:
-        channels = clues.channels if clues else None
+        if clues is None:
+            clues = Clues()
+        read = cls(None, "", clues.channels, clues.memory_limit, clues.shmem)
         if gpus:
-            return cls(gpus, "--gpus", channels)
-        if clues is not None and (clues.ranks or 0) >= 2:  # one device named is a lower bound, not a count
-            return cls(clues.ranks, f"the log: {clues.ranks_from}", channels)
+            return replace(read, ranks=gpus, ranks_from="--gpus")
+        if (clues.ranks or 0) >= 2:  # one device named is a lower bound, not a count
+            return replace(read, ranks=clues.ranks, ranks_from=f"the log: {clues.ranks_from}")
         here = facts.gpu_count or gpu_count(facts.gpus)
-        return cls(here, "the GPUs of the place the facts are of", channels) if here and here >= 2 else cls(None)
+        if here and here >= 2:
+            return replace(read, ranks=here, ranks_from="the GPUs of the place the facts are of")
+        return read
 
     def nccl(self) -> int | None:
         """NCCL's whole /dev/shm for these GPUs (the measured model: rings, trees, a proxy pool a rank), never one
@@ -321,6 +327,21 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
             Fix("raise the descriptor limit (soft and hard)", nofile=65536),
             Fix("in the training script: torch.multiprocessing.set_sharing_strategy('file_system')"),
         )
+    if cause == "memory-limit" and job.memory_limit:  # the kernel's report read: the limit hit, /dev/shm's share
+        shm = job.shmem or 0
+        size = nice_size(int(max(job.memory_limit, shm + capacity.PROCESS_RESERVE) * capacity.MARGIN))
+        basis = f"more than the {format_size(job.memory_limit)} limit that was hit (read from the kernel's report)"
+        if shm:
+            basis += f", which held {format_size(shm)} of /dev/shm"
+        out = (Fix(f"memory limit of {format_size(size)}: {basis} + 25%", memory_bytes=size),)
+        if shm >= job.memory_limit // 2:  # /dev/shm took most of it: a bounded /dev/shm fails with an error instead
+            out += (
+                Fix(
+                    f"size /dev/shm below the memory limit: it held {format_size(shm)} of the "
+                    f"{format_size(job.memory_limit)} limit, and a full one fails with an error, not an OOM kill"
+                ),
+            )
+        return out
     if cause == "memory-limit":
         held = facts.shm.size_bytes if facts.shm.size_bytes is not None else (measured.peak_bytes if measured else 0)
         shm_bytes = need.bytes if need else (held or 0)

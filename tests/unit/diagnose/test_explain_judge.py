@@ -261,3 +261,19 @@ def test_after_a_death_under_run_the_size_is_above_the_one_that_failed():
         ex = judge(scan_text(enospc).diagnoses(), inspected("default"), measured=died, need=need)
         grow = ex.report.findings[0].fixes[0]
         assert grow.shm_bytes == 96 * MiB and "more than the 64 MiB it died in" in grow.summary, grow
+
+
+def test_the_kernels_oom_report_gives_the_limit_that_was_hit_and_dev_shms_share_of_it():
+    """dd filling /dev/shm in docker run --memory=64m --shm-size=256m, its dmesg captured here: the limit hit (65536kB)
+    and the cgroup's shmem (65,458,176 B) are read, wherever explain runs: a memory limit above the one hit, holding
+    that /dev/shm and a process (max(64 MiB, 62.4 MiB + 256 MiB) × 1.25 = 398 MiB, rounded up to 512 MiB)."""
+    log = scan_text((INSPECT.parent / "explain" / "captured" / "kernel-oom-shm-fill.log").read_text())
+    assert (log.clues.memory_limit, log.clues.shmem) == (64 * MiB, 65_458_176)
+    for here in (machine(64 * GiB), inspected("default")):
+        finding = judge(log.diagnoses(), here, clues=log.clues).report.findings[0]
+        grow, bound = finding.fixes
+        assert grow.memory_bytes == 512 * MiB and "more than the 64 MiB limit that was hit (read" in grow.summary
+        assert bound.summary.startswith("size /dev/shm below the memory limit: it held 62.4 MiB of the 64 MiB")
+    # cgroup v1 without a limit prints 9007199254740988kB; kmem's and memory+swap's own lines are not the limit
+    unlimited = "memory: usage 1024kB, limit 9007199254740988kB, failcnt 0\nkmem: usage 496kB, limit 2048kB, failcnt 0"
+    assert scan_text(unlimited).clues.memory_limit is None
