@@ -671,6 +671,15 @@ STATUSES: tuple[Signature, ...] = (
         "cgroup's limit) ran out",
     ),
     Signature(
+        "ecs-oom-killed",
+        "memory-limit",
+        "unknown",
+        "killed due to memory usage",
+        re.compile(r"OutOfMemoryError: Container killed due to memory usage"),
+        "Amazon ECS / AWS Batch (a task's stopped reason): aws/amazon-ecs-agent#1187, aws/copilot-cli#3470",
+        "the container was OOM-killed at its memory limit (a memory-backed /dev/shm counts toward it)",
+    ),
+    Signature(
         "k8s-evicted-memory",
         "memory-limit",
         "unknown",
@@ -705,6 +714,7 @@ STATUSES: tuple[Signature, ...] = (
             "spawn-sigkill",
             "subprocess-sigkill",
             "kernel-oom-kill",
+            "ecs-oom-killed",
             "k8s-evicted-memory",
         ),
     ),
