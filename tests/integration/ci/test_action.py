@@ -33,7 +33,7 @@ SEED = {"batch-size": "100", "num-workers": "4", "sample-bytes": "1MiB"}
 INSTALL = 600  # seconds for pip to install this tree and its dependencies (from the index) in a fresh venv
 
 
-def readme_workflow() -> str:
+def documented_workflow() -> str:
     (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", CI_PAGE, re.S) if "upload-sarif" in b]
     return block
 
@@ -55,8 +55,8 @@ def linted_workspace(tmp_path: Path, workflow: str) -> Path:
     return tmp_path
 
 
-def test_actionlint_passes_readmes_workflow_on_this_action(tmp_path):
-    workflow = readme_workflow()
+def test_actionlint_passes_the_documented_workflow_on_this_action(tmp_path):
+    workflow = documented_workflow()
     assert "uses: shmdoctor/shmdoctor@main" in workflow
     proc = actionlint(linted_workspace(tmp_path, workflow.replace("shmdoctor/shmdoctor@main", "./")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -71,7 +71,7 @@ def test_actionlint_passes_readmes_workflow_on_this_action(tmp_path):
 )
 def test_actionlint_reads_this_actions_inputs_and_outputs(tmp_path, change, said):
     """The pass above is no vacuous one: a misspelt input or output of the action is an error."""
-    workflow = readme_workflow().replace("shmdoctor/shmdoctor@main", "./").replace(*change)
+    workflow = documented_workflow().replace("shmdoctor/shmdoctor@main", "./").replace(*change)
     proc = actionlint(linted_workspace(tmp_path, workflow))
     assert proc.returncode == 1 and said in proc.stdout, proc.stdout + proc.stderr
 
