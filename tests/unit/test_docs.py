@@ -144,8 +144,8 @@ def test_there_are_command_lines_for_every_command():
 
 
 def test_each_help_names_its_manual_page():
-    """`shmdoctor --help` names the manual's home, each command's help its own page; each page exists and is in the
-    nav of mkdocs.yml."""
+    """`shmdoctor --help` names the manual's home, each command's help its own page; each page exists, is in the nav of
+    mkdocs.yml, and has its exit codes and options."""
     nav = (REPO / "mkdocs.yml").read_text()
     proc = forked_cli("--help")
     assert proc.returncode == 0 and "Manual: docs/index.md" in proc.stdout
@@ -154,6 +154,7 @@ def test_each_help_names_its_manual_page():
         proc = forked_cli(command, "--help")
         assert proc.returncode == 0 and f"Manual: {page}" in proc.stdout, command
         assert (REPO / page).is_file() and f": {page.removeprefix('docs/')}\n" in nav
+        assert all(f"\n## {part}\n" in (REPO / page).read_text() for part in ("Exit codes", "Options")), page
 
 
 LINT_OF_FILES = [
