@@ -229,6 +229,8 @@ def test_every_absolute_link_into_this_repository_names_a_file_of_it():
     for path, anchor in links:
         assert (REPO / path).is_file(), path
         assert not anchor or f'<a id="{anchor[1:]}"></a>' in (REPO / path).read_text(), anchor
+    homepage = re.search(r'^Homepage = "(.+)"$', (REPO / "pyproject.toml").read_text(), re.M)
+    assert homepage and f"\nrepo_url: {homepage.group(1)}\n" in (REPO / "mkdocs.yml").read_text()
 
 
 def test_every_page_is_in_the_nav():
