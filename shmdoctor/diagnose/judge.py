@@ -241,6 +241,19 @@ def _need_bytes(ds: list[Diagnosis], facts: Facts, measured: Measured | None, ne
     return seen
 
 
+def _evidence(ds: list[Diagnosis], measured: Measured | None, job: Job) -> str:
+    """Where a need without the loader's settings comes from (_need_bytes' order), said after it in the fix."""
+    if any(d.consumer == "nccl" for d in ds):
+        if job.ranks is None:
+            return "NCCL's measured model for 8 GPUs with all-to-all: nothing tells their number (--gpus N does)"
+        return f"NCCL's measured model for {job.ranks} local GPUs, their number from {job.ranks_from}"
+    if any(d.consumer in ("vllm", "sglang") for d in ds) and job.ranks:
+        return f"{ds[0].consumer}'s rings for {job.ranks} ranks from {job.ranks_from}, or the log's size if larger"
+    if measured is not None:
+        return "the peak measured + the size the log says could not be had"
+    return "read from the log"
+
+
 # Where a log comes from a place explain cannot see, each way that place may size /dev/shm
 WHERE_IT_RAN = (
     "docker/podman run --shm-size, compose shm_size, a pod's emptyDir (medium: Memory) at /dev/shm, ECS/Batch "
@@ -292,7 +305,8 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
         if wanted is not None and here is not None and wanted <= here and measured is None:
             # It fits where explain runs: the log comes from a place with less. A size for there, in every form.
             size = nice_size(int(wanted * capacity.MARGIN))
-            where = f"give /dev/shm {format_size(size)} where it ran ({WHERE_IT_RAN}): {format_size(wanted)} + 25%"
+            why = f"{format_size(wanted)}" + ("" if need else f" needed ({_evidence(ds, measured, job)})")
+            where = f"give /dev/shm {format_size(size)} where it ran ({WHERE_IT_RAN}): {why} + 25%"
             host = Fix("use the host's /dev/shm where it ran", ipc="host", caveat=fixes.IPC_HOST_CAVEAT)
             return (Fix(where, shm_bytes=size), host, *_alternatives(consumer, ds))
         failed = measured.size_bytes if measured else None  # run: the /dev/shm it died in
@@ -302,7 +316,8 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
             )
             out = fixes.grow_shm(failed, facts, need.ranks if need else 1, basis)
         elif wanted is not None:
-            out = fixes.grow_shm(wanted, facts, need.ranks if need else 1)
+            said = None if need else f"{format_size(wanted)} needed ({_evidence(ds, measured, job)})"
+            out = fixes.grow_shm(wanted, facts, need.ranks if need else 1, said)
         else:  # no number in the text and no settings: more than it had, where that is known; the one thing to know
             had = facts.shm.size_bytes
             ask = Fix(SIZED_BY.get(consumer, SIZED_BY["dataloader"]))

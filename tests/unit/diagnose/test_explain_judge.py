@@ -277,3 +277,20 @@ def test_the_kernels_oom_report_gives_the_limit_that_was_hit_and_dev_shms_share_
     # cgroup v1 without a limit prints 9007199254740988kB; kmem's and memory+swap's own lines are not the limit
     unlimited = "memory: usage 1024kB, limit 9007199254740988kB, failcnt 0\nkmem: usage 496kB, limit 2048kB, failcnt 0"
     assert scan_text(unlimited).clues.memory_limit is None
+
+
+def test_a_size_made_without_the_loaders_settings_says_where_its_need_comes_from():
+    """Read: the size a text states; NCCL's measured model for the GPUs the log names; inferred: nothing tells."""
+    vllm = "Insufficient space in /dev/shm for psm_1: 161.0 MiB required, 60.2 MiB free. Increase /dev/shm"
+    (grow, *_) = judge(scan_text(vllm).diagnoses(), inspected("default")).report.findings[0].fixes
+    assert grow.shm_bytes == 256 * MiB and grow.summary.endswith(": 161 MiB needed (read from the log) + 25%")
+    log = scan_text(
+        "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1 - Init COMPLETE\n"
+        "h:1:2 [0] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)"
+    )
+    (grow, *_) = judge(log.diagnoses(), inspected("default"), clues=log.clues).report.findings[0].fixes
+    assert "139 MiB needed (NCCL's measured model for 2 local GPUs, their number from the log: NCCL's nranks)" in (
+        grow.summary
+    )
+    (grow, *_) = judge(scan_text(BUS).diagnoses(), inspected("default")).report.findings[0].fixes
+    assert "(inferred: the text names no need)" in grow.summary
