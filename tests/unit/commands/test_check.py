@@ -64,10 +64,11 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
 
 # What check's text run does not use: torch, the Docker SDK, YAML, rich; bench's model and rules; json (its JSON
 # output's only); Fraction for a size (integers do it exactly); socket for the host name (os.uname has it); the
-# documents of many targets (audit's, lint's); traceback, which only a bug needs.
+# documents of many targets (audit's, lint's); traceback, which only a bug needs; signal (exit codes take _signal's
+# numbers).
 UNUSED = (
     *("torch", "docker", "yaml", "rich", "shmdoctor.bench", "shmdoctor.rules_bench", "json", "fractions", "socket"),
-    *("shmdoctor.reports", "traceback"),
+    *("shmdoctor.reports", "traceback", "signal"),
 )
 
 
