@@ -172,7 +172,7 @@ def measure(job: dict, emit: Callable[[dict], None]) -> None:
         if fixed:
             if len(times) >= fixed:
                 break
-        elif settled(times, workers):
+        elif settled(times, workers, waits):
             stable = True
             break
         if end - t0 > budget or len(times) >= MAX_BATCHES:

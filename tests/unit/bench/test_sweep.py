@@ -47,6 +47,26 @@ def test_settled(times, workers, expected):
     assert settled(times, workers) is expected
 
 
+NOISY = [0.2, 0.22, 0.2, 0.22, 0.2, 0.24]  # 3 workers: windows of 3 average 0.2067 and 0.22 s, 6% apart
+
+
+@pytest.mark.parametrize(
+    "times, waits, workers, expected",
+    [
+        (NOISY, [0.0] * 6, 3, True),  # no wait in either window: within twice SETTLE (10%) will do
+        (NOISY, [0.001, 0.002, 0.0, 0.0, 0.003, 0.001], 3, True),  # 1 ms a batch: under WAIT_FLOOR (2 ms)
+        (NOISY, [0.0, 0.05, 0.0, 0.0, 0.0, 0.0], 3, False),  # 17 ms a batch in the first window: over 5% of 0.207 s
+        (NOISY, [0.0, 0.0, 0.0, 0.0, 0.0, 0.06], 3, False),  # 20 ms in the last: over 5% of 0.22 s
+        (NOISY, [0.0] * 5, 3, False),  # not two windows of waits
+        (NOISY, [0.0] * 6, 0, False),  # without workers the loop loads its own batches
+        (NOISY, (), 3, False),  # times alone: 6% apart
+        ([0.2, 0.2, 0.2, 0.25, 0.25, 0.25], [0.0] * 6, 3, False),  # 0.2 and 0.25 s: 20% apart, even so
+    ],
+)
+def test_a_loop_that_waits_in_neither_window_settles_within_twice_the_share(times, waits, workers, expected):
+    assert settled(times, workers, waits) is expected
+
+
 SEED_SWEEP = [result(0, 0.734), result(1, 0.566), result(2, 0.282), result(3, 0.202), result(4, 0.203)]
 
 
