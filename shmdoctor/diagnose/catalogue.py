@@ -167,8 +167,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "error encountered in",
         # PaddlePaddle's handler: 'Unexpected BUS error encountered in DataLoader worker. This might be caused by…'
         re.compile(
-            r"ERROR: Unexpected (?:bus|BUS) error encountered in (?:DataLoader )?worker\. This might be caused by "
-            r"insufficient shared"
+            rf"[Uu]nexpected (?:bus|BUS) error encountered in (?:DataLoader )?worker[.,] {{0,{NUM}}}[Tt]his might be "
+            r"caused by insufficient shared"  # as retyped too: 'unexpected bus error … in worker, This might…'
         ),
         "PyTorch's worker SIGBUS handler: tengshaofeng/ResidualAttentionNetwork-pytorch#2, "
         "open-mmlab/mmsegmentation#1356; PaddlePaddle's: PaddlePaddle/PaddleSpeech#790",
@@ -614,6 +614,37 @@ STATUSES: tuple[Signature, ...] = (
         ambiguous=True,
     ),
     Signature(
+        "deepspeed-sigbus",
+        "shm-space",
+        "unknown",
+        "exits with return code = -7",
+        re.compile(r"exits with return code = -7\b"),
+        "DeepSpeed's launcher (launch.py sigkill_handler) on a rank's SIGBUS: deepspeedai/DeepSpeed#4002",
+        "a rank died of a bus error (return code -7): a page of a mapped file, /dev/shm's most often, could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "deepspeed-sigkill",
+        "memory-limit",
+        "unknown",
+        "exits with return code = -9",
+        re.compile(r"exits with return code = -9\b"),
+        "DeepSpeed's launcher (launch.py sigkill_handler) on a rank's SIGKILL: deepspeedai/DeepSpeed#4239",
+        "a rank was killed (return code -9): the OOM killer, whose count includes /dev/shm pages, or a kill",
+        ambiguous=True,
+    ),
+    Signature(
+        "caught-sigbus",
+        "shm-space",
+        "unknown",
+        "Bus error: nonexistent physical address",
+        re.compile(r"Bus error: nonexistent physical address"),
+        "UCX's signal handler ('Caught signal 7 (Bus error: nonexistent physical address)'): "
+        "huggingface/transformers-bloom-inference#16, hiyouga/LlamaFactory#2206",
+        "a process died of a bus error: a page of a mapped file, /dev/shm's most often, could not be had",
+        ambiguous=True,
+    ),
+    Signature(
         "spawn-sigbus",
         "shm-space",
         "unknown",
@@ -711,6 +742,7 @@ STATUSES: tuple[Signature, ...] = (
             "exit-code-137",
             "k8s-oomkilled",
             "torchrun-sigkill",
+            "deepspeed-sigkill",
             "spawn-sigkill",
             "subprocess-sigkill",
             "kernel-oom-kill",
@@ -731,6 +763,8 @@ STATUSES: tuple[Signature, ...] = (
             "shell-bus-error",
             "exit-code-135",
             "torchrun-sigbus",
+            "deepspeed-sigbus",
+            "caught-sigbus",
             "spawn-sigbus",
             "ray-sigbus",
             "ray-bus-error",
