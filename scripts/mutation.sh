@@ -22,15 +22,16 @@ declare -A TESTS=(
   [shm/removal]="tests/unit/shm tests/unit/commands/test_clean.py"
   [render/metrics]="tests/unit/render/test_metrics.py tests/unit/exporter"
   [workload]="tests/unit/test_workload.py tests/unit/probe/test_workload.py tests/unit/test_rules.py"
-  [model]="tests/unit/test_rules.py tests/unit/test_workload.py tests/unit/render tests/unit/test_api.py"
+  [model]="tests/unit/test_model.py tests/unit/test_rules.py tests/unit/test_workload.py tests/unit/render tests/unit/test_api.py"
   [fixes]="tests/unit/test_rules.py tests/unit/render tests/unit/commands/test_lint.py"
   [rules]="tests/unit/test_rules.py tests/unit/test_rules_bench.py tests/unit/test_workload.py tests/unit/render"
   [diagnose/judge]="tests/unit/diagnose"
   [diagnose/scan]="tests/unit/diagnose"
   [diagnose/catalogue]="tests/unit/diagnose"
+  [diagnose/clues]="tests/unit/diagnose"
 )
 ORDER=(sizes capacity loader consumers shm/removal render/metrics workload model fixes rules diagnose/judge
-  diagnose/scan diagnose/catalogue)
+  diagnose/scan diagnose/catalogue diagnose/clues)
 RETEST=
 if [ "${1:-}" = --retest ]; then RETEST=1; shift; fi
 [ $# -gt 0 ] && ORDER=("$@")

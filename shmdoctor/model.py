@@ -251,7 +251,7 @@ class Report:
 
     @property
     def verdict(self) -> Verdict:
-        worst = max((SEVERITY_RANK[f.severity] for f in self.findings), default=0)
+        worst = max((SEVERITY_RANK[f.severity] for f in self.findings), default=-1)  # none: below even info
         if worst >= SEVERITY_RANK[self.fail_on]:
             return "fail"
         return "warn" if worst >= SEVERITY_RANK["warning"] else "ok"

@@ -7,8 +7,11 @@ whose names carry this test process's pid, and --yes on the real /dev/shm is alw
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 
@@ -309,3 +312,217 @@ def test_only_the_mount_point_of_a_tmpfs_is_one(made):
     assert removal.tmpfs_mount_point(inside) is False  # on a tmpfs, but not where it is mounted
     assert removal.tmpfs_mount_point("/proc") is False  # a mount point, of proc
     assert removal.tmpfs_mount_point("/nonexistent-sdt") is False
+
+
+# --- what clean decides at each step, on real files -----------------------------------------------------------------
+
+
+def test_a_cleaned_document_is_frozen_and_its_exit_code_says_interrupted_then_failed():
+    doc = removal.Cleaned(directory=SHM, size_bytes=0, used_bytes=0, plan=Plan((), (), ()), yes=True, exclusive=False)
+    assert doc.interrupted is False and doc.exit_code == 0
+    failed = ((Entry(f"torch_1_{TAG}_0", 1, SIZE, "PyTorch"), "Permission denied"),)
+    assert dataclasses.replace(doc, failed=failed).exit_code == 1
+    assert dataclasses.replace(doc, failed=failed, interrupted=True).exit_code == 130
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        doc.yes = False  # type: ignore[misc]
+
+
+def test_the_listing_has_regular_files_only_never_through_a_symlink(tmp_path):
+    (tmp_path / "torch_1_2_3").write_bytes(b"x" * 8192)
+    os.symlink(tmp_path / "torch_1_2_3", tmp_path / "torch_1_2_4")
+    os.mkdir(tmp_path / "nccl-abc123")
+    assert [(f.name, f.bytes) for f in removal.list_files(str(tmp_path))] == [("torch_1_2_3", 8192)]
+    with pytest.raises(ProbeError, match=f"^cannot list {tmp_path}/gone: No such file or directory$"):
+        removal.list_files(str(tmp_path / "gone"))
+
+
+def test_a_file_removed_between_the_listing_and_its_stat_is_left_out(tmp_path, monkeypatch):
+    for n in (3, 4, 5):
+        (tmp_path / f"torch_1_2_{n}").write_bytes(b"x" * 4096)
+    scandir = os.scandir
+
+    def listed_then_one_gone(path):
+        entries = sorted(scandir(path), key=lambda e: e.name)
+        os.unlink(entries[0].path)  # another cleaner took the first one meanwhile
+        return iter(entries)
+
+    monkeypatch.setattr(os, "scandir", listed_then_one_gone)
+    assert sorted(f.name for f in removal.list_files(str(tmp_path))) == ["torch_1_2_4", "torch_1_2_5"]
+
+
+def _four_inodes(made: list[str]) -> list[str]:
+    """Four files under /dev/shm, by inode, lowest first: a name can be replaced by a file of a lower or higher one."""
+    paths = [os.path.join(SHM, f"sdt-inode-{TAG}-{n}") for n in range(4)]
+    made += paths
+    for path in paths:
+        _write(path)
+    return sorted(paths, key=lambda p: os.stat(p).st_ino)
+
+
+def test_confirm_keeps_the_listing_where_the_name_is_now_another_file_held_or_not(made, hold):
+    """The plan is about the files /proc was asked about; a name that now leads to another file (renamed over it,
+    held by someone or not, or a symlink) stays leaked as listed: remove will find it replaced and unlink nothing."""
+    lower, first, second, higher = _four_inodes(made)
+    entries = []
+    for n, listed, new in ((10, first, lower), (11, second, higher)):
+        path = os.path.join(SHM, f"torch_1_{TAG}_{n}")
+        made.append(path)
+        entries.append(Entry(os.path.basename(path), os.stat(listed).st_ino, SIZE, "PyTorch"))
+        os.rename(new, path)  # the listed file stays under its own name: its inode is not reused
+        hold(path, "map")
+    for n, how in ((12, "file"), (13, "symlink")):
+        path = os.path.join(SHM, f"torch_1_{TAG}_{n}")
+        made += [path, path + ".old"]
+        _write(path)
+        entries.append(Entry(os.path.basename(path), os.stat(path).st_ino, SIZE, "PyTorch"))
+        os.rename(path, path + ".old")
+        if how == "file":
+            _write(path)
+        else:
+            os.symlink(path + ".old", path)
+    plan = removal.confirm(SHM, Plan(tuple(entries), (), ()))
+    assert plan.leaked == tuple(entries) and plan.kept == ()
+
+
+def test_remove_looks_at_the_name_again_under_the_lease_and_unlinks_only_the_file_it_leased(made, monkeypatch):
+    """Between the lease and the unlink another process may rename a file over the name (of a lower or a higher
+    inode) or remove it: the name's file is looked at again, and nothing else is unlinked."""
+    lower, first, second, higher = _four_inodes(made)
+    changes = {first: lambda: os.rename(lower, first), second: lambda: os.rename(higher, second)}
+    gone = os.path.join(SHM, f"torch_1_{TAG}_14")
+    made.append(gone)
+    _write(gone)
+    changes[gone] = lambda: os.unlink(gone)
+    entries = {path: Entry(os.path.basename(path), os.stat(path).st_ino, SIZE, "PyTorch") for path in changes}
+    lstat = os.lstat
+
+    def meanwhile(path, *args, **kwargs):
+        changes.pop(path, lambda: None)()
+        return lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", meanwhile)
+    assert [removal.remove(SHM, entries[path]) for path in (first, second, gone)] == [
+        "replaced by another file since it was listed",
+        "replaced by another file since it was listed",
+        "No such file or directory",
+    ]
+    monkeypatch.undo()
+    assert os.stat(first).st_ino != entries[first].inode and os.path.exists(second)
+
+
+@pytest.mark.parametrize("name", ["../torch_1_2_3", "sub/nccl-abc123", ".", ".."])
+def test_a_name_that_is_a_path_is_refused_as_one(name):
+    with pytest.raises(UsageError, match="give segment names as listed in the directory, not paths$"):
+        removal.clean(SHM, (name,))
+
+
+def test_dev_shm_is_told_by_its_value_and_a_path_sorting_before_it_is_judged_as_any_other(monkeypatch):
+    with pytest.raises(UsageError, match="^--path '/dev/no-such-dir-sdt' is not a directory$"):
+        removal.clean("/dev/no-such-dir-sdt")
+    with pytest.raises(UsageError, match="^--path '/' is not the mount point of a tmpfs: nothing was removed$"):
+        removal.clean("/")
+    monkeypatch.setattr(removal, "SHM", "/nonexistent-sdt")
+    typed = "/".join(["", "nonexistent-sdt"])  # the user's string, not the module's own object
+    with pytest.raises(ProbeError, match="^there is no /nonexistent-sdt here"):
+        removal.clean(typed)
+
+
+def test_clean_by_default_lists_and_removes_nothing(made):
+    leak = _dead_creator_segment()
+    made.append(os.path.join(SHM, leak))
+    doc = removal.clean(SHM, (leak,))
+    assert doc.yes is False and doc.exclusive is False
+    assert [e.name for e in doc.plan.leaked] == [leak] and doc.removed == () and doc.freed_bytes == 0
+    assert os.path.exists(made[0])
+
+
+def test_ctrl_c_lands_between_two_removals(made, monkeypatch):
+    leaks = [_dead_creator_segment() for _ in range(2)]
+    made += [os.path.join(SHM, n) for n in leaks]
+    unlink = os.unlink
+
+    def unlink_then_ctrl_c(path, *args, **kwargs):
+        unlink(path, *args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # pending until this removal is complete
+
+    monkeypatch.setattr(os, "unlink", unlink_then_ctrl_c)
+    doc = removal.clean(SHM, tuple(leaks), yes=True)
+    monkeypatch.undo()
+    assert doc.interrupted is True and doc.exit_code == 130
+    [removed] = doc.removed
+    assert removed.bytes == SIZE and [os.path.exists(p) for p in made] == [n != removed.name for n in leaks]
+
+
+# --- without the capabilities Docker drops, and in namespaces of its own (root: CI runs as root) --------------------
+
+LEASE = """
+import json, os, sys
+from shmdoctor.shm import removal
+from shmdoctor.shm.segments import Entry
+directory, name, uid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if uid:  # another user than root and than the file's owner
+    os.setgroups([]), os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)
+path = os.path.join(directory, name)
+outcome = removal.remove(directory, Entry(name, os.stat(path).st_ino, 4096, "PyTorch"))
+print(json.dumps([outcome if isinstance(outcome, str) else "removed", os.geteuid()]))
+"""
+
+
+@pytest.mark.parametrize(
+    "drop, uid, expected",
+    [
+        ("-lease", 0, ["removed", 0]),  # Docker's root: the lease taken as the file's owner, root again after
+        ("-lease,-setuid", 0, ["cannot make sure nobody holds it (Operation not permitted)", 0]),
+        ("", 4321, ["cannot make sure nobody holds it (Permission denied)", 4321]),  # not the owner, not root
+    ],
+)
+def test_root_without_cap_lease_takes_the_lease_as_the_files_owner(made, drop, uid, expected):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        missing("root and setpriv (util-linux): a file of another owner, capabilities dropped")
+    name = f"torch_1_{TAG}_20"
+    made.append(os.path.join(SHM, name))
+    _write(made[0])
+    os.chown(made[0], 1, 1)  # daemon's
+    command = [sys.executable, "-c", LEASE, SHM, name, str(uid)]
+    proc = subprocess.run(["setpriv", f"--bounding-set={drop}", *command] if drop else command, capture_output=True)
+    assert json.loads(proc.stdout) == expected, proc.stderr
+    assert os.path.exists(made[0]) is (expected[0] != "removed")
+
+
+NAMESPACES = """
+import json, os, subprocess, sys
+from shmdoctor.shm import removal
+d = sys.argv[1]
+seen = {"creators visible": removal.creators_visible()}
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "sdt", d], check=True)
+seen["a tmpfs"] = [removal.tmpfs_mount_point(d), removal.clean(d).size_bytes]
+while subprocess.run(["umount", "/dev/shm"], stderr=subprocess.DEVNULL).returncode == 0:
+    pass  # every tmpfs stacked there: /dev/shm is a folder of /dev now
+seen["/dev/shm, a folder"] = [removal.tmpfs_mount_point("/dev/shm"), removal.clean("/dev/shm").directory]
+subprocess.run(["mount", "-t", "tmpfs", "sdt", "/proc"], check=True)
+os.mkdir("/proc/self")
+seen["no /proc"] = [removal.creators_visible(), removal.tmpfs_mount_point(d)]
+xfs = f"36 35 98:0 / {d} rw,noatime master:1 - xfs /dev/sda1 rw"  # a mount point, of another file system
+for what, text in (("garbage", "not mountinfo"), ("xfs", xfs)):
+    open("/proc/self/mountinfo", "w").write(text + "\\n")
+    seen[what] = removal.tmpfs_mount_point(d)
+print(json.dumps(seen))
+"""
+
+
+def test_in_a_pid_and_mount_namespace_of_its_own(tmp_path):
+    """A new PID namespace: creators are not visible. A tmpfs mounted at a folder is one to clean, and /dev/shm is
+    cleaned even where it is not a mount point; with no /proc, or a mountinfo that cannot be read or says xfs, no
+    folder is a tmpfs's mount point and no creator is visible."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        missing("root and unshare (util-linux): a PID and a mount namespace")
+    command = ["unshare", "--mount", "--pid", "--fork", "--mount-proc", sys.executable, "-c", NAMESPACES]
+    proc = subprocess.run([*command, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout or "null") == {
+        "creators visible": False,
+        "a tmpfs": [True, 1024 * 1024],
+        "/dev/shm, a folder": [False, "/dev/shm"],
+        "no /proc": [False, False],
+        "garbage": False,
+        "xfs": False,
+    }, proc.stderr
