@@ -147,8 +147,8 @@ for op, occurrence, line, _, diff, _ in live:
 for op, occurrence, line, *_ in equivalent:
     print(f"--- equivalent (annotation): line {line}, {op} #{occurrence}")
 EOF
-  ) >"$out.tmp"
-  mv "$out.tmp" "$out"
+  ) >"$work.report"  # docs/ gets it whole, once done (scripts/docs_pages.py lists every file there)
+  mv "$work.report" "$out"
   head -1 "$out"
   rm -rf "$work"
 done
