@@ -6,9 +6,9 @@ same image with the same flags, in pairs (bench then seed, seed then bench, ...:
 The seed's workload (1 MiB samples, 5 ms each, batch 100, a 0.2 s step), num_workers 0..8 on the CPU. The seed's side
 is its script as a user runs it: a fresh process (Python, `import torch`) timing one epoch (1000 samples, 10 batches)
 per worker count. Goal (issue 27): the default sweep costs at most 0.5x of it, and recommends what `--exhaustive`
-does (the same num_workers, or one within the bench's tolerance of it in the exhaustive run's own figures). Each run is
-a container named sdt-bench-speed-PID-N (test image shmdoctor-test/python:1, this checkout, or --src, bind-mounted
-read-only at /src), removed when it ends (--rm).
+does (the same num_workers, or one the exhaustive run's own figures put at the knee too, as bench's at_knee says).
+Each run is a container named sdt-bench-speed-PID-N (test image shmdoctor-test/python:1, this checkout, or --src,
+bind-mounted read-only at /src), removed when it ends (--rm).
 """
 
 from __future__ import annotations
@@ -77,15 +77,35 @@ def pick(doc: dict) -> str:
     return "nothing" if rec is None else f"num_workers={rec['num_workers']}"
 
 
+def at_knee(row: dict, best: float) -> bool:
+    """shmdoctor.bench.sweep.at_knee on a result's JSON: within the tolerance of the fastest, or twice it for a loop
+    that no longer waits for data (a wait of at most 2 ms, or 5% of its batch)."""
+    t, wait = row["batch_seconds"], row["data_wait_seconds"] or 0.0
+    return t <= best * (1 + TOLERANCE) or (wait <= max(0.002, 0.05 * t) and t <= best * (1 + 2 * TOLERANCE))
+
+
+def compare(doc: dict, full: dict) -> str:
+    """The default sweep's pick against the exhaustive run's: the same num_workers, or one the exhaustive run's own
+    figures put at the knee too (at_knee)."""
+    rows = {r["num_workers"]: r for r in full["results"] if r["status"] == "ok" and r["batch_seconds"]}
+    w, best = doc["recommendation"]["num_workers"], min(r["batch_seconds"] for r in rows.values())
+    if w == full["recommendation"]["num_workers"]:
+        verdict = "the same"
+    else:
+        verdict = "within tolerance" if w in rows and at_knee(rows[w], best) else "NOT the same"
+    figures = ", ".join(f"{n}: {r['batch_seconds']:.3f}" for n, r in rows.items())
+    return f"{pick(doc)}: {verdict} as --exhaustive's {pick(full)} (its s/batch {figures})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--exhaustive", action="store_true", help="also one --exhaustive run, for its pick")
+    parser.add_argument("--exhaustive", action="store_true", help="and an --exhaustive run after each pair")
     parser.add_argument("--src", type=Path, default=ROOT, help="the checkout whose bench runs (default: this one)")
     args = parser.parse_args()
     global src
     src = args.src.resolve()
-    benches, seeds, picks = [], [], []
+    benches, seeds, same = [], [], 0
     for i in range(args.pairs):
         load = os.getloadavg()[0]
         order = (bench, seed) if i % 2 == 0 else (seed, bench)
@@ -93,7 +113,6 @@ def main() -> None:
         (b, doc), (s, epochs) = got["bench"], got["seed"]
         benches.append(b)
         seeds.append(s)
-        picks.append(doc)
         ran = [r for r in doc["results"] if r["status"] != "skipped"]
         configs = ", ".join(f"{r['num_workers']}: {r['wall_seconds']:.1f} s" for r in ran)
         print(
@@ -102,23 +121,15 @@ def main() -> None:
             + ", ".join(f"{w}: {t:.1f}" for w, t in epochs.items())
             + f"): {b / s:.2f}x"
         )
+        if args.exhaustive:
+            took, full = bench("--exhaustive")
+            said = compare(doc, full)
+            same += "NOT" not in said
+            print(f"  then --exhaustive, {took:.1f} s: {said}")
     b, s = statistics.median(benches), statistics.median(seeds)
     print(f"median of {args.pairs} pairs: bench {b:.1f} s, the seed's script {s:.1f} s: {b / s:.2f}x (goal <= 0.5x)")
     if args.exhaustive:
-        took, full = bench("--exhaustive")
-        rows = {r["num_workers"]: r["batch_seconds"] for r in full["results"] if r["status"] == "ok"}
-        best = full["recommendation"]["batch_seconds"]
-        for doc in picks:
-            w = doc["recommendation"]["num_workers"]
-            verdict = (
-                "the same"
-                if w == full["recommendation"]["num_workers"]
-                else "within tolerance"
-                if rows.get(w, float("inf")) <= best * (1 + TOLERANCE)
-                else "NOT the same"
-            )
-            print(f"default sweep {pick(doc)}: {verdict} as --exhaustive's {pick(full)} ({took:.1f} s)")
-        print("exhaustive s/batch: " + ", ".join(f"{w}: {t:.3f}" for w, t in rows.items()))
+        print(f"the default sweep's pick as the exhaustive run's beside it: {same} of {args.pairs}")
 
 
 if __name__ == "__main__":
