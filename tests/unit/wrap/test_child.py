@@ -125,7 +125,10 @@ if pid == 0:
     os.tcsetpgrp(0, os.getpid())
     signal.signal(signal.SIGTTOU, signal.SIG_DFL)
     os.execv(sys.executable, [sys.executable, "-m", "shmdoctor", "run", "--", *sys.argv[1:]])
-os.setpgid(pid, pid)
+try:
+    os.setpgid(pid, pid)  # as the child does: whichever runs first
+except PermissionError:  # the child did, and ran run already
+    pass
 while True:
     _, status = os.waitpid(pid, os.WUNTRACED)
     os.tcsetpgrp(0, os.getpgrp())
