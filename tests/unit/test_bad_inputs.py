@@ -695,25 +695,25 @@ LABEL_CASES = [
 # an ssh client reaches): {engine:NAME} in DOCKER_HOST is NAME's address.
 ENGINE_CASES = [
     (
-        "an engine that trickles a byte a second",
-        ["audit", "--timeout", "3"],
+        "an engine that trickles a byte every 0.2 s",
+        ["audit", "--timeout", "1"],
         {"DOCKER_HOST": "{engine:trickle}"},
         PROBE,
-        "did not answer within 3 s (--timeout)",
+        "did not answer within 1 s (--timeout)",
     ),
     (
         "explain --container of an engine that trickles",
-        ["explain", "--container", "c", "--timeout", "3"],
+        ["explain", "--container", "c", "--timeout", "1"],
         {"DOCKER_HOST": "{engine:trickle}"},
         PROBE,
-        "did not answer within 3 s (--timeout)",
+        "did not answer within 1 s (--timeout)",
     ),
     (
         "an ssh host that accepts and says nothing",
-        ["audit", "--timeout", "3"],
+        ["audit", "--timeout", "1"],
         {"DOCKER_HOST": "{engine:silent-ssh}"},
         PROBE,
-        "did not answer within 3 s (--timeout)",
+        "did not answer within 1 s (--timeout)",
     ),
     (
         "an engine that lists [{}]",
@@ -776,7 +776,8 @@ def bad_files(tmp_path_factory):
 
 class FakeEngine(http.server.BaseHTTPRequestHandler):
     """An engine's HTTP API as this test wants it to answer: `listing` for the list of containers, `inspects` by id,
-    each byte a second apart with `trickle` (at most TRICKLED of them: it stops by itself)."""
+    each byte 0.2 s apart with `trickle` (at most TRICKLED of them: it stops by itself), so that no read waits its
+    --timeout out: only a deadline for all of them ends it."""
 
     protocol_version = "HTTP/1.1"
     listing: object = []
@@ -804,7 +805,7 @@ class FakeEngine(http.server.BaseHTTPRequestHandler):
             for byte in (head.encode() + data)[:TRICKLED]:
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
-                time.sleep(1)
+                time.sleep(0.2)
         except OSError:  # the client gave up: what a deadline is for
             self.close_connection = True
 
@@ -870,7 +871,7 @@ def fake_engines(tmp_path_factory):
     for name, answers in ENGINES.items():
         server = socketserver.ThreadingUnixStreamServer(str(d / f"{name}.sock"), type(name, (FakeEngine,), answers))
         server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # shut down in 0.05 s, not 0.5
         servers.append(server)
         addresses[name] = f"unix://{d / name}.sock"
     silent = socket.create_server(("127.0.0.1", 0))
@@ -931,7 +932,7 @@ def test_an_ssh_host_that_says_nothing_leaves_no_ssh_client_behind(fake_engines,
     import psutil
 
     port = fake_engines["silent-ssh"].rpartition(":")[2]
-    proc = bounded_run(["audit", "--timeout", "2"], cwd=bad_files, env={"DOCKER_HOST": fake_engines["silent-ssh"]})
+    proc = bounded_run(["audit", "--timeout", "1"], cwd=bad_files, env={"DOCKER_HOST": fake_engines["silent-ssh"]})
     assert proc.returncode == PROBE, proc.stderr
     clients = [p for p in psutil.process_iter(["cmdline"]) if port in (p.info["cmdline"] or []) and "ssh" in str(p)]
     assert clients == []

@@ -121,7 +121,7 @@ def engine_that_dies_after_listing(tmp_path):
 
     path = str(tmp_path / "dying.sock")
     server = socketserver.ThreadingUnixStreamServer(path, Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # shut down in 0.05 s, not 0.5
     yield f"unix://{path}"
     server.shutdown()
     server.server_close()

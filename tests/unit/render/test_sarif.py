@@ -23,7 +23,7 @@ from shmdoctor.reports import Audit
 from shmdoctor.rules import catalogue
 from shmdoctor.sizes import GiB, MiB
 from shmdoctor.workload import Workload
-from tests.helpers import DATA, REPO, run_cli, valid_sarif, validate
+from tests.helpers import DATA, REPO, forked_cli, valid_sarif, validate
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}  # SARIF's names for the severities
 LOADER = ("--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB")
@@ -33,7 +33,7 @@ def lint(*args: str) -> tuple[dict, dict, str]:
     """(SARIF, JSON, text) of one lint of args, each from its own run of the CLI."""
     out = {}
     for fmt in ("sarif", "json", "text"):
-        proc = run_cli("lint", *args, "--format", fmt)
+        proc = forked_cli("lint", *args, "--format", fmt)
         assert proc.returncode in (0, 1), proc.stderr
         out[fmt] = proc.stdout
     return valid_sarif(out["sarif"]), validate(json.loads(out["json"])), out["text"]
@@ -113,13 +113,7 @@ def test_each_result_is_at_its_workloads_file_and_line(tmp_path):
     (tmp_path / "docker-compose.yml").write_text(COMPOSE)
     (tmp_path / "k8s").mkdir()
     (tmp_path / "k8s" / "pod.yaml").write_text(POD)
-    proc = subprocess.run(
-        [sys.executable, "-m", "shmdoctor", "lint", "docker-compose.yml", "k8s", *LOADER, "--format", "sarif"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    proc = forked_cli("lint", "docker-compose.yml", "k8s", *LOADER, "--format", "sarif", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     # a compose service starts on its first key (line 4: web's image, line 6: trainer's); a container on `- name:`
     assert set(_locations(valid_sarif(proc.stdout))) == {
@@ -135,7 +129,7 @@ def test_json_keeps_no_lines_so_its_results_are_on_line_1_and_stdin_is_a_placeho
     sarif, doc, _ = lint(ecs)
     assert {(uri, line) for uri, line, _ in _locations(sarif)} == {(ecs, 1)}
     assert all(r["target"]["file"] == ecs and r["target"]["line"] is None for r in doc["reports"])
-    proc = run_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
+    proc = forked_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
     assert proc.returncode == 1, proc.stderr
     sarif = valid_sarif(proc.stdout)
     assert {(uri, line) for uri, line, _ in _locations(sarif)} == {("shmdoctor-stdin", 4), ("shmdoctor-stdin", 6)}
@@ -144,7 +138,7 @@ def test_json_keeps_no_lines_so_its_results_are_on_line_1_and_stdin_is_a_placeho
 
 
 def test_the_message_carries_the_fix_with_its_number():
-    proc = run_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
+    proc = forked_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
     message = valid_sarif(proc.stdout)["runs"][0]["results"][0]["message"]["text"]
     # 900 MiB needed ((2·4 + 1) batches of 100 MiB) + 25%, rounded up: 1.5 GiB
     assert (
@@ -173,7 +167,7 @@ def test_audit_sarif_names_the_container_on_a_placeholder_artifact():
 
 
 def test_the_driver_names_every_rule_with_its_anchor_on_the_rules_page():
-    sarif = valid_sarif(run_cli("lint", "examples/", "--format", "sarif").stdout)
+    sarif = valid_sarif(forked_cli("lint", "examples/", "--format", "sarif").stdout)
     driver = sarif["runs"][0]["tool"]["driver"]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert (driver["name"], driver["version"]) == ("shmdoctor", project["version"])
@@ -194,7 +188,7 @@ def test_the_driver_names_every_rule_with_its_anchor_on_the_rules_page():
 def test_a_file_that_could_not_be_judged_is_a_failed_execution_notification(tmp_path):
     (tmp_path / "bad.yml").write_text("services:\n  trainer:\n    image: x\n    shm_size: plenty\n")
     (tmp_path / "good.yml").write_text("services:\n  web:\n    image: x\n")
-    proc = run_cli("lint", str(tmp_path), "--format", "sarif")
+    proc = forked_cli("lint", str(tmp_path), "--format", "sarif")
     assert proc.returncode == 2
     [invocation] = valid_sarif(proc.stdout)["runs"][0]["invocations"]
     assert invocation["executionSuccessful"] is False
