@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
-import time
 
 import click
 
@@ -128,14 +128,24 @@ def _terminate(signum, frame) -> None:
 
 
 def _until_stopped(server, reader, inventory) -> int:
+    """Wait for SIGTERM or Ctrl-C. The kernel may hand either to any of our threads, and Python runs its handler in
+    the main thread only once that thread wakes (a sleep of an hour took docker stop's SIGTERM that long): the
+    main thread waits on the signal wakeup fd, which the thread that took the signal writes to."""
     previous = signal.signal(signal.SIGTERM, _terminate)
+    wake, woken = os.pipe()
+    os.set_blocking(woken, False)
+    previous_fd = signal.set_wakeup_fd(woken)
     try:
         while True:
-            time.sleep(3600)
+            select.select([wake], [], [])
+            os.read(wake, 512)  # the handler runs here, in this thread
     except _Terminated:
         click.echo("shmdoctor: terminated", err=True)
         return ExitCode.TERMINATED
     finally:  # Ctrl-C passes on to the CLI's handler (exit 130) after this
+        signal.set_wakeup_fd(previous_fd)
+        os.close(wake)
+        os.close(woken)
         signal.signal(signal.SIGTERM, previous)
         server.shutdown()
         reader.stop()

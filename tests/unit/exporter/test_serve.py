@@ -4,7 +4,10 @@ connections under a descriptor limit that cannot hold them, resets; scrapes stil
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import resource
+import signal
 import socket
 import struct
 import subprocess
@@ -18,7 +21,7 @@ import pytest
 
 from shmdoctor.errors import UsageError
 from shmdoctor.exporter import serve
-from tests.helpers import REPO
+from tests.helpers import REPO, WAIT
 
 NOFILE = 128  # the exporter's descriptor limit here: 64 connections at once, far fewer than the slowloris opens
 
@@ -166,3 +169,14 @@ def test_a_client_that_resets_is_no_news_in_the_log(exporter):
 def test_a_bad_listen_address_is_a_usage_error(text):
     with pytest.raises(UsageError, match="expected ADDR:PORT"):
         serve.parse(text)
+
+
+def test_a_sigterm_any_of_its_threads_takes_stops_it(exporter):
+    """The kernel hands a process's signal to any thread that does not block it: SIGTERM to one of the exporter's
+    threads (tgkill) stops it as docker stop's does (it slept on in an hour's sleep: the handler waited for it)."""
+    proc, _, _ = exporter
+    threads = [int(task) for task in os.listdir(f"/proc/{proc.pid}/task") if int(task) != proc.pid]
+    assert threads, "the exporter serves from threads of its own"
+    assert ctypes.CDLL(None, use_errno=True).tgkill(proc.pid, threads[0], signal.SIGTERM) == 0
+    assert proc.wait(WAIT) == 143
+    assert proc.stderr.read().strip().splitlines()[-1] == "shmdoctor: terminated"
