@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from shmdoctor.errors import UsageError
 from shmdoctor.loader import LoaderSpec
-from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
+from shmdoctor.model import Facts, Ipc, Memory, Need, Shm, Target
 from shmdoctor.render import render
 from shmdoctor.rules import judge
 from shmdoctor.sizes import GiB, MiB
@@ -138,3 +140,114 @@ def test_a_label_with_consumers_is_called_a_workload_and_one_without_a_loader():
     assert notes == ("workload from its shmdoctor.loader label: serve=vllm,tensor_parallel_size=8",)
     _, notes = labelled_requirement(Workload(), "batch_size=8,num_workers=2,sample_bytes=1MiB", facts())
     assert notes[0].startswith("loader from its shmdoctor.loader label: ")
+
+
+# --- each key of a label, each branch of the requirement (expected values written here) -----------------------------
+
+
+def test_a_label_gives_every_consumer_key_in_any_case():
+    label = "gpus=8,nccl=SHM,all-to-all=yes,serve=vLLM,tensor_parallel_size=4,nodes=2,ray_object_store=Auto"
+    assert Workload.parse(label + ",triton_instances=3").consumers == Consumers(
+        gpus=8, nccl="shm", all_to_all=True, nodes=2, serve="vllm", tensor_parallel_size=4,
+        ray_object_store="auto", triton_instances=3,
+    )  # fmt: skip
+    assert Workload.parse("ray_object_store=2g").consumers.ray_object_store == 2 * GiB
+    assert Workload.parse("gpus=" + "0" * 63 + "1").consumers.gpus == 1  # 64 digits: the most a number has
+    assert Workload.parse(f"nodes={1_000_000},triton_instances={1_000_000}").consumers.nodes == 1_000_000
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        "all_to_all=off",  # nccl's values, under another key
+        "nodes=auto",
+        "gpus=p2p",
+        "nccl=vllm",  # serve's values, under another key
+        "triton_instances=vllm",
+        "gpus=sglang",
+        "nodes=yes",  # all_to_all's
+        "triton_instances=2k",  # a size, where a count is asked for
+        "gpus=" + "0" * 64 + "1",  # 65 digits
+    ],
+)
+def test_a_value_of_another_key_is_refused(pair):
+    with pytest.raises(UsageError) as e:
+        Workload.parse(pair)
+    key, value = pair.split("=")
+    assert str(e.value) == f"workload spec {pair!r}: {key}={value!r} is not a value it takes"
+
+
+def test_past_a_million_nodes_is_refused():
+    with pytest.raises(UsageError, match="^nodes must be at most 1000000 "):
+        Workload.parse("nodes=1000001")
+
+
+def test_a_workload_is_frozen_and_validated_only_where_a_loader_is_given():
+    workload = Workload(consumers=Consumers(gpus=2))
+    workload.validate()  # nothing of a loader to refuse
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        workload.loader = SEED  # type: ignore[misc]
+    with pytest.raises(UsageError):
+        Workload(LoaderSpec(batch_size=100, num_workers=4)).validate()  # no sample size: nothing to judge
+
+
+def test_one_gpu_and_nothing_else_needs_nothing():
+    need = Workload(consumers=Consumers(gpus=1)).requirement(facts())
+    assert (need.bytes, need.breakdown, need.formula) == (0, (), "0")
+    assert (need.ranks, need.tensor_parallel, need.batches_in_flight, need.nccl_fallback) == (1, 1, 0, 0)
+
+
+def test_ranks_are_the_gpus_given_not_those_detected():
+    need = Workload(SEED).requirement(facts(gpus=8, env=[("NCCL_P2P_DISABLE", "1")]))
+    assert (need.ranks, need.tensor_parallel) == (1, 1)  # a loader's process; its GPUs' NCCL still counted
+    need = Workload(SEED, Consumers(gpus=4)).requirement(facts())
+    assert (need.ranks, need.tensor_parallel) == (4, 1)
+    need = Workload(SEED).requirement(facts())
+    assert (need.ranks, need.tensor_parallel, need.nccl_fallback) == (1, 1, 0)
+
+
+def test_two_gpus_or_two_nodes_bring_nccl():
+    two = Workload(consumers=Consumers(gpus=2)).requirement(facts())
+    assert [n.term for n in two.breakdown] == ["nccl"] and two.term("nccl").bytes == 0  # P2P assumed
+    both = Workload(SEED, Consumers(gpus=2, nccl="shm")).requirement(facts())
+    assert both.formula == "dataloader + nccl"
+    # Two nodes: the proxy pool a rank (34,213,888 B) over the network even with P2P; without P2P NCCL would add
+    # the rings and trees of eight ranks (60 connections × 9,650,176 B) on top.
+    nodes = Workload(consumers=Consumers(gpus=8, nodes=2)).requirement(facts())
+    assert nodes.term("nccl").bytes == 8 * 34_213_888 and nodes.nccl_fallback == 60 * 9_650_176
+    pair = Workload(consumers=Consumers(gpus=2, nodes=2)).requirement(facts())  # rings alone: 8 connections
+    assert pair.term("nccl").bytes == 2 * 34_213_888 and pair.nccl_fallback == 8 * 9_650_176
+    one_gpu = Workload(consumers=Consumers(nodes=2)).requirement(facts())
+    assert one_gpu.term("nccl").bytes == 34_213_888
+
+
+def test_with_shm_disabled_nccl_takes_its_proxy_pools_and_has_no_fallback():
+    need = Workload(consumers=Consumers(gpus=8)).requirement(facts(env=[("NCCL_SHM_DISABLE", "1")]))
+    assert need.term("nccl").bytes == 8 * 34_213_888 and need.nccl_fallback == 0
+
+
+def test_a_variable_nccl_cannot_read_is_as_if_unset():
+    unset = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(facts())
+    default = 8 * 9_650_176 + 2 * 34_213_888  # rings of 2 ranks with 4 MiB buffers, 2 proxy pools
+    for bad in ("4MiB", "lots"):
+        need = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(facts(env=[("NCCL_BUFFSIZE", bad)]))
+        assert need.term("nccl").bytes == unset.term("nccl").bytes == default
+
+
+def test_a_server_named_in_a_label_adds_its_term():
+    for server in ("vllm", "sglang"):
+        need = Workload.parse(f"serve={server},tensor_parallel_size=2").requirement(facts())
+        assert server in [n.term for n in need.breakdown] and need.tensor_parallel == 2 and need.ranks == 2
+
+
+def test_rays_store_as_given_or_thirty_percent_of_the_memory_available():
+    need = Workload(consumers=Consumers(ray_object_store=2 * GiB)).requirement(facts())
+    assert need.term("ray") == Need("ray", 2 * GiB, "object store (as given)", fails=False)
+    unknown = Facts(**{**facts().__dict__, "memory": Memory(None, None)})
+    ray = Workload(consumers=Consumers(ray_object_store="auto")).requirement(unknown).term("ray")
+    assert ray == Need("ray", 0, "object store unknown without the memory it sees: give --ray-object-store SIZE")
+    for limit in (10 * GiB, 10 * GiB + 3):  # 30% rounded down, of a limit with nothing used (none read)
+        room = Facts(**{**facts().__dict__, "memory": Memory(limit, None)})
+        ray = Workload(consumers=Consumers(ray_object_store="auto")).requirement(room).term("ray")
+        assert ray.bytes == {10 * GiB: 3_221_225_472, 10 * GiB + 3: 3_221_225_472}[limit]
+        assert ray.formula == "object store (30% of the memory available, Ray's default)"
