@@ -1,9 +1,11 @@
 """The requirement formula of FACTS.md, and the loader's validation."""
 
+from dataclasses import replace
+
 import pytest
 
 from shmdoctor.errors import UsageError
-from shmdoctor.loader import LoaderSpec, loader_config, requirement
+from shmdoctor.loader import LoaderSpec, combined_requirement, inferred_requirement, loader_config, requirement
 from shmdoctor.sizes import MiB
 
 
@@ -106,3 +108,63 @@ def test_a_label_overriding_batch_size_resizes_a_measured_batch():
     # and one that gives both keeps both, for the config to refuse
     with pytest.raises(UsageError, match="num_workers > 0"):
         prefetching.override(LoaderSpec(num_workers=0, prefetch_factor=2)).requirement()
+
+
+# --- each decision of the loader's arithmetic, expected values written here -----------------------------------------
+
+KEYS = "batch_size, num_workers, pin_memory, prefetch_factor, ranks, sample_bytes"
+
+
+@pytest.mark.parametrize("text", ["batch_size", "colour=3", "sample_tensors=1"])
+def test_a_spec_takes_key_value_pairs_of_its_own_keys_only(text):
+    with pytest.raises(UsageError) as e:
+        LoaderSpec.parse(text)
+    assert str(e.value) == f"loader spec {text!r}: expected key=value with keys {KEYS}"
+
+
+def test_pytorchs_defaults_where_nothing_is_said():
+    config = loader_config(batch_size=1, sample_bytes=4096)  # one sample a batch is a batch
+    assert (config.num_workers, config.prefetch_factor, config.tensors_per_batch, config.ranks) == (0, 0, 1, 1)
+    assert loader_config(batch_size=1, num_workers=None, sample_bytes=4096).num_workers == 0
+    assert loader_config(batch_size=4, num_workers=2, sample_bytes=4096).prefetch_factor == 2
+
+
+def test_measured_tensors_give_the_sample_and_a_segment_each():
+    config = loader_config(batch_size=8, sample_tensors=(1000.5, 24.0))
+    assert config.sample_bytes == 1025 and config.tensors_per_batch == 2
+    assert config.batch_bytes == 8192 + 4096  # 8004 B and 192 B, each page-rounded
+
+
+def test_one_batch_of_a_pebibyte_is_the_most():
+    assert loader_config(batch_size=1, batch_bytes=2**50).batch_bytes == 2**50
+    with pytest.raises(UsageError, match="more memory than any machine has$"):
+        loader_config(batch_size=1, batch_bytes=2**50 + 1)
+
+
+def test_the_formula_names_the_ranks_from_two():
+    two = requirement(loader_config(batch_size=1, num_workers=1, sample_bytes=4096, ranks=2))
+    assert two.formula == "(2·1 + 1) × 4 KiB × 2 ranks" and two.bytes == 3 * 4096 * 2
+
+
+TRAIN = loader_config(batch_size=1, num_workers=2, sample_bytes=MiB)  # (2·2 + 1) × 1 MiB: 5 MiB a process
+VAL = loader_config(batch_size=1, num_workers=1, sample_bytes=MiB)  # (2·1 + 1) × 1 MiB: 3 MiB
+
+
+def test_identical_loaders_of_two_processes_are_two_ranks_of_one():
+    need = combined_requirement([TRAIN, TRAIN])
+    assert (need.bytes, need.ranks, need.loader.ranks, len(need.breakdown)) == (10 * MiB, 2, 2, 1)
+    assert need.formula == "(2·2 + 1) × 1 MiB × 2 ranks"
+
+
+def test_different_loaders_add_up_the_biggest_first_whatever_their_order():
+    for loaders in ([VAL, TRAIN, TRAIN], [TRAIN, VAL, TRAIN]):
+        need = combined_requirement(loaders)
+        assert [n.bytes for n in need.breakdown] == [10 * MiB, 3 * MiB] and need.bytes == 13 * MiB
+        assert need.loader == replace(TRAIN, ranks=2) and need.ranks == 2 and need.batches_in_flight == 5
+    assert combined_requirement([VAL, TRAIN]).ranks == 1
+
+
+def test_a_need_inferred_from_the_segments_workers_made():
+    assert inferred_requirement({}) is None and inferred_requirement({7: 0, 8: 0}) is None
+    need = inferred_requirement({7: 5000, 8: 9000})  # two workers; the biggest segment, 3 pages, a batch
+    assert (need.bytes, need.batches_in_flight) == ((2 * 2 + 1) * 12288, 5)
