@@ -115,6 +115,7 @@ class _Server(ThreadingHTTPServer):
     """Bounded: at most `slots()` connections, each with REQUEST_S to send its request; see the module's text."""
 
     daemon_threads = True
+    request_queue_size = 128  # the listen backlog (socketserver: 5)
 
     def __init__(self, *args, **kwargs) -> None:
         self._lock = threading.Lock()
