@@ -30,7 +30,7 @@ from .ring import Ring
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 DRAIN_S = 2.0  # after the child exits, how long its stderr may stay open (workers it left behind hold it)
-POLL_S = 1.0  # the child's exit is also polled this often: a SIGCHLD taken by a thread not ours is never a hang
+POLL_S = 0.5  # the child's exit is also polled this often: a SIGCHLD taken by a thread not ours is never a hang
 
 
 class CommandError(ShmDoctorError):

@@ -696,24 +696,24 @@ LABEL_CASES = [
 ENGINE_CASES = [
     (
         "an engine that trickles a byte every 0.2 s",
-        ["audit", "--timeout", "1"],
+        ["audit", "--timeout", "0.5"],
         {"DOCKER_HOST": "{engine:trickle}"},
         PROBE,
-        "did not answer within 1 s (--timeout)",
+        "did not answer within 0.5 s (--timeout)",
     ),
     (
         "explain --container of an engine that trickles",
-        ["explain", "--container", "c", "--timeout", "1"],
+        ["explain", "--container", "c", "--timeout", "0.5"],
         {"DOCKER_HOST": "{engine:trickle}"},
         PROBE,
-        "did not answer within 1 s (--timeout)",
+        "did not answer within 0.5 s (--timeout)",
     ),
     (
         "an ssh host that accepts and says nothing",
-        ["audit", "--timeout", "1"],
+        ["audit", "--timeout", "0.5"],
         {"DOCKER_HOST": "{engine:silent-ssh}"},
         PROBE,
-        "did not answer within 1 s (--timeout)",
+        "did not answer within 0.5 s (--timeout)",
     ),
     (
         "an engine that lists [{}]",
@@ -932,7 +932,7 @@ def test_an_ssh_host_that_says_nothing_leaves_no_ssh_client_behind(fake_engines,
     import psutil
 
     port = fake_engines["silent-ssh"].rpartition(":")[2]
-    proc = bounded_run(["audit", "--timeout", "1"], cwd=bad_files, env={"DOCKER_HOST": fake_engines["silent-ssh"]})
+    proc = bounded_run(["audit", "--timeout", "0.5"], cwd=bad_files, env={"DOCKER_HOST": fake_engines["silent-ssh"]})
     assert proc.returncode == PROBE, proc.stderr
     clients = [p for p in psutil.process_iter(["cmdline"]) if port in (p.info["cmdline"] or []) and "ssh" in str(p)]
     assert clients == []
@@ -1014,13 +1014,13 @@ def test_explain_of_stdin_fed_without_end_ends_at_its_timeout(tmp_path, feeder):
     producer = subprocess.Popen([sys.executable, "-c", feeder], stdout=subprocess.PIPE)
     try:
         start = time.monotonic()
-        proc = bounded_run(["explain", "--timeout", "1"], cwd=tmp_path, env={}, stdin=producer.stdout)
+        proc = bounded_run(["explain", "--timeout", "0.5"], cwd=tmp_path, env={}, stdin=producer.stdout)
         waited = time.monotonic() - start
     finally:
         producer.kill()
         producer.wait()
-    assert_one_line_error(proc, PROBE, "stdin: the log did not end within --timeout 1 s")
-    assert waited >= 1  # it read until then
+    assert_one_line_error(proc, PROBE, "stdin: the log did not end within --timeout 0.5 s")
+    assert waited >= 0.5  # it read until then
 
 
 def test_an_error_quoting_a_huge_value_stays_one_bounded_line(bad_files):
