@@ -265,7 +265,7 @@ def test_what_the_child_leaves_behind_keeps_its_stderr_after_run_exits(tmp_path)
         proc = subprocess.run([*RUN, "sh", "-c", script], stderr=stderr, cwd=REPO, timeout=60, preexec_fn=_bounded)
     assert proc.returncode == 0
     go.touch()
-    wait_for(done.exists, "the leftover's write after run exited")
+    wait_for(lambda: done.exists() and done.read_text().endswith("\n"), "the leftover's line after run exited")
     assert done.read_text() == "survived\n"
     wait_for(lambda: b"late\n" in err.read_bytes(), "the leftover's stderr, copied after run exited")
 
