@@ -3,7 +3,18 @@ import re
 import pytest
 
 from shmdoctor.errors import UsageError
-from shmdoctor.sizes import GiB, KiB, MiB, docker_size, format_size, k8s_quantity, nice_size, parse_quantity, parse_size
+from shmdoctor.sizes import (
+    GiB,
+    KiB,
+    MiB,
+    docker_size,
+    format_size,
+    k8s_quantity,
+    nice_size,
+    parse_quantity,
+    parse_size,
+    parse_tmpfs_size,
+)
 
 
 @pytest.mark.parametrize(
@@ -110,3 +121,62 @@ def test_nice_sizes_are_what_people_type(need, size, docker, k8s):
 )
 def test_format_size(n, text):
     assert format_size(n) == text
+
+
+# --- every unit, and each boundary of the printing and rounding (expected values written here) ----------------------
+
+
+def test_a_pebibyte_and_each_decimal_unit_of_a_quantity():
+    assert parse_size("1p") == parse_size("1PiB") == 1_125_899_906_842_624
+    assert [parse_quantity(f"1{u}") for u in "kMGTP"] == [1000, 10**6, 10**9, 10**12, 10**15]
+    assert parse_quantity("1500m") == 1  # milli-bytes, rounded down
+    assert parse_quantity(0) == 0  # a limit of nothing is a quantity (not negative)
+
+
+def test_five_thousand_digits_are_more_than_a_pebibyte_not_a_traceback():
+    with pytest.raises(UsageError, match=r"\(5001 characters\) is more than 1 PiB"):
+        parse_size("9" * 5000 + "k")  # past int()'s 4300 digits: refused before it is read
+
+
+def test_a_tmpfs_size_in_bytes_or_k_m_g_up_to_a_pebibyte():
+    assert [parse_tmpfs_size(t) for t in ("7", "2k", "64m", "2G", "50%")] == [7, 2048, 67_108_864, 2_147_483_648, None]
+    assert parse_tmpfs_size("1048576g") == 2**50 and parse_tmpfs_size("1048577g") is None
+
+
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (2**50, "1 PiB"),
+        (1023 * 1024**4, "1023 TiB"),
+        (10 * GiB + GiB // 4, "10.2 GiB"),  # 10.25: one decimal from 10 (half to even)
+        (50 * GiB + GiB // 4, "50.2 GiB"),
+        (99 * GiB + GiB // 4, "99.2 GiB"),
+        (150 * GiB + GiB // 4, "150 GiB"),  # none from 100
+    ],
+)
+def test_format_size_at_each_boundary(n, text):
+    assert format_size(n) == text
+
+
+def test_nice_sizes_run_to_twelve_tebibytes_then_whole_gibibytes():
+    TiB = 1024**4
+    assert nice_size(9 * TiB) == 12 * TiB  # 1.5 × 2**23 MiB, the series' last
+    assert nice_size(13 * TiB) == 13 * TiB and nice_size(13 * TiB + 1) == 13 * TiB + GiB
+
+
+def test_one_byte_is_a_size_and_a_whole_float_a_quantity():
+    assert parse_size("1") == parse_size(1) == 1
+    assert parse_quantity("5") == 5 and parse_quantity(2.0) == 2
+    for fraction in (2.5, -2.5):
+        with pytest.raises(UsageError, match="is not a Kubernetes quantity"):
+            parse_quantity(fraction)
+
+
+def test_the_last_boundaries_of_reading_and_printing():
+    with pytest.raises(UsageError, match="^size: must be greater than zero, got -5$"):
+        parse_size(-5)
+    with pytest.raises(UsageError) as e:
+        parse_quantity("2Pi")  # no name given: the message starts with the value
+    assert str(e.value) == "'2Pi' is more than 1 PiB, more memory than any machine has"
+    assert (parse_quantity("999m"), parse_quantity("1000m")) == (0, 1)
+    assert (format_size(9 * GiB + GiB // 4), format_size(100 * GiB + GiB // 4)) == ("9.25 GiB", "100 GiB")
