@@ -129,7 +129,9 @@ def test_a_success_in_2_gib_measures_the_peak_of_the_formula(tmp_path):
     seed = ["python", "tests/loaders/failing.py", "seed", "--batches", "20", "--fill"]  # the whole prefetch, at once
     proc, report = run_in(tmp_path, "--shm-size=2g", cmd=seed)
     assert proc.returncode == 0 and proc.stdout.startswith("trained on 20 batches in "), proc.stderr
-    assert abs(report["peak_bytes"] - SEED_NEED) <= SEED_NEED // 10, report["peak_bytes"]
+    # the formula, or one batch over it: on a loaded machine a worker can start writing the next batch while the loop
+    # still holds the last (CI once sampled 994.5 MiB); never under it by more than the sampler's tenth
+    assert SEED_NEED - SEED_NEED // 10 <= report["peak_bytes"] <= SEED_NEED + 100 * MiB, report["peak_bytes"]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("shmdoctor run: python tests/loaders/failing.py exited 0") and "headroom" in last
     assert report["diagnoses"] == []
