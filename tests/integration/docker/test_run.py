@@ -74,7 +74,7 @@ def test_without_instrumentation_the_need_is_inferred_from_the_segments_the_dead
     """--no-instrument: nothing reads the loader. Its 4 workers die within a second at their first batch, each leaving
     its 100 MiB segment named torch_<its pid>_…: 4 creators, the biggest a batch, prefetch 2 assumed, said inferred."""
     seed = ["python", "tests/loaders/failing.py", "seed"]
-    proc, report = run_in(tmp_path, cmd=seed, options=("--no-instrument",))
+    proc, report = run_in(tmp_path, cmd=seed, options=("--no-instrument", "--interval", "0.01"))
     assert proc.returncode == 1 and report["instrumentation"] is None, proc.stderr
     assert causes(report) == {"torch-shm-enospc": "shm-space"} and report["loaders"] == []
     need = report["explanation"]["requirement"]
