@@ -269,8 +269,9 @@ class Report:
         size = format_size(shm.size_bytes) if shm.size_bytes is not None else "of unknown size"
         if self.requirement is None:
             return f"/dev/shm is {size}; give a loader (--batch-size, --num-workers, --sample-bytes) to judge it"
-        need = self.requirement
-        return f"{need.subject} needs {format_size(need.bytes)} of /dev/shm, which is {size}: it fits"
+        need, free = self.requirement, shm.free_bytes
+        has = f"{format_size(free)} is free" if free is not None else f"it has {size}"  # as the failure says it
+        return f"{need.subject} needs {format_size(need.bytes)} of /dev/shm; {has}: it fits"
 
 
 def worst_verdict(verdicts: list[str]) -> Verdict:

@@ -86,10 +86,15 @@ def _leftovers(o: Outcome) -> list[str]:
     if not o.leftovers:
         return []
     names = ", ".join(e.name for e in o.leftovers[:3]) + (", ..." if len(o.leftovers) > 3 else "")
-    size = format_size(sum(e.bytes for e in o.leftovers))
+    size = sum(e.bytes for e in o.leftovers)
+    if not size:  # an allocation refused whole (posix_fallocate) leaves the name, no page: nothing to free
+        return [
+            f"{PREFIX} its dead processes left {len(o.leftovers)} empty segment(s) in /dev/shm ({names}): names "
+            f"without pages, they take no space; remove them with `{o.clean}`"
+        ]
     return [
-        f"{PREFIX} its dead processes left {len(o.leftovers)} segment(s) in /dev/shm, {size} ({names}): a job "
-        f"started again has that much less; free them with `{o.clean}`"
+        f"{PREFIX} its dead processes left {len(o.leftovers)} segment(s) in /dev/shm, {format_size(size)} ({names}): "
+        f"a job started again has that much less; free them with `{o.clean}`"
     ]
 
 

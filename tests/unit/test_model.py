@@ -25,10 +25,11 @@ from shmdoctor.model import (
 MiB = 1024 * 1024
 
 
-def _facts(size: int | None = 64 * MiB) -> Facts:
+def _facts(size: int | None = 64 * MiB, used: int = 0) -> Facts:
+    free = None if size is None else size - used
     return Facts(
         target=Target("local", "this machine"),
-        shm=Shm(present=True, size_bytes=size, used_bytes=0, free_bytes=size, source="system"),
+        shm=Shm(present=True, size_bytes=size, used_bytes=used, free_bytes=free, source="system"),
         ipc=Ipc("private"),
         memory=Memory(limit_bytes=None, used_bytes=None),
     )
@@ -70,9 +71,16 @@ def test_the_headline_is_the_first_finding_above_info_else_the_size_and_what_fit
         "/dev/shm is 64 MiB; give a loader (--batch-size, --num-workers, --sample-bytes) to judge it"
     )
     assert _report(size=None).headline().startswith("/dev/shm is of unknown size; give a loader")
-    assert _report(requirement=REQUIREMENT).headline() == "this job needs 33 MiB of /dev/shm, which is 64 MiB: it fits"
+    # what is free, as the failure says it ("which is 23.5 GiB" read as the need's own size)
+    assert _report(requirement=REQUIREMENT).headline() == "this job needs 33 MiB of /dev/shm; 64 MiB is free: it fits"
     alone = dataclasses.replace(REQUIREMENT, bytes=24 * MiB, breakdown=NEEDS[:1])
-    assert _report(requirement=alone).headline() == "this loader needs 24 MiB of /dev/shm, which is 64 MiB: it fits"
+    used = _report(requirement=alone, used=16 * MiB)
+    assert used.headline() == "this loader needs 24 MiB of /dev/shm; 48 MiB is free: it fits"
+    read = dataclasses.replace(used.facts, shm=Shm.unmeasured(64 * MiB, "docker-shm", "ShmSize"))  # lint, audit
+    assert (
+        dataclasses.replace(used, facts=read).headline()
+        == "this loader needs 24 MiB of /dev/shm; it has 64 MiB: it fits"
+    )
 
 
 def test_a_requirements_terms_by_name_whatever_string_the_name_arrives_as():

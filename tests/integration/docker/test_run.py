@@ -64,6 +64,9 @@ def test_the_seed_loader_dies_in_64_mib_and_runs_to_the_end_with_the_size_run_pr
     left = report["leftovers"]
     assert left["count"] >= 4 and all(n.startswith("torch_") for n in left["names"]), left
     assert left["clean"].startswith("shmdoctor clean --yes --exclusive torch_") and left["clean"] in proc.stderr
+    # refused whole, they hold no page: no job started again has less ("left 7 segment(s), 0 B: ... that much less")
+    assert left["bytes"] == 0 and f"left {left['count']} empty segment(s) in /dev/shm (torch_" in proc.stderr
+    assert "that much less" not in proc.stderr
     assert proc.stdout == "left:\n"  # the loader printed nothing, nor did run; nothing left after clean
     again, report = run_in(tmp_path, f"--shm-size={size}", cmd=seed)
     assert again.returncode == 0 and again.stdout.startswith("trained on 12 batches in "), again.stderr
