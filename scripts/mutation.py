@@ -116,7 +116,8 @@ def copy_tree(dest: Path) -> None:
 
 def pytest(tree: Path, tests: str, timeout: float) -> str:
     # no bytecode written: a mutant of the same size in the same second would otherwise reuse a stale .pyc
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    path = os.pathsep.join(filter(None, (str(tree), os.environ.get("PYTHONPATH"))))  # the tree, then wheels carried
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         done = subprocess.run(
             [sys.executable, *PYTEST, *tests.split()], cwd=tree, env=env, capture_output=True, timeout=timeout
