@@ -15,8 +15,10 @@ class RuleHelp:
 
 HELP: dict[str, RuleHelp] = {
     "probe-incomplete": RuleHelp(
-        "A fact could not be read (a size the file cannot tell, such as ipc: host or a named volume at /dev/shm; an "
-        "unset variable; a file that cannot be opened): the verdict may miss something, so it is never OK.",
+        "A fact could not be read (a size the file cannot tell, such as a named volume at /dev/shm; an unset "
+        "variable; a file that cannot be opened): the verdict may miss something, so it is never OK. The host's "
+        "/dev/shm (ipc: host, hostIPC, a bind of it) is unsized only against a need: without a loader or consumer "
+        "given, ipc-host says it and nothing is missed.",
         "Make the fact readable: give the size in the definition, set the variable, or run shmdoctor where it can "
         "read the fact (root for another user's processes).",
     ),

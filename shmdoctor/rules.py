@@ -11,6 +11,7 @@ from .model import (
     ENGINE_DEFAULT_SHM,
     PODMAN_DEFAULT_SHM,
     SEVERITY_RANK,
+    SHM_SIZE_UNKNOWN,
     Facts,
     Finding,
     Fix,
@@ -66,8 +67,13 @@ def _may_load(facts: Facts) -> bool:
 
 @rule("probe-incomplete", "warning", "a fact could not be read; the verdict may miss something")
 def probe_incomplete(facts: Facts, need: Requirement | None) -> Hit:
-    if facts.unreadable:
-        return "could not read " + "; ".join(facts.unreadable), ()
+    unread = facts.unreadable
+    if facts.shm.source in ("host", "host-ipc") and _loading(need) is None:
+        # the host's own /dev/shm (ipc: host, the fix vLLM's and SGLang's files use): with no need to hold, a size a
+        # file cannot tell changes no verdict (ipc-host says where it comes from)
+        unread = tuple(u for u in unread if not u.startswith(SHM_SIZE_UNKNOWN))
+    if unread:
+        return "could not read " + "; ".join(unread), ()
     return None
 
 

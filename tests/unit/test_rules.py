@@ -6,7 +6,7 @@ import pytest
 
 from shmdoctor import fixes
 from shmdoctor.loader import LoaderSpec, loader_config, requirement
-from shmdoctor.model import Facts, Ipc, Memory, Shm, Swarm, Target
+from shmdoctor.model import SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Swarm, Target
 from shmdoctor.render import forms
 from shmdoctor.rules import RULES, judge
 from shmdoctor.sizes import GiB, MiB
@@ -20,6 +20,9 @@ BASE = Facts(
     runtime="docker",
     nofile=1048576,
 )
+
+
+UNSIZED = f"{SHM_SIZE_UNKNOWN} (a file does not tell)"
 
 
 def shm(size, used=0, source="docker-shm", read_only=False):
@@ -124,6 +127,24 @@ CASES = {
     "probe-incomplete": [
         (dict(unreadable=("mounts (/proc/self/mountinfo: Permission denied)",)), None, True),
         (dict(), None, False),
+        # the host's /dev/shm (ipc: host in a file, hostIPC, audit of a remote engine): its size matters against a
+        # need only; without one, what vLLM's and SGLang's own files do is no warning (ipc-host says it)
+        (dict(ipc=Ipc("host"), shm=Shm.unmeasured(None, "host-ipc", "ipc: host"), unreadable=(UNSIZED,)), seed(), True),
+        (dict(ipc=Ipc("host"), shm=Shm.unmeasured(None, "host-ipc", "ipc: host"), unreadable=(UNSIZED,)), None, False),
+        (
+            dict(shm=Shm.unmeasured(None, "host", "hostPath /dev/shm"), unreadable=(UNSIZED,)),
+            seed(num_workers=0),
+            False,
+        ),
+        (
+            dict(
+                shm=Shm.unmeasured(None, "host", "hostPath /dev/shm"),
+                unreadable=(UNSIZED, "ulimit -n (permission denied)"),
+            ),
+            None,
+            True,
+        ),
+        (dict(shm=Shm.unmeasured(None, "tmpfs", "Tmpfs="), unreadable=(UNSIZED,)), None, True),  # not the host's
     ],
     "bad-label": [  # a shmdoctor.loader label or annotation that is not a loader: judged without one
         (dict(bad_label="num_workers must be at most 4096 (more than any machine runs), got 1000000000"), None, True),
