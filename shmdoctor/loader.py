@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields, replace
 
 from .errors import UsageError
 from .limits import MAX_BATCH, MAX_BYTES, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, bounded, shown
-from .model import LoaderConfig, Need, Requirement
+from .model import LoaderConfig, Need, Requirement, Value
 from .sizes import format_size, page_round, parse_size
 
 DEFAULT_PREFETCH = 2
@@ -25,8 +25,8 @@ LOADER_LABEL = "shmdoctor.loader"
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
-@dataclass(frozen=True)
-class LoaderSpec:
+@dataclass(frozen=True, eq=False, repr=False)
+class LoaderSpec(Value):
     """A loader as a user gives it: on the command line, in a label or an annotation. A field is None where it was
     not given; config() fills PyTorch's defaults and validates the whole."""
 

@@ -18,6 +18,7 @@ from .model import (
     Report,
     Requirement,
     Severity,
+    Value,
 )
 from .sizes import MiB, format_size, page_floor
 
@@ -26,8 +27,8 @@ Check = Callable[[Facts, Optional[Requirement]], Hit]
 AnyCheck = TypeVar("AnyCheck", bound=Callable[..., Hit])
 
 
-@dataclass(frozen=True)
-class Rule:
+@dataclass(frozen=True, eq=False, repr=False)
+class Rule(Value):
     """One rule of the catalogue: its ID, severity, summary and check."""
 
     id: str

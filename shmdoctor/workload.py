@@ -11,7 +11,7 @@ from . import capacity, consumers
 from .errors import UsageError
 from .limits import MAX_DIGITS, bounded, shown
 from .loader import LOADER_LABEL, LoaderSpec
-from .model import Facts, Need, Requirement
+from .model import Facts, Need, Requirement, Value
 from .probe.workload import gpu_count
 from .sizes import parse_size
 
@@ -27,8 +27,8 @@ def _digits(value: str) -> bool:
     return value.isascii() and value.isdigit() and len(value) <= MAX_DIGITS
 
 
-@dataclass(frozen=True)
-class Consumers:
+@dataclass(frozen=True, eq=False, repr=False)
+class Consumers(Value):
     """The consumers beside the DataLoader, as given; None where not given (detected from the facts, or absent)."""
 
     gpus: int | None = None  # local ranks that talk through NCCL
@@ -73,8 +73,8 @@ class Consumers:
 CONSUMER_KEYS = frozenset(f.name for f in fields(Consumers))
 
 
-@dataclass(frozen=True)
-class Workload:
+@dataclass(frozen=True, eq=False, repr=False)
+class Workload(Value):
     """What a target runs that takes /dev/shm: a loader and the other consumers."""
 
     loader: LoaderSpec = LoaderSpec()

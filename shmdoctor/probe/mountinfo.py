@@ -6,14 +6,14 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..model import ENGINE_DEFAULT_SHM, SHM, Runtime, ShmSource
+from ..model import ENGINE_DEFAULT_SHM, SHM, Runtime, ShmSource, Value
 from ..sizes import format_size, parse_tmpfs_size
 
 _DEFAULT = format_size(ENGINE_DEFAULT_SHM)
 
 
-@dataclass(frozen=True)
-class Mount:
+@dataclass(frozen=True, eq=False, repr=False)
+class Mount(Value):
     """One line of /proc/self/mountinfo."""
 
     mount_id: int

@@ -16,8 +16,10 @@ import re
 from typing import Any
 
 _CONTROL = "\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-_UNSAFE = re.compile(f"[{_CONTROL}]")  # all but the newline
-_UNSAFE_IN_A_NAME = re.compile(f"[{_CONTROL}\n\u2028\u2029]")
+# Every character these match is one that str.isprintable() refuses (a test proves it): a printable string, nearly
+# every one, needs neither, and they are compiled (and cached by re) at first use.
+_UNSAFE = f"[{_CONTROL}]"  # all but the newline
+_UNSAFE_IN_A_NAME = f"[{_CONTROL}\n\u2028\u2029]"
 # Fields that name something: one line each, whatever the file or the engine says.
 NAMES = {"name", "owner", "id", "source", "target", "path", "cmdline", "command", "label"}
 
@@ -25,9 +27,9 @@ NAMES = {"name", "owner", "id", "source", "target", "path", "cmdline", "command"
 def escape(text: str, *, one_line: bool = True) -> str:
     """text with its unsafe characters written as escapes; the newline is kept where one_line is False."""
     pattern = _UNSAFE_IN_A_NAME if one_line else _UNSAFE
-    if not pattern.search(text):
+    if text.isprintable() or not re.search(pattern, text):
         return text
-    return pattern.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+    return re.sub(pattern, lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
 
 
 def escaped(document: Any) -> Any:

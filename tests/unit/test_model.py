@@ -125,3 +125,18 @@ def test_every_document_is_frozen(document):
     name = dataclasses.fields(document)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(document, name, None)
+
+
+def test_equality_hash_and_repr_are_dataclasses_own():
+    """model.Value writes them once for every class (dataclasses would compile them for each as check starts): the
+    same as generated ones, field by field, in order."""
+    memory = Memory(1024, 512)
+    assert repr(memory) == "Memory(limit_bytes=1024, used_bytes=512, machine_bytes=None)"
+    assert repr(Ipc("container", "db")) == "Ipc(mode='container', owner='db')"
+    assert memory == Memory(1024, 512, None) and memory != Memory(1024, 513)
+    assert hash(memory) == hash((1024, 512, None)) and len({memory, Memory(1024, 512)}) == 1
+    # Another class is never equal, even with the same values; nor is a tuple of them.
+    assert Ipc("host") != Swarm("host") and memory.__eq__((1024, 512, None)) is NotImplemented  # ("host", None) both
+    assert _report() == _report() and hash(_report()) == hash(_report())  # nested values, ClassVar left out
+    with pytest.raises(TypeError, match="unhashable type: 'dict'"):
+        hash(Fix("lower it", loader={"num_workers": 2}))  # as a generated __hash__ does

@@ -72,10 +72,29 @@ UNUSED = (
 )
 
 
-def test_check_imports_nothing_it_does_not_use():
+def _after_check(expression: str) -> str:
+    """What `expression` prints in a process that has run check's text output, and nothing else."""
     code = (
         "import sys; from shmdoctor.cli import main; main(['check', '--batch-size', '100', '--num-workers', '4', "
-        f"'--sample-bytes', '1MiB']); print(sorted(m for m in {UNUSED!r} if m in sys.modules))"
+        f"'--sample-bytes', '1MiB']); print({expression})"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
-    assert out.strip().splitlines()[-1] == "[]"
+    return out.strip().splitlines()[-1]
+
+
+def test_check_imports_nothing_it_does_not_use():
+    assert _after_check(f"sorted(m for m in {UNUSED!r} if m in sys.modules)") == "[]"
+
+
+def test_the_dataclasses_check_builds_take_equality_hash_and_repr_from_model_value():
+    """Each method a dataclass generates is compiled as its module is imported (docs/speed.md §3): the classes
+    check's modules define generate only __init__ and the frozen __setattr__ and __delattr__."""
+    own = (
+        "sorted(f'{c.__module__}.{c.__name__}' for m in list(sys.modules.values()) "
+        "if m.__name__.startswith('shmdoctor') for c in vars(m).values() if hasattr(c, '__dataclass_fields__') "
+        "and c.__module__ == m.__name__ and {'__eq__', '__hash__', '__repr__'} & set(vars(c)))"
+    )
+    built = "len([c for m in list(sys.modules.values()) if m.__name__.startswith('shmdoctor') " + (
+        "for c in vars(m).values() if hasattr(c, '__dataclass_fields__') and c.__module__ == m.__name__])"
+    )
+    assert _after_check(f"{own}, {built}") == "[] 17"  # none of its own, of the 17 check builds

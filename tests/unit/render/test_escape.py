@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from hypothesis import given
@@ -13,7 +14,7 @@ from shmdoctor.model import Facts, Ipc, Memory, Shm, Target
 from shmdoctor.probe import files
 from shmdoctor.probe.holders import Holder, Holders, Segment
 from shmdoctor.render import render
-from shmdoctor.render.escape import escape, escaped
+from shmdoctor.render.escape import _UNSAFE, _UNSAFE_IN_A_NAME, escape, escaped
 from shmdoctor.reports import Lint
 from shmdoctor.rules import judge
 from shmdoctor.shm.sampling import Sampler
@@ -52,6 +53,18 @@ def test_escape(text, one_line, expected):
 def test_nothing_unsafe_survives_escape(text):
     assert not UNSAFE.search(escape(text, one_line=False))
     assert "\n" not in escape(text)
+
+
+def test_every_character_escaped_is_one_isprintable_refuses():
+    """escape() gives a printable string back unsearched: sound while every character its patterns match is one that
+    str.isprintable() refuses. Counted here: C0 but the newline 31, DEL and C1 33, the bidirectional marks and
+    overrides 12, the surrogates 2048; a name's line breaks 3 more."""
+    every = [chr(c) for c in range(sys.maxunicode + 1)]
+    unsafe = [c for c in every if re.match(_UNSAFE, c)]
+    in_a_name = [c for c in every if re.match(_UNSAFE_IN_A_NAME, c)]
+    assert (len(unsafe), len(in_a_name)) == (31 + 33 + 12 + 2048, 31 + 33 + 12 + 2048 + 3)
+    assert set(unsafe) < set(in_a_name)
+    assert not [c for c in in_a_name if c.isprintable()]
 
 
 def test_a_document_without_control_characters_is_the_same_object():
