@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from ..model import SHM, Facts, Report, Requirement
 from ..probe import cgroup, local
 from ..probe.holders import Holder
 from ..shm import removal
+from ..shm.creations import Creations
 from ..shm.sampling import Sampler
 from ..shm.segments import Entry, creator_pid
 from . import child, instrument
@@ -62,27 +64,38 @@ def command_name(argv: list[str]) -> str:
     return name
 
 
-# Seconds between looks at the child's descendants where the instrumented child names its workers itself (they live
-# for an epoch); without it, every sample: workers that die at their first batch live for a fraction of a second (the
-# seed's loader in 64 MiB: half a second), and only their pids tie the segments they left to the job.
+# The job's pids, where a segment's creator cannot be checked after the job (not the host's PID namespace): each
+# segment's creator as the segment is created (inotify), while it lives; without inotify, the child's descendants
+# scanned each second where the instrumented child names its workers itself (they live for an epoch), else every
+# sample: workers that die at their first batch live for a fraction of a second (the seed's loader in 64 MiB: half a
+# second, or less than the default 0.1 s interval on a quiet machine), and only their pids tie the segments they
+# left to the job.
 JOB_SCAN_S = 1.0
+ANCESTRY = 64  # parents walked up from a segment's creator to the child, at most
 
 
 class _Sampling:
-    """The sampler's thread: /dev/shm (statvfs) every interval, holders when due, the memory cgroup's peak."""
+    """The sampler's thread: /dev/shm (statvfs) every interval, holders when due, the memory cgroup's peak, and the
+    job's pids (track)."""
 
     def __init__(self, sampler: Sampler | None, interval: float, track: bool, scan_every: float = JOB_SCAN_S):
         self.sampler, self.interval, self.scan_every = sampler, interval, scan_every
         self.memory_peak: int | None = None
-        self.track = track  # the child's descendants, each second: the job's pids, where segment creators are unseen
+        # watched before the child starts: no creation is missed
+        self.creations = Creations.watch(sampler.directory) if track and sampler is not None else None
+        self.scan = track and self.creations is None
         self.job: set[int] = set()
         self.next_scan = 0.0
         self.pid = 0
-        self.stop = threading.Event()
+        self.wake_r, self.wake_w = os.pipe()  # a byte written here stops the thread
         self.thread = threading.Thread(target=self._loop, name="shm-sampler", daemon=True)
         self.start_t = time.monotonic()
 
     def _loop(self) -> None:
+        waiting = select.poll()
+        waiting.register(self.wake_r, select.POLLIN)
+        if self.creations is not None:
+            waiting.register(self.creations.fileno(), select.POLLIN)
         while True:
             t = time.monotonic() - self.start_t
             if self.sampler is not None:
@@ -90,14 +103,35 @@ class _Sampling:
                     self.sampler.sample(t)
                 except ProbeError:  # /dev/shm unmounted under us: stop sampling, never the command
                     self.sampler = None
-            if self.track and t >= self.next_scan:
+            if self.scan and t >= self.next_scan:
                 self.next_scan = t + self.scan_every
                 self.job |= _descendants(self.pid)
             _, used = cgroup.memory()
             if used is not None and (self.memory_peak is None or used > self.memory_peak):
                 self.memory_peak = used
-            if self.stop.wait(self.interval):
+            if self._wait(waiting, self.interval):
                 return
+
+    def _wait(self, waiting: select.poll, seconds: float) -> bool:
+        """Until the next sample, taking each creation as it comes (those queued before a stop too); True: stop."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            ready = {fd for fd, _ in waiting.poll(left * 1000)}
+            if self.creations is not None and self.creations.fileno() in ready:
+                self._created(*self.creations.read())
+            if self.wake_r in ready:
+                return True
+        return False
+
+    def _created(self, names: list[str], lost: bool) -> None:
+        """A segment's creator joins the job when the child is its ancestor. Events lost (the kernel's queue was
+        full): the child's descendants, scanned at once."""
+        if lost:
+            self.job |= _descendants(self.pid)
+        for name in names:
+            pid = creator_pid(name)
+            if pid is not None and pid not in self.job and _descends(pid, self.pid):
+                self.job.add(pid)
 
     def start(self, pid: int) -> None:
         self.pid, self.job = pid, {pid}
@@ -105,8 +139,15 @@ class _Sampling:
         self.thread.start()
 
     def finish(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
+        """Stop the thread (if it started) and close what it watched; a thread stuck past the bound keeps them."""
+        if self.thread.is_alive():
+            os.write(self.wake_w, b"\0")
+            self.thread.join(5)
+        if not self.thread.is_alive():
+            os.close(self.wake_r)
+            os.close(self.wake_w)
+            if self.creations is not None:
+                self.creations.close()
 
 
 def bare(name: str, facts: Facts, ended: child.Ended, stderr_bytes: int, e: Exception) -> Outcome:
@@ -121,6 +162,27 @@ def _descendants(pid: int) -> set[int]:
         return {p.pid for p in psutil.Process(pid).children(recursive=True)}
     except psutil.Error:
         return set()
+
+
+def _descends(pid: int, root: int) -> bool:
+    """Whether pid is root or a descendant of it, by its parents in /proc (one whose parent died was handed to a
+    reaper: no longer told). A zombie still names its parent."""
+    for _ in range(ANCESTRY):
+        if pid == root:
+            return True
+        if pid <= 1 or (parent := _parent(pid)) is None:
+            return False
+        pid = parent
+    return False
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(b")") + 2 :].split()[1])  # after the command: state, ppid
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def supervise(
@@ -153,8 +215,7 @@ def supervise(
         try:
             ended = child.run(argv, ring, on_spawn=sampling.start, env=env)
         finally:
-            if sampling.thread.is_alive():
-                sampling.finish()
+            sampling.finish()
         if channel:
             seen = instrument.read(channel)
     name = command_name(argv)

@@ -74,10 +74,11 @@ def test_the_seed_loader_dies_in_64_mib_and_runs_to_the_end_with_the_size_run_pr
 
 
 def test_without_instrumentation_the_need_is_inferred_from_the_segments_the_dead_workers_left(tmp_path):
-    """--no-instrument: nothing reads the loader. Its 4 workers die within a second at their first batch, each leaving
-    its 100 MiB segment named torch_<its pid>_…: 4 creators, the biggest a batch, prefetch 2 assumed, said inferred."""
+    """--no-instrument: nothing reads the loader. Its 4 workers die within a second at their first batch (on a quiet
+    machine within the default 0.1 s interval), each leaving its 100 MiB segment named torch_<its pid>_…, told as it
+    is created: 4 creators, the biggest a batch, prefetch 2 assumed, said inferred."""
     seed = ["python", "tests/loaders/failing.py", "seed"]
-    proc, report = run_in(tmp_path, cmd=seed, options=("--no-instrument", "--interval", "0.01"))
+    proc, report = run_in(tmp_path, cmd=seed, options=("--no-instrument",))
     assert proc.returncode == 1 and report["instrumentation"] is None, proc.stderr
     assert causes(report) == {"torch-shm-enospc": "shm-space"} and report["loaders"] == []
     need = report["explanation"]["requirement"]
