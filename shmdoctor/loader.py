@@ -191,11 +191,10 @@ def requirement(loader: LoaderConfig) -> Requirement:
 
 def combined_requirement(loaders: list[LoaderConfig], processes: int = 1) -> Requirement:
     """Several loaders at once: identical ones are one config times the ranks that run it, the others add up.
-    The biggest is the one the report's loader settings speak of."""
+    The biggest is the one the report's loader settings speak of. The job's ranks: its loaders' or the processes
+    seen running one, the more (a process whose loader was left out still has memory of its own)."""
     counts = Counter(replace(c, ranks=1) for c in loaders)
     groups = [replace(c, ranks=c.ranks * n) for c, n in counts.items()]
-    if len(groups) == 1:
-        return requirement(groups[0])
     needs = sorted((dataloader_need(c) for c in groups), key=lambda n: -n.bytes)
     biggest = max(groups, key=lambda c: dataloader_need(c).bytes)
     return Requirement(

@@ -164,7 +164,8 @@ def configs(seen: tuple[SeenLoader, ...]) -> tuple[list[LoaderConfig], list[str]
                 num_workers=s.num_workers,
                 prefetch_factor=s.prefetch_factor if s.num_workers else None,
                 batch_bytes=s.batch_bytes,
-                sample_bytes=s.batch_bytes // s.batch_size if s.batch_size and s.segments == 1 else None,
+                # under a byte a sample (a collate of its own): no sample size, the batch measured all the same
+                sample_bytes=(s.batch_bytes // s.batch_size or None) if s.batch_size and s.segments == 1 else None,
                 tensors_per_batch=s.segments or 1,
                 pin_memory=s.pin_memory,
             )

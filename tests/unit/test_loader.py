@@ -164,6 +164,15 @@ def test_different_loaders_add_up_the_biggest_first_whatever_their_order():
     assert combined_requirement([VAL, TRAIN]).ranks == 1
 
 
+def test_the_processes_seen_are_the_ranks_with_one_loader_as_with_several():
+    """A process whose loader was left out (noted) adds no bytes, but memory of its own: one loader is no exception
+    (one loader gave ranks 1 where two gave the processes)."""
+    one = combined_requirement([TRAIN], processes=2)
+    assert (one.bytes, one.ranks, one.loader, one.formula) == (5 * MiB, 2, TRAIN, "(2·2 + 1) × 1 MiB")
+    assert combined_requirement([VAL, TRAIN], processes=3).ranks == 3
+    assert combined_requirement([TRAIN, TRAIN], processes=1).ranks == 2  # the loaders' ranks, when more
+
+
 def test_a_need_inferred_from_the_segments_workers_made():
     assert inferred_requirement({}) is None and inferred_requirement({7: 0, 8: 0}) is None
     need = inferred_requirement({7: 5000, 8: 9000})  # two workers; the biggest segment, 3 pages, a batch

@@ -163,6 +163,19 @@ def test_the_need_of_two_ranks_with_the_same_loader_counts_both(tmp_path):
     assert need.bytes == 2 * (2 * 4 + 1) * 100 * MiB and need.ranks == 2
 
 
+def test_a_batch_under_a_byte_a_sample_is_still_a_measured_loader(tmp_path):
+    """8192 samples in one 4 KiB tensor (a collate of its own): no sample size to take from it, and the loader counts
+    (it was refused: 'sample_bytes: must be greater than zero, got 0'), beside rank 10's seed loader."""
+    write(tmp_path, 10, LOADER)
+    write(tmp_path, 11, {"kind": "batch", "loader": "10:1", "bytes": 100 * MiB, "segments": 1})
+    write(tmp_path, 20, {**LOADER, "loader": "20:1", "batch_size": 8192})
+    write(tmp_path, 21, {"kind": "batch", "loader": "20:1", "bytes": 4096, "segments": 1})
+    need, notes = instrument.requirement(instrument.read(str(tmp_path)).loaders)
+    assert need is not None and notes == []
+    assert need.bytes == (2 * 4 + 1) * (100 * MiB + 4096) and need.ranks == 2
+    assert [n.bytes for n in need.breakdown] == [9 * 100 * MiB, 9 * 4096]
+
+
 def test_a_loader_whose_workers_never_measured_is_said_and_left_out(tmp_path):
     write(tmp_path, 10, LOADER)
     need, notes = instrument.requirement(instrument.read(str(tmp_path)).loaders)
