@@ -329,6 +329,20 @@ SIGNATURES: tuple[Signature, ...] = (
         superseded_by=("torch-ancdata",),
     ),
     Signature(
+        "torch-mmap-enomem",
+        "not-shm",
+        "dataloader",
+        "Cannot allocate memory",
+        re.compile(
+            rf"unable to mmap [0-9]{{1,{NUM}}} bytes from file (?:{_TORCH_FILE}|<filename not specified>): "
+            r"Cannot allocate memory \(12\)"
+        ),
+        "PyTorch MapAllocator's mmap() failing with ENOMEM: kohya-ss/sd-scripts#1790 (fixed by raising "
+        "vm.max_map_count), pytorch#87861, Pointcept/Pointcept#136",
+        "mapping a shared tensor failed with ENOMEM: the process hit the kernel's limit on mappings "
+        "(vm.max_map_count, 65530 by default, one a shared tensor) or ran out of memory, not /dev/shm's space",
+    ),
+    Signature(
         "torch-shm-unlink",
         "remove-ipc",
         "dataloader",

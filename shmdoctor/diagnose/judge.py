@@ -380,6 +380,14 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
         )
     if cause == "shm-leak":
         return (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)
+    if cause == "not-shm" and ds[0].signature == "torch-mmap-enomem":
+        return (
+            Fix(
+                "raise the kernel's limit on mappings, on the host (no container sets it)",
+                shell="sysctl -w vm.max_map_count=262144",
+            ),
+            Fix("keep fewer shared tensors alive: fewer workers or prefetch_factor, fewer tensors a batch"),
+        )
     return ()
 
 
@@ -399,6 +407,8 @@ def _message(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job:
     if ds[0].reason:
         text += f"; {ds[0].reason}"
     if cause == "not-shm":
+        if not ds[0].reason:  # the text itself says what it is
+            return f"not shared memory: {sig.meaning} ({where})"
         return f"not shared memory: {ds[0].reason} ({where}: {sig.meaning})"
     wanted = _need_bytes(ds, facts, measured, need, job) if cause == "shm-space" else None
     if cause == "shm-space" and need is None and any(d.consumer == "nccl" for d in ds):

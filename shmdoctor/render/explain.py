@@ -41,7 +41,8 @@ def to_text(ex: Explanation) -> str:
     label = {0: "OK", 1: "FAIL"}[ex.exit_code]
     color = "red" if ex.exit_code else "green"
     out = [f"{text.style(label, color, bold=True)}  {headline(ex)}"]
-    top = next((f for f in report.findings if f.severity == "error" and f.fixes), None)
+    failing = ex.exit_code != 0  # a failure's fixes; else what a finding that is not /dev/shm offers
+    top = next((f for f in report.findings if f.fixes and (f.severity == "error" or not failing)), None)
     if top:
         out.append("")
         out.extend(text.fix_lines(list(top.fixes), report.facts))

@@ -40,6 +40,18 @@ def test_text_output_says_the_cause_first_and_the_line(tmp_path):
     assert lines[2].startswith("Fix   ")
 
 
+def test_an_mmap_enomem_is_said_not_shm_with_what_fixes_it():
+    """kohya-ss/sd-scripts#1790's line: 4096 bytes of a shared tensor could not be mapped; the reporter raised
+    vm.max_map_count. Not 'no shared-memory failure', nor a /dev/shm size: the limit on mappings, exit 0."""
+    line = "RuntimeError: unable to mmap 4096 bytes from file </torch_362873_3123855485_63350>: "
+    line += "Cannot allocate memory (12)"
+    proc = forked_cli("explain", "-", input_text=line + "\n")
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and lines[0].startswith("OK  not shared memory: mapping a shared tensor failed"), lines
+    assert "vm.max_map_count" in lines[0] and "--shm-size" not in proc.stdout
+    assert lines[2].startswith("Fix   sysctl -w vm.max_map_count=262144 ")
+
+
 def test_nothing_found_exits_0():
     proc = forked_cli("explain", "-", input_text="all good\nepoch 2 loss 0.1\n")
     assert proc.returncode == 0 and proc.stdout.startswith("OK  no shared-memory failure in stdin")
