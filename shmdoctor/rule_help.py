@@ -78,8 +78,8 @@ HELP: dict[str, RuleHelp] = {
         "No loader was given, and /dev/shm is larger than the memory limit leaves for it: filling it is an OOM kill "
         "(exit 137), not 'No space left'; for lint and audit only where the workload looks like a training or "
         "inference job.",
-        "Raise the memory limit to hold /dev/shm beside the training process, or give shmdoctor the loader to judge "
-        "the real need.",
+        "Raise the memory limit to hold /dev/shm beside the processes' own memory, or give shmdoctor the loader to "
+        "judge the real need.",
     ),
     "nofile-low": RuleHelp(
         "ulimit -n is below one descriptor per shared tensor in flight plus the process's own: expect 'received 0 "

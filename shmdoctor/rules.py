@@ -232,9 +232,10 @@ def shm_over_memory(facts: Facts, need: Requirement | None) -> Hit:
     by_design = "operator-shm" in facts.flags  # KubeRay's: the memory limit itself, as its operator sizes it
     if need is None and _may_load(facts) and not by_design and room is not None and size and size > room:
         msg = (
-            f"/dev/shm ({format_size(size)}) is larger than the memory limit ({format_size(facts.memory.limit_bytes)}) "
-            "leaves for it beside the training process: a loader filling it gets the container OOM-killed "
-            "(exit 137), not a 'No space left' error"
+            f"/dev/shm ({format_size(size)}) can outgrow what the memory limit "
+            f"({format_size(facts.memory.limit_bytes)}) leaves beside the processes' own memory "
+            f"({format_size(room)}): its pages are charged to that limit, so filling it (a loader's batches, NCCL, "
+            "a server's queues) gets the container OOM-killed (exit 137), not a 'No space left' error"
         )
         return msg, ()
     return None

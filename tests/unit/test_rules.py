@@ -197,6 +197,17 @@ def test_every_rule_has_cases_both_ways():
         assert outcomes == {True, False}, f"rule {r.id} needs catching and non-catching cases"
 
 
+def test_shm_over_memory_says_what_the_limit_leaves_not_the_limit_twice():
+    """GKE's TGI and vLLM samples: an unsized memory emptyDir is the limit itself (60 GiB of 60 GiB). The words were
+    '/dev/shm (60 GiB) is larger than the memory limit (60 GiB) ... beside the training process' for a server."""
+    gpu_server = replace(BASE, target=Target("workload", "llm"), gpus="2", memory=Memory(60 * GiB, None))
+    report = judge(replace(gpu_server, shm=Shm.unmeasured(60 * GiB, "k8s-emptydir", "dshm")), None)
+    [msg] = [f.message for f in report.findings if f.id == "shm-over-memory"]
+    # 60 GiB less the 256 MiB kept for the processes themselves: 59.75 GiB
+    assert msg.startswith("/dev/shm (60 GiB) can outgrow what the memory limit (60 GiB) leaves beside the processes'")
+    assert "(59.8 GiB)" in msg and "training process" not in msg and "OOM-killed (exit 137)" in msg
+
+
 def test_verdicts_and_exit_codes():
     assert judge(replace(BASE, shm=shm(64 * MiB)), seed()).verdict == "fail"
     assert judge(replace(BASE, shm=shm(64 * MiB)), seed()).exit_code == 1
