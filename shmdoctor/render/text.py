@@ -10,7 +10,6 @@ import click
 
 from ..model import ENGINE_DEFAULT_SHM, Facts, Fix, IpcMode, Report, Requirement, ShmSource
 from ..sizes import format_size
-from . import forms
 
 _VERDICT_STYLE = {"ok": ("OK", "green"), "warn": ("WARN", "yellow"), "fail": ("FAIL", "red")}
 _SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
@@ -45,6 +44,8 @@ def style(text: str, color: str, bold: bool = False) -> str:
 
 def fix_lines(fixes: list[Fix], facts: Facts) -> list[str]:
     """Each fix said in the target's own form (render/forms.py), one it cannot say left out."""
+    from . import forms  # imported where a report has a fix to say: check's fine report does without
+
     return said_lines(
         [(forms.block(fix, facts), fix.summary, fix.caveat) for fix in fixes if forms.applies(fix, facts)]
     )
@@ -153,6 +154,8 @@ def facts_lines(report: Report) -> list[str]:
 
 def table(reports: list[Report], title: str) -> str:
     """audit and lint: one row per target (verdict, shm, IPC, need, first fix), then each target's findings."""
+    from . import forms
+
     rows = [("VERDICT", "TARGET", "SHM", "IPC", "NEED", "FIX")]
     for r in reports:
         fix = next(
