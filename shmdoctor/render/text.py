@@ -72,6 +72,8 @@ def shm_summary(report: Report) -> str:
     shm = report.facts.shm
     if not shm.present:
         return "none"
+    if shm.size_bytes is None and shm.source in ("host", "host-ipc"):  # ipc: host in a file, a remote engine's
+        return "host's"
     if shm.used_bytes is None:  # a file (lint): nothing runs, nothing is used
         return format_size(shm.size_bytes)
     return f"{format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used"

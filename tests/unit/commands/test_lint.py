@@ -94,6 +94,14 @@ def test_text_table_and_fixes_in_each_files_language(capsys):
     assert "emptyDir: {medium: Memory, sizeLimit: 1536Mi}" in deployment.split("\n\n")[0]
 
 
+def test_the_hosts_shm_is_said_in_the_table_not_unknown(capsys):
+    """SGLang's compose (ipc: host) and its Deployment (hostIPC): the SHM column read 'unknown' beside IPC host."""
+    real = TEST_DATA / "real"
+    code, out, _ = lint(capsys, str(real / "sglang-compose.yaml"), str(real / "sglang-k8s-service.yaml"))
+    rows = [line.split() for line in out.splitlines() if line.startswith("OK ")]
+    assert code == 0 and len(rows) == 2 and all(row[2:4] == ["host's", "host"] for row in rows), out
+
+
 def test_stdin_yaml_and_json(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO((DATA / "kubectl-get-pods.json").read_text()))
     code, doc = lint_json(capsys, "-", *SEED)
