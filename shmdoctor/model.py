@@ -43,7 +43,8 @@ Runtime = Literal[
 # shm-size-ignored: the definition asks for a size that platform ignores (Fargate's sharedMemorySize).
 # operator-shm: the operator creating the pod sized /dev/shm from the container's memory by design (KubeRay): as
 # large as the limit, not a size the file asked for; without a loader it is not warned as over the memory limit.
-Flag = Literal["oom-killed", "compose-deploy-memory", "shm-fixed", "shm-size-ignored", "operator-shm"]
+# loads-nothing: its command launches ranks elsewhere, fetches and exits, or shows logs, whatever GPUs it reserves
+Flag = Literal["oom-killed", "compose-deploy-memory", "shm-fixed", "shm-size-ignored", "operator-shm", "loads-nothing"]
 Verdict = Literal["ok", "warn", "fail"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 

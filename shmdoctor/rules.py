@@ -63,7 +63,11 @@ def _loading(need: Requirement | None) -> Requirement | None:
 def _may_load(facts: Facts) -> bool:
     """Without a loader, whether the target may run one: this machine, or what looks like a training or inference
     job (an ML image or command, GPUs). A web server or an exporter is fine with a small /dev/shm."""
-    return facts.target.kind == "local" or bool(facts.ml_signs) or bool(facts.gpus)
+    return (
+        facts.target.kind == "local"
+        or bool(facts.ml_signs)
+        or (bool(facts.gpus) and "loads-nothing" not in facts.flags)
+    )
 
 
 @rule("probe-incomplete", "warning", "a fact could not be read; the verdict may miss something")

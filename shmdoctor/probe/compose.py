@@ -29,7 +29,7 @@ from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm
 from ..sizes import parse_size, parse_tmpfs_size
 from .documents import Definition, Document, target, where
-from .workload import amd_gpus, env_pairs, ml_signs, nccl_env
+from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
@@ -362,8 +362,11 @@ class ComposeFile:
         return min((g for g in given if g), default=None)
 
     def flags(self, svc: _Service) -> frozenset[Flag]:
-        """'compose-deploy-memory': fixes go where the file sets its limit."""
-        return frozenset(("compose-deploy-memory",)) if svc.deploy_limits().get("memory") else frozenset()
+        """'compose-deploy-memory': fixes go where the file sets its limit; 'loads-nothing': what its command says."""
+        deploy: frozenset[Flag] = (
+            frozenset(("compose-deploy-memory",)) if svc.deploy_limits().get("memory") else frozenset()
+        )
+        return deploy | idle(svc.get("image"), svc.get("entrypoint"), svc.get("command"))
 
     def gpus(self, svc: _Service) -> str | None:
         """GPUs the service reserves (deploy.resources.reservations.devices with the gpu capability, or compose's

@@ -26,7 +26,7 @@ from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
 from .deadline import concurrently, within
-from .workload import amd_gpus, env_pairs, ml_signs, nccl_env
+from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
@@ -212,7 +212,7 @@ def facts_from_inspect(
         cpus=cpus_of(host),
         gpus=gpus,
         nccl_env=nccl_env(env_pairs(config.get("Env"))),
-        flags=frozenset(flags),
+        flags=frozenset(flags) | idle(config.get("Image"), config.get("Entrypoint"), config.get("Cmd")),
         unreadable=(f"{SHM_SIZE_UNKNOWN} ({shm.detail})",) if shm.present and shm.size_bytes is None else (),
     )
     label = _dict(config.get("Labels")).get(LOADER_LABEL)

@@ -21,11 +21,11 @@ from typing import Any
 
 from ..errors import UsageError
 from ..loader import LOADER_LABEL
-from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm
+from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm
 from ..sizes import format_size, parse_quantity
 from . import operators, workflows
 from .documents import Definition, Document, line_of, target, where
-from .workload import amd_gpus, env_pairs, ml_signs, nccl_env
+from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
@@ -243,13 +243,14 @@ class _Pod:
             unreadable: list[str] = []
             shm = self.shm(container, unreadable)
             by_operator = any(shm.detail.startswith(why) for why in self.added.values())
+            operator: frozenset[Flag] = frozenset(("operator-shm",)) if by_operator else frozenset()
             facts = Facts(
                 target=target(
                     "workload", self.doc.source, name, container if line_of(container) else self.template, self.id
                 ),
                 shm=shm,
                 ipc=Ipc("host") if self.host_ipc else Ipc("private"),
-                flags=frozenset(("operator-shm",)) if by_operator else frozenset(),
+                flags=operator | idle(container.get("image"), container.get("command"), container.get("args")),
                 memory=Memory(limit_bytes=self.memory_limit(container), used_bytes=None),
                 runtime="kubernetes",
                 ml_signs=ml_signs(

@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from ..model import Flag
+
 # Words of an image's name (split at / : - _ .) that name an ML framework, server or base image.
 ML_IMAGE_WORDS = frozenset(
     {
@@ -55,16 +57,17 @@ ML_COMMAND = (  # a pattern, compiled (and cached by re) at its first use: check
 
 
 # A command that loads nothing itself, whatever its image: an MPI launcher starts the ranks elsewhere (an MPIJob's
-# launcher pod), a one-shot fetch exits (ollama pull, a hub download). Shell wrappers (sh -c, bash -lc) are looked into.
+# launcher pod), a one-shot fetch exits (ollama pull, a hub download), TensorBoard shows logs. Shell wrappers (sh -c,
+# bash -lc) are looked into.
 _SHELL = r"^(?:\S*/)?(?:ba|z|da)?sh\s+(?:-\w+\s+)*['\"]?"
 _ONE_SHOT = (
-    r"(?:\S*/)?(?:mpirun|mpiexec|ollama\s+(?:pull|push|rm|cp|list|show|create)|(?:huggingface-cli|hf)\s+download)"
-    r"(?![\w-])"
+    r"(?:\S*/)?(?:mpirun|mpiexec|ollama\s+(?:pull|push|rm|cp|list|show|create)|(?:huggingface-cli|hf)\s+download|"
+    r"tensorboard|python3?\s+-m\s+tensorboard\.main)(?![\w-])"
 )
 
 
 def loads_nothing(command: str) -> bool:
-    """The command launches ranks elsewhere or fetches and exits: no DataLoader or server of its own."""
+    """The command launches ranks elsewhere, fetches and exits, or shows logs: no DataLoader or server of its own."""
     text = re.sub(_SHELL, "", command.strip(), count=1)
     return bool(re.match(_ONE_SHOT, text)) and not re.search(r"(?<![\w-])serve(?![\w-])", text)
 
@@ -90,11 +93,23 @@ def ml_signs(image: object, *command: object) -> tuple[str, ...]:
     return _signs(image if isinstance(image, str) else None, " ".join(_words(command)))
 
 
+def idle(image: object, *command: object) -> frozenset[Flag]:
+    """{'loads-nothing'} where the command loads nothing itself (ml_signs' launchers, fetches, log viewers): the GPUs
+    it reserves then make no training job of it either."""
+    text = " ".join(_words(command))
+    return frozenset(("loads-nothing",)) if _idle(image if isinstance(image, str) else None, text) else frozenset()
+
+
+def _idle(image: str | None, text: str) -> bool:
+    words = _image_words(image) if image is not None else set()
+    return loads_nothing(("ollama " if "ollama" in words else "") + text) or loads_nothing(text)  # image's entrypoint
+
+
 @lru_cache(maxsize=256)  # a fleet's containers share a few images and commands: an audit of 200 reads each once
 def _signs(image: str | None, text: str) -> tuple[str, ...]:
-    words = _image_words(image) if image is not None else set()
-    if loads_nothing(("ollama " if "ollama" in words else "") + text) or loads_nothing(text):  # the image's entrypoint
+    if _idle(image, text):
         return ()
+    words = _image_words(image) if image is not None else set()
     signs = []
     if ML_IMAGE_WORDS & words:
         signs.append(f"image {image}")

@@ -95,6 +95,12 @@ CASES = {
         (dict(shm=shm(64 * MiB), target=Target("service", "web")), None, False),
         (dict(shm=shm(64 * MiB), target=Target("service", "t"), ml_signs=("command torchrun",)), None, True),
         (dict(shm=shm(64 * MiB), target=Target("container", "t"), gpus="all"), None, True),
+        # GPUs reserved for a command that loads nothing (tensorboard, an MPI launcher): no training job
+        (
+            dict(shm=shm(64 * MiB), target=Target("service", "t"), gpus="all", flags=frozenset({"loads-nothing"})),
+            None,
+            False,
+        ),
     ],
     "remove-ipc": [  # check on a bare host, for a non-system user
         (dict(remove_ipc="systemd's default"), None, True),

@@ -102,6 +102,13 @@ def test_the_hosts_shm_is_said_in_the_table_not_unknown(capsys):
     assert code == 0 and len(rows) == 2 and all(row[2:4] == ["host's", "host"] for row in rows), out
 
 
+def test_a_log_viewer_with_gpus_is_no_training_job(capsys):
+    """kohya_ss's compose reserves the GPUs for its tensorboard service too: the trainer is warned, the viewer not."""
+    code, doc = lint_json(capsys, str(TEST_DATA / "real" / "kohya-ss-docker-compose.yaml"))
+    verdicts = {r["target"]["id"]: r["verdict"] for r in doc["reports"]}
+    assert code == 0 and verdicts == {"kohya-ss-gui": "warn", "tensorboard": "ok"}, verdicts
+
+
 def test_stdin_yaml_and_json(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO((DATA / "kubectl-get-pods.json").read_text()))
     code, doc = lint_json(capsys, "-", *SEED)

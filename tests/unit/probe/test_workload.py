@@ -136,10 +136,20 @@ def test_rocm_render_nodes_are_counted_where_there_is_kfd(tmp_path):
         ("ollama/ollama", ["/bin/sh", "-c", "ollama pull llama3"]),  # one-shot fetches
         ("ollama/ollama:rocm", "pull llama3"),  # the image's own entrypoint is ollama
         ("pytorch/pytorch", ["bash", "-lc", "hf download meta-llama/Llama-3.1-8B"]),
+        # log viewers: kohya_ss's compose gives its tensorboard service the GPUs as well
+        ("tensorflow/tensorflow:latest-gpu", "tensorboard --logdir=/app/logs --bind_all"),
+        ("pytorch/pytorch", ["python3", "-m", "tensorboard.main", "--logdir", "/runs"]),
     ],
 )
 def test_launchers_and_one_shot_fetches_load_nothing(image, command):
     assert workload.ml_signs(image, command) == ()
+    assert workload.idle(image, command) == {"loads-nothing"}  # whatever GPUs it reserves: no training job
+
+
+def test_a_job_that_loads_is_not_idle():
+    assert workload.idle("pytorch/pytorch", ["torchrun", "train.py"]) == frozenset()
+    assert workload.idle("ollama/ollama", "serve") == frozenset()
+    assert workload.idle("python:3.11", ["python", "log_tensorboard_metrics.py"]) == frozenset()
 
 
 @pytest.mark.parametrize(
