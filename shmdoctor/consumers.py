@@ -40,7 +40,7 @@ def nccl_connection_bytes(buffsize: int = NCCL_DEFAULT_BUFFSIZE) -> int:
     return page_round(nccl_segment_bytes(buffsize) + NCCL_FILE_HEADER) + page_round(NCCL_SEND_SIDE + NCCL_FILE_HEADER)
 
 
-def nccl_connections(ranks: int, channels: int = NCCL_CHANNELS, all_to_all: bool = False) -> int:
+def nccl_connections(ranks: int, channels: int, all_to_all: bool) -> int:
     """SHM connections of one communicator of `ranks` local GPUs: the rings (R·C), the trees ((R−1)·C, from three
     ranks: with two, a tree's peer is the ring's, both ways) and, with all-to-all (send/recv), two per ordered pair
     of peers. Measured R=2, C=4: 8, 12 with all-to-all. R=8, C=4: 60, 172 with all-to-all."""
@@ -185,11 +185,6 @@ def ray(store: int, *, given: bool) -> Need:
     """The object store's /dev/shm. Short of it, Ray falls back to /tmp (slow) up to 10 GB, and refuses above."""
     how = "as given" if given else "30% of the memory available, Ray's default"
     return Need("ray", store, f"object store ({how})", fails=store > RAY_SHM_THRESHOLD)
-
-
-def ray_falls_back(store: int, shm_free: int) -> bool:
-    """Ray puts its store in /tmp (slow) when /dev/shm has less free than the store; above 10 GB it refuses."""
-    return shm_free < store
 
 
 # --- Triton python backend ------------------------------------------------------------------------------------------

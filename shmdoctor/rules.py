@@ -390,8 +390,8 @@ def ray_object_store_fallback(facts: Facts, need: Requirement | None) -> Hit:
     ray, available = (need.term("ray") if need else None), capacity.shm_free(facts)
     if need is None or ray is None or not ray.bytes or ray.fails or available is None:
         return None
-    room = available - (need.failing_bytes)
-    if room >= ray.bytes:
+    room = available - need.failing_bytes
+    if room > ray.bytes:  # Ray keeps /dev/shm only with more free than the store (services.py: shm_avail > store)
         return None
     msg = (
         f"Ray's object store ({format_size(ray.bytes)}) does not fit the {format_size(max(room, 0))} of /dev/shm "

@@ -97,8 +97,9 @@ def test_nccl_fallback_warns_only_when_loader_and_fallback_outgrow_what_is_free(
     assert ("nccl-shm-fallback" in {x.id for x in judge(facts(free), job).findings}) is warned
 
 
-@pytest.mark.parametrize("free, warned", [(SEED + 2 * 2**30, False), (SEED + 2 * 2**30 - 1, True)])
-def test_ray_store_falls_back_only_when_it_outgrows_what_the_loader_leaves(free, warned):
+# Ray keeps its store in /dev/shm only where more is free than the store (services.py: shm_avail > object_store_memory)
+@pytest.mark.parametrize("free, warned", [(SEED + 2 * 2**30 + 1, False), (SEED + 2 * 2**30, True)])
+def test_ray_store_falls_back_unless_the_loader_leaves_more_than_it(free, warned):
     spec = LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB)
     job = Workload(spec, Consumers(ray_object_store=2 * 2**30)).requirement(facts(free))
     assert job.term("ray").bytes == 2 * 2**30

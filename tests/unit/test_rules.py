@@ -53,6 +53,9 @@ CASES = {
         (dict(memory=Memory(4 * GiB, 100 * MiB)), job(RAY_4G, loader=False, ray_object_store="auto"), True),
         (dict(shm=shm(2 * GiB)), job(RAY_4G, loader=False, ray_object_store="auto"), False),
         (dict(shm=shm(2 * GiB)), job(RAY_4G, loader=False, ray_object_store=3 * GiB), True),
+        # Ray keeps /dev/shm only where more is free than the store (services.py: shm_avail > object_store_memory)
+        (dict(shm=shm(1 * GiB)), job(RAY_4G, loader=False, ray_object_store=1 * GiB), True),
+        (dict(shm=shm(1 * GiB + 4096)), job(RAY_4G, loader=False, ray_object_store=1 * GiB), False),
         (dict(), seed(), False),
     ],
     "shm-too-small": [
@@ -231,6 +234,16 @@ def test_shm_fix_is_computed_with_margin_and_its_alternatives():
     assert (fixes[1].ipc, fixes[1].shm_bytes) == ("host", None) and fixes[1].caveat
     assert {tuple(f.loader) for f in fixes[2:]} == {("batch_size",)}  # no worker count fits 64 MiB
     assert fixes[2].loader == {"batch_size": 5}  # 9 batches of 5 MiB: 45 of 64 MiB, within the headroom
+
+
+@pytest.mark.parametrize("free, cap", [(98_306_560, 78_643_200), (98_301_440, None)])
+def test_ray_is_told_to_cap_its_store_only_at_rays_minimum_or_more(free, cap):
+    # what fits is 80% of what is free, page-floored: 75 MiB (78,643,200 B) of 98,306,560 B, one page less of
+    # 98,301,440 B; Ray refuses a store below 75 MiB (ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES)
+    report = judge(replace(BASE, shm=shm(free)), job(RAY_4G, loader=False, ray_object_store=1 * GiB))
+    fixes = next(f for f in report.findings if f.id == "ray-object-store-fallback").fixes
+    caps = [f.summary for f in fixes if f.summary.startswith("cap Ray's")]
+    assert caps == ([f"cap Ray's object store at what fits: ray.init(object_store_memory={cap})"] if cap else [])
 
 
 def test_tmpfs_override_gets_a_tmpfs_fix_and_memory_limit_grows_with_shm():
