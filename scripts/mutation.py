@@ -218,6 +218,23 @@ def report(results_path: Path) -> None:
         print(head)
 
 
+def _locate(source: list[str], old: list[str], new: list[str], start: int) -> int:
+    """Where a hunk's lines are in today's module: as they were, else the same lines nearest; where an edit since
+    the run changed its context, with less context (old and new trimmed alike, in place), down to the mutated lines
+    alone; -1 where those are gone."""
+    while True:
+        found = [i for i in range(len(source) - len(old) + 1) if source[i : i + len(old)] == old]
+        if found:
+            return min(found, key=lambda i: abs(i - start))
+        if len(old) > 1 and len(new) > 1 and old[0] == new[0]:
+            del old[0], new[0]
+            start += 1
+        elif len(old) > 1 and len(new) > 1 and old[-1] == new[-1]:
+            del old[-1], new[-1]
+        else:
+            return -1
+
+
 def retest(modules: list[str]) -> None:
     """Each survivor's diff in a module's report applied to a copy of today's tree, the module's tests run on it."""
     for module in modules:
@@ -237,8 +254,7 @@ def retest(modules: list[str]) -> None:
                 source, start = path.read_text().split("\n"), int(hunk.group(1)) - 1
                 while start + len(old) > len(source) and old[-1] == new[-1] == "":  # hunks end past EOF
                     old.pop(), new.pop()
-                if source[start : start + len(old)] != old:  # the module changed since the run: the same lines
-                    start = next((i for i in range(len(source)) if source[i : i + len(old)] == old), -1)
+                start = _locate(source, old, new, start)
                 title = block.splitlines()[0][len("--- survived: ") :]
                 if start < 0:
                     lines.append("CHANGED  " + title)  # no longer in the module
