@@ -132,16 +132,16 @@ def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
         return ()
     others = need.failing_bytes - dataloader_need(loader).bytes  # the other consumers, other loaders alive with it
     usable = int(cap * HEADROOM) - others
-    if usable <= 0:  # the others alone take it all: no loader setting fits
+    if usable < 0:  # the others alone take more than that: no loader setting fits (at 0, none but no workers)
         return ()
     # Closed form, not a search: (p·w + held)·b·ranks <= usable  <=>  p·w <= usable // (b·ranks) - held.
     held = 0 if loader.pin_memory else 1
     room = usable // (loader.batch_bytes * loader.ranks) - held  # batches in flight that fit, beyond the held one
     settings = []
-    w = min(loader.num_workers - 1, max(room, 0) // loader.prefetch_factor)
+    w = min(loader.num_workers - 1, room // loader.prefetch_factor)  # room -1 (not even the held one): w < 0
     if w > 0:
         settings.append({"num_workers": w})
-    p = min(loader.prefetch_factor - 1, max(room, 0) // loader.num_workers)
+    p = min(loader.prefetch_factor - 1, room // loader.num_workers)
     if p > 0:
         settings.append({"prefetch_factor": p})
     if loader.sample_bytes:
