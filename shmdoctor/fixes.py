@@ -118,9 +118,9 @@ def nccl_fixes(facts: Facts) -> tuple[Fix, ...]:
 
 
 def consumer_fixes(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
-    """What each consumer besides the loader offers to take less /dev/shm."""
-    nccl = need.term("nccl")
-    return nccl_fixes(facts) if nccl is not None and nccl.bytes and need.nccl_fallback == 0 else ()
+    """What each consumer besides the loader offers to take less /dev/shm: NCCL's ways out where its SHM connections
+    are in the need (not where SHM is off already, nor over P2P: its proxy pools stay either way)."""
+    return nccl_fixes(facts) if need.nccl_shm else ()
 
 
 def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:

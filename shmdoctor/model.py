@@ -209,6 +209,7 @@ class Requirement(Value):
     ranks: int = 1  # training or serving processes on this host, each with memory of its own beside /dev/shm
     # What NCCL would add if the P2P it was assumed to use is not there (--nccl auto): it falls back to /dev/shm.
     nccl_fallback: int = 0
+    nccl_shm: int = 0  # what NCCL's SHM connections take of it: what NCCL_SHM_DISABLE or smaller buffers would shrink
     tensor_parallel: int = 1  # an inference server's, where one is given
 
     @property

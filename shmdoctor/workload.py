@@ -119,9 +119,9 @@ class Workload(Value):
         gpus = c.gpus or detected or 1
         tp = c.tensor_parallel_size or (gpus if c.serve else 1)
         ranks = max(base.ranks if base else 1, gpus if (c.gpus or c.serve) else 1, tp)
-        fallback = 0
+        fallback = shm = 0
         if gpus > 1 or (c.nodes or 1) > 1 or c.nccl is not None:
-            needs_nccl, fallback = _nccl(c, gpus, env)
+            needs_nccl, fallback, shm = _nccl(c, gpus, env)
             needs.append(needs_nccl)
         if c.serve == "vllm":
             needs.append(consumers.vllm(tp))
@@ -141,6 +141,7 @@ class Workload(Value):
             formula=formula or "0",
             ranks=ranks,
             nccl_fallback=fallback,
+            nccl_shm=shm,
             tensor_parallel=tp,
         )
 
@@ -163,17 +164,20 @@ def _env_int(env: dict[str, str], name: str) -> int | None:
         return None
 
 
-def _nccl(c: Consumers, gpus: int, env: dict[str, str]) -> tuple[Need, int]:
-    """NCCL's term, and what it would add over /dev/shm if the P2P it was assumed to use is not there."""
+def _nccl(c: Consumers, gpus: int, env: dict[str, str]) -> tuple[Need, int, int]:
+    """NCCL's term, what it would add over /dev/shm if the P2P it was assumed to use is not there, and what its SHM
+    connections take (what NCCL_SHM_DISABLE frees: the proxy pools stay)."""
     transport, why = consumers.nccl_transport(c.nccl or "auto", env)
     buffsize = _env_int(env, "NCCL_BUFFSIZE") or consumers.NCCL_DEFAULT_BUFFSIZE
     channels = min(consumers.NCCL_CHANNELS, _env_int(env, "NCCL_MAX_NCHANNELS") or consumers.NCCL_CHANNELS)
     settings = dict(buffsize=buffsize, channels=channels, all_to_all=bool(c.all_to_all), nodes=c.nodes or 1)
     need = consumers.nccl(gpus, transport, **settings)  # type: ignore[arg-type]
-    fallback = 0
+    fallback = shm = 0
     if transport == "p2p" and c.nccl is None:
         fallback = consumers.nccl(gpus, "shm", **settings).bytes - need.bytes  # type: ignore[arg-type]
-    return Need("nccl", need.bytes, f"{need.formula}; {why}"), fallback
+    if transport == "shm":
+        shm = need.bytes - consumers.nccl(gpus, "off", **settings).bytes  # type: ignore[arg-type]
+    return Need("nccl", need.bytes, f"{need.formula}; {why}"), fallback, shm
 
 
 def _ray(store: RayStore, facts: Facts | None) -> Need:

@@ -119,6 +119,17 @@ def test_nccl_over_shm_offers_its_own_ways_out_and_over_p2p_none():
     assert over_p2p.bytes > 64 * MiB and over_p2p.nccl_fallback > 0 and fixes.consumer_fixes(over_p2p, DOCKER) == ()
 
 
+@pytest.mark.parametrize(
+    "nccl, env",
+    [(None, (("NCCL_SHM_DISABLE", "1"),)), ("off", ()), ("shm", (("NCCL_SHM_DISABLE", "1"),))],
+)
+def test_nccl_with_shm_off_already_is_not_told_to_turn_it_off(nccl, env):
+    # sockets: /dev/shm holds the 2 proxy pools (68 MiB, more than the 64 MiB there is), which no NCCL variable shrinks
+    facts = replace(DOCKER, nccl_env=env)
+    need = Workload(consumers=Consumers(gpus=2, nccl=nccl)).requirement(facts)
+    assert need.bytes == 2 * 34_213_888 and fixes.consumer_fixes(need, facts) == ()
+
+
 def _fits(shm: int | None, others: int = 0, **loader) -> list[dict[str, int]]:
     """The settings that fit a free /dev/shm of `shm` (None: not known), beside `others` bytes NCCL takes."""
     facts = Facts(Target("local", "t"), Shm(True, shm, 0, shm, "docker-shm"), Ipc("private"), Memory(None, 0))

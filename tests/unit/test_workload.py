@@ -223,7 +223,17 @@ def test_two_gpus_or_two_nodes_bring_nccl():
 
 def test_with_shm_disabled_nccl_takes_its_proxy_pools_and_has_no_fallback():
     need = Workload(consumers=Consumers(gpus=8)).requirement(facts(env=[("NCCL_SHM_DISABLE", "1")]))
-    assert need.term("nccl").bytes == 8 * 34_213_888 and need.nccl_fallback == 0
+    assert need.term("nccl").bytes == 8 * 34_213_888 and need.nccl_fallback == need.nccl_shm == 0
+
+
+def test_what_nccls_shm_connections_take_is_what_turning_shm_off_would_free():
+    pair = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(facts())
+    assert pair.nccl_shm == 8 * 9_650_176  # rings of 2 ranks: 8 connections; the 2 proxy pools stay
+    eight = Workload(consumers=Consumers(gpus=8, nccl="shm", nodes=2)).requirement(facts())
+    assert eight.nccl_shm == 60 * 9_650_176  # rings and trees of 8 ranks; other nodes' traffic through the pools
+    for assumed in (Consumers(gpus=2), Consumers(gpus=2, nodes=2), Consumers(nccl="shm")):  # P2P; one GPU
+        assert Workload(consumers=assumed).requirement(facts()).nccl_shm == 0
+    assert Workload(SEED).requirement(facts()).nccl_shm == 0  # no NCCL
 
 
 def test_a_variable_nccl_cannot_read_is_as_if_unset():
