@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import ClassVar, Literal
+from operator import attrgetter
+from typing import Any, Callable, ClassVar, Literal
 
 from .exits import ExitCode
 from .sizes import KiB, MiB, format_size
@@ -56,20 +57,30 @@ class Value:
     compiled as the module is imported: a tenth of a millisecond, 4.4 ms of check's start for its 17 classes
     (docs/speed.md §3)."""
 
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Value) or other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()
+        return _values(self) == _values(other)
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(_values(self))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))  # type: ignore[arg-type]
         return f"{type(self).__qualname__}({args})"
+
+
+_GETTERS: dict[type, Callable[[Any], tuple[object, ...]]] = {}
+
+
+def _values(value: Value) -> tuple[object, ...]:
+    """The fields' values in order, by a getter made once for each class (an audit compares its containers' facts:
+    4 µs for two equal Facts, against 1.7 generated and 18 with dataclasses.fields() at each call)."""
+    cls = value.__class__
+    if cls not in _GETTERS:
+        names = [f.name for f in fields(value)]  # type: ignore[arg-type]
+        _GETTERS[cls] = attrgetter(*names) if len(names) > 1 else lambda v: tuple(getattr(v, n) for n in names)
+    return _GETTERS[cls](value)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -20,6 +20,7 @@ from shmdoctor.model import (
     Shm,
     Swarm,
     Target,
+    Value,
 )
 
 MiB = 1024 * 1024
@@ -140,3 +141,18 @@ def test_equality_hash_and_repr_are_dataclasses_own():
     assert _report() == _report() and hash(_report()) == hash(_report())  # nested values, ClassVar left out
     with pytest.raises(TypeError, match="unhashable type: 'dict'"):
         hash(Fix("lower it", loader={"num_workers": 2}))  # as a generated __hash__ does
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class _One(Value):
+    size: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class _Neither(Value):
+    pass
+
+
+def test_one_field_or_none_is_still_a_tuple_of_values():
+    assert _One(5) == _One(5) != _One(6) and hash(_One(5)) == hash((5,)) and repr(_One(5)) == "_One(size=5)"
+    assert _Neither() == _Neither() and hash(_Neither()) == hash(()) and repr(_Neither()) == "_Neither()"
