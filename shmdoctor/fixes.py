@@ -102,7 +102,7 @@ NCCL_SHM_OFF_CAVEAT = (
 )
 
 
-def nccl_fixes(facts: Facts) -> tuple[Fix, ...]:
+def nccl_fixes() -> tuple[Fix, ...]:
     """NCCL's own ways out of /dev/shm, each with its cost."""
     default, small = nccl_connection_bytes(), nccl_connection_bytes(MiB)
     return (
@@ -117,10 +117,10 @@ def nccl_fixes(facts: Facts) -> tuple[Fix, ...]:
     )
 
 
-def consumer_fixes(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
+def consumer_fixes(need: Requirement) -> tuple[Fix, ...]:
     """What each consumer besides the loader offers to take less /dev/shm: NCCL's ways out where its SHM connections
     are in the need (not where SHM is off already, nor over P2P: its proxy pools stay either way)."""
-    return nccl_fixes(facts) if need.nccl_shm else ()
+    return nccl_fixes() if need.nccl_shm else ()
 
 
 def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:

@@ -109,14 +109,14 @@ def test_a_read_only_shm_of_the_engine_or_an_unknown_volume_only_drops_its_ro(so
 
 def test_nccl_over_shm_offers_its_own_ways_out_and_over_p2p_none():
     over_shm = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(DOCKER)
-    assert said(fixes.consumer_fixes(over_shm, DOCKER)) == [
+    assert said(fixes.consumer_fixes(over_shm)) == [
         ("docker run -e NCCL_SHM_DISABLE=1 ...",),
         ("docker run -e NCCL_BUFFSIZE=1048576 ...",),
     ]
     # two nodes, P2P assumed between a node's GPUs: /dev/shm holds the proxy pools (2 × 32.6 MiB) and no SHM
     # connection, whose fallback nccl-shm-fallback warns of: neither way out would shrink what the need counts
     over_p2p = Workload(consumers=Consumers(gpus=2, nodes=2)).requirement(DOCKER)
-    assert over_p2p.bytes > 64 * MiB and over_p2p.nccl_fallback > 0 and fixes.consumer_fixes(over_p2p, DOCKER) == ()
+    assert over_p2p.bytes > 64 * MiB and over_p2p.nccl_fallback > 0 and fixes.consumer_fixes(over_p2p) == ()
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_nccl_with_shm_off_already_is_not_told_to_turn_it_off(nccl, env):
     # sockets: /dev/shm holds the 2 proxy pools (68 MiB, more than the 64 MiB there is), which no NCCL variable shrinks
     facts = replace(DOCKER, nccl_env=env)
     need = Workload(consumers=Consumers(gpus=2, nccl=nccl)).requirement(facts)
-    assert need.bytes == 2 * 34_213_888 and fixes.consumer_fixes(need, facts) == ()
+    assert need.bytes == 2 * 34_213_888 and fixes.consumer_fixes(need) == ()
 
 
 def _fits(shm: int | None, others: int = 0, **loader) -> list[dict[str, int]]:
