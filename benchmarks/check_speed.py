@@ -3,11 +3,12 @@ of it), and what check imports beyond Python's start and Click (`python -X impor
 
     .venv/bin/python benchmarks/check_speed.py [--pairs 10]
 
-check is timed as a user runs it: the `shmdoctor` script of a regular install (pip, not editable: no import hook, the
-bytecode compiled) of this checkout and Click in a throw-away venv of the same Python; beside it, `python -m
-shmdoctor` from this venv as it is (the editable install's finder, or PYTHONPATH). Each pair runs them and `import
-torch` (in this venv) back to back as fresh processes, so all see the same machine state, with Python's start and
-`import click` in the throw-away venv: what check costs beyond them. The load average is printed with each pair.
+check is timed as a user runs it: the `shmdoctor` script of a regular install (pip, not editable: no import hook,
+the bytecode compiled) of this checkout, with Click's files copied from this venv and compiled (nothing is
+downloaded), in a throw-away venv of the same Python; beside it, `python -m shmdoctor` from this venv as it is (the
+editable install's finder, or PYTHONPATH). Each pair runs them and `import torch` (in this venv) back to back as
+fresh processes, so all see the same machine state, with Python's start and `import click` in the throw-away venv:
+what check costs beyond them. The load average is printed with each pair.
 """
 
 from __future__ import annotations
