@@ -102,8 +102,11 @@ def plan(modules: list[str]) -> None:
                 }
             )
         print(f"{module}: {sum(j['module'] == module for j in jobs)} mutants", file=sys.stderr)
+    sources = {m: (ROOT / f"shmdoctor/{m}.py").read_text() for m in modules}  # a run refuses a module changed since
     STATE.mkdir(exist_ok=True)
-    (STATE / "plan.json").write_text(json.dumps({"tests": {m: TESTS[m] for m in modules}, "jobs": jobs}))
+    (STATE / "plan.json").write_text(
+        json.dumps({"tests": {m: TESTS[m] for m in modules}, "sources": sources, "jobs": jobs})
+    )
 
 
 def copy_tree(dest: Path) -> None:
@@ -131,6 +134,9 @@ def run(jobs_wanted: int, results_path: Path) -> None:
     """Each mutant not yet in results_path, jobs_wanted at a time; the results file is rewritten after each."""
     planned = json.loads((STATE / "plan.json").read_text())
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    changed = [m for m, source in planned["sources"].items() if (ROOT / f"shmdoctor/{m}.py").read_text() != source]
+    if changed:  # the mutants are line edits of the planned source
+        sys.exit(f"shmdoctor/{changed[0]}.py changed since the plan: plan it again")
     todo = [j for j in planned["jobs"] if not j["equivalent"] and j["id"] not in results]
     work = Path(tempfile.mkdtemp(prefix="shmdoctor-mutation."))
     trees = [work / f"w{i}" for i in range(max(1, jobs_wanted))]
