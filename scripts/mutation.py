@@ -130,7 +130,7 @@ def pytest(tree: Path, tests: str, timeout: float) -> str:
     return "survived" if done.returncode == 0 else "killed"
 
 
-def run(jobs_wanted: int, results_path: Path) -> None:
+def run(jobs_wanted: int, results_path: Path, reverse: bool = False) -> None:
     """Each mutant not yet in results_path, jobs_wanted at a time; the results file is rewritten after each."""
     planned = json.loads((STATE / "plan.json").read_text())
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
@@ -162,7 +162,7 @@ def run(jobs_wanted: int, results_path: Path) -> None:
     if broken:
         sys.exit(f"{broken[0]}: its tests fail unmutated ({planned['tests'][broken[0]]})")
     pending: queue.Queue = queue.Queue()
-    for job in todo:
+    for job in reversed(todo) if reverse else todo:
         pending.put(job)
     lock, started, done = threading.Lock(), time.monotonic(), [0]
 
@@ -283,6 +283,7 @@ def main() -> None:
     parser.add_argument("step", choices=["plan", "run", "report", "retest"])
     parser.add_argument("modules", nargs="*", help=f"of {', '.join(TESTS)} (plan: all by default)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants tested at a time (run)")
+    parser.add_argument("--reverse", action="store_true", help="the plan's last mutants first (run: two machines)")
     parser.add_argument("--results", type=Path, default=STATE / "results.json", help="the run's results file")
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in TESTS]
@@ -291,7 +292,7 @@ def main() -> None:
     if args.step == "plan":
         plan(args.modules or list(TESTS))
     elif args.step == "run":
-        run(args.jobs, args.results)
+        run(args.jobs, args.results, args.reverse)
     elif args.step == "report":
         report(args.results)
     else:
