@@ -229,6 +229,7 @@ def test_with_shm_disabled_nccl_takes_its_proxy_pools_and_has_no_fallback():
 def test_what_nccls_shm_connections_take_is_what_turning_shm_off_would_free():
     pair = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(facts())
     assert pair.nccl_shm == 8 * 9_650_176  # rings of 2 ranks: 8 connections; the 2 proxy pools stay
+    assert Workload.parse("gpus=2,nccl=shm").requirement(facts()).nccl_shm == 8 * 9_650_176  # the mode as read
     eight = Workload(consumers=Consumers(gpus=8, nccl="shm", nodes=2)).requirement(facts())
     assert eight.nccl_shm == 60 * 9_650_176  # rings and trees of 8 ranks; other nodes' traffic through the pools
     for assumed in (Consumers(gpus=2), Consumers(gpus=2, nodes=2), Consumers(nccl="shm")):  # P2P; one GPU
