@@ -151,6 +151,15 @@ class Swarm(Value):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class Serving(Value):
+    """An inference server a definition's image or command names, and the GPUs it splits the model over, as read."""
+
+    name: Literal["vllm", "sglang", "tgi", "triton"]
+    tensor_parallel: int | None  # None: the command does not say (a variable, or TGI's default: the GPUs it sees)
+    said: str  # where the size comes from: the flag as written, or the server's default
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Facts(Value):
     """Everything a probe found about one target: what every rule reads."""
 
@@ -179,6 +188,7 @@ class Facts(Value):
     # Where a /dev/shm fix goes in the terms of the operator that creates this pod (KubeRay sizes it from memory):
     # said before the fix in the pod's form.
     operator_fix: str | None = None
+    server: Serving | None = None  # an inference server its command or image names (lint, audit)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

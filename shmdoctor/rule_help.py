@@ -60,9 +60,12 @@ HELP: dict[str, RuleHelp] = {
     "default-shm": RuleHelp(
         "No loader was given and /dev/shm is the engine's 64 MiB default (Podman's 62.5 MiB); for lint and audit "
         "only where the workload looks like a training or inference job (an ML image, a torch / ray / vllm "
-        "command, GPUs).",
-        "Give shmdoctor the loader (--batch-size, --num-workers, --sample-bytes, or a shmdoctor.loader label) for "
-        "the size it needs, then size /dev/shm to it.",
+        "command, GPUs). An inference server's command is read first: vLLM's and SGLang's --tensor-parallel-size "
+        "(their default 1) and TGI's --num-shard give their need (broadcast rings, NCCL across the ranks), judged "
+        "as any other; this finding is left for what the file does not tell (Triton's python-backend instances, a "
+        "size in a variable), and says which.",
+        "Give shmdoctor the loader (--batch-size, --num-workers, --sample-bytes, or a shmdoctor.loader label), or "
+        "the server's size it names, for the size it needs, then size /dev/shm to it.",
     ),
     "platform-ignores-shm-size": RuleHelp(
         "The definition asks for a /dev/shm size its platform ignores (Fargate and linuxParameters."
@@ -75,7 +78,8 @@ HELP: dict[str, RuleHelp] = {
         "Set RemoveIPC=no in a logind drop-in (root), or enable lingering for the user (loginctl enable-linger).",
     ),
     "shm-over-memory": RuleHelp(
-        "No loader was given, and /dev/shm is larger than the memory limit leaves for it: filling it is an OOM kill "
+        "No loader was given (or only consumers that take none, such as a one-GPU server), and /dev/shm is larger "
+        "than the memory limit leaves for it: filling it is an OOM kill "
         "(exit 137), not 'No space left'; for lint and audit only where the workload looks like a training or "
         "inference job.",
         "Raise the memory limit to hold /dev/shm beside the processes' own memory, or give shmdoctor the loader to "

@@ -17,6 +17,7 @@ from .model import (
     Fix,
     Report,
     Requirement,
+    Serving,
     Severity,
     Value,
 )
@@ -185,9 +186,11 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
         and not facts.shm.read_only
         and _may_load(facts)
     ):
+        engine = "Podman's default" if size == PODMAN_DEFAULT_SHM else "the default"
+        if facts.server is not None:
+            return f"/dev/shm is {engine} {format_size(size)} for {server_use(facts.server)}", ()
         # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
         most = page_floor(int(size * capacity.HEADROOM) // 9)
-        engine = "Podman's default" if size == PODMAN_DEFAULT_SHM else "the default"
         signs = facts.ml_signs + ((f"GPUs {facts.gpus}",) if facts.gpus else ())
         looks = f" for what looks like a training or inference job ({', '.join(signs)})" if signs else ""
         msg = (
@@ -197,6 +200,30 @@ def default_shm(facts: Facts, need: Requirement | None) -> Hit:
         )
         return msg, ()
     return None
+
+
+def server_use(server: Serving) -> str:
+    """What an inference server whose need its file does not tell puts in /dev/shm, and the one thing shmdoctor
+    needs to know for the size (workload.served_by computes it where the command says)."""
+    if server.name == "triton":
+        return (
+            "Triton: each python-backend model instance maps a region (1 MiB, growing 1 MiB at a time with the "
+            "tensors it passes, kept until its stub exits; other backends take none). Give shmdoctor the "
+            "python-backend instances (shmdoctor.loader label triton_instances=N, or --triton-instances) for the size"
+        )
+    if server.name == "tgi":
+        return (
+            "TGI: its shards (one a GPU) talk through NCCL, which falls back to /dev/shm where the GPUs are not "
+            f"P2P peers ({format_size(consumers.nccl(2, 'shm').bytes)} at 2 shards). Give shmdoctor the shards "
+            "(--num-shard N, or a shmdoctor.loader label gpus=N) for the size"
+        )
+    name = "vLLM" if server.name == "vllm" else "SGLang"
+    rings = consumers.vllm(2) if server.name == "vllm" else consumers.sglang(2)
+    return (
+        f"{name}: its tensor-parallel workers share broadcast rings ({format_size(rings.bytes)} at 2) and NCCL "
+        f"beside them, and {server.said} is not a size. Give shmdoctor the tensor parallel size (a shmdoctor.loader "
+        "label serve=" + server.name + ",tensor_parallel_size=N) for the size"
+    )
 
 
 @rule("platform-ignores-shm-size", "warning", "the platform ignores the /dev/shm size the definition asks for")
@@ -234,7 +261,7 @@ def remove_ipc(facts: Facts, need: Requirement | None) -> Hit:
 def shm_over_memory(facts: Facts, need: Requirement | None) -> Hit:
     room, size = capacity.memory_room(facts), facts.shm.size_bytes
     by_design = "operator-shm" in facts.flags  # KubeRay's: the memory limit itself, as its operator sizes it
-    if need is None and _may_load(facts) and not by_design and room is not None and size and size > room:
+    if _loading(need) is None and _may_load(facts) and not by_design and room is not None and size and size > room:
         msg = (
             f"/dev/shm ({format_size(size)}) can outgrow what the memory limit "
             f"({format_size(facts.memory.limit_bytes)}) leaves beside the processes' own memory "

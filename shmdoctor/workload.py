@@ -149,12 +149,29 @@ class Workload(Value):
 def labelled_requirement(base: Workload, label: str | None, facts: Facts) -> tuple[Requirement | None, tuple[str, ...]]:
     """The command line's workload, overridden by a target's own shmdoctor.loader label or annotation, and a note
     that says so. A bad label raises UsageError: each command decides what that means for its target."""
-    if not label:
-        return base.requirement(facts), ()
-    own = Workload.parse(label)
-    need = base.override(own).requirement(facts)
+    own = Workload.parse(label) if label else Workload()
     what = "workload" if own.consumers.given else "loader"
-    return need, (f"{what} from its {LOADER_LABEL} label: {label}",)
+    notes: tuple[str, ...] = (f"{what} from its {LOADER_LABEL} label: {label}",) if label else ()
+    served = None if base.consumers.given or own.consumers.given else served_by(facts)
+    if served:
+        base, notes = Workload(base.loader, served[0]), notes + (served[1],)
+    return base.override(own).requirement(facts), notes
+
+
+def served_by(facts: Facts) -> tuple[Consumers, str] | None:
+    """The consumers an inference server's command implies (its tensor-parallel ranks talk through NCCL, vLLM's and
+    SGLang's broadcast rings), and a note that says what they were inferred from; None where it does not say."""
+    server = facts.server
+    if server is None or server.name == "triton":  # Triton's regions are its model instances': the file does not say
+        return None
+    ranks = server.tensor_parallel or (facts.gpu_count or gpu_count(facts.gpus) if server.name == "tgi" else None)
+    if not ranks:
+        return None
+    said = server.said or "TGI's default: a shard a GPU it is given"
+    note = f"workload inferred from its command: {server.name}, tensor parallel {ranks} ({said})"
+    if server.name == "tgi":
+        return Consumers(gpus=ranks), note
+    return Consumers(gpus=ranks, serve=server.name, tensor_parallel_size=ranks), note
 
 
 def _env_int(env: dict[str, str], name: str) -> int | None:

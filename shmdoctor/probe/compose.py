@@ -29,7 +29,7 @@ from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm
 from ..sizes import parse_size, parse_tmpfs_size
 from .documents import Definition, Document, target, where
-from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env
+from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
@@ -425,6 +425,7 @@ class ComposeFile:
             memory=memory,
             runtime="compose",
             ml_signs=ml_signs(svc.get("image"), svc.get("entrypoint"), svc.get("command")),
+            server=serving(svc.get("image"), svc.get("entrypoint"), svc.get("command")),
             gpus=self.gpus(svc) or amd_gpus(svc.body.get("devices"), svc.get("environment"), svc.body.get("runtime")),
             nccl_env=nccl_env(env_pairs(svc.get("environment"))),
             unreadable=tuple(unreadable),

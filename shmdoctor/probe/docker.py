@@ -26,7 +26,7 @@ from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
 from .deadline import concurrently, within
-from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env
+from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
 
@@ -208,6 +208,7 @@ def facts_from_inspect(
         memory=Memory(limit_bytes=_count(host.get("Memory")), used_bytes=None),
         runtime=runtime,
         ml_signs=ml_signs(config.get("Image"), config.get("Entrypoint"), config.get("Cmd")),
+        server=serving(config.get("Image"), config.get("Entrypoint"), config.get("Cmd")),
         nofile=_nofile(host),
         cpus=cpus_of(host),
         gpus=gpus,

@@ -17,7 +17,7 @@ from ..limits import MAX_BYTES, MAX_DIGITS, shown
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm
 from ..sizes import MiB
 from .documents import Definition, Document, target
-from .workload import idle, ml_signs
+from .workload import idle, ml_signs, serving
 
 FARGATE_IGNORES = "Fargate does not support linuxParameters.sharedMemorySize"
 MAX_CONTAINERS = 1000  # containers of one file, every definition and node range together (ECS allows 10 a task)
@@ -127,6 +127,7 @@ class _Container:
             flags=frozenset(flags)
             | idle(self.body.get("image"), self.body.get("entryPoint"), self.body.get("command")),
             ml_signs=ml_signs(self.body.get("image"), self.body.get("entryPoint"), self.body.get("command")),
+            server=serving(self.body.get("image"), self.body.get("entryPoint"), self.body.get("command")),
         )
 
 

@@ -25,7 +25,7 @@ from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc,
 from ..sizes import format_size, parse_quantity
 from . import operators, workflows
 from .documents import Definition, Document, line_of, target, where
-from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env
+from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
@@ -260,6 +260,7 @@ class _Pod:
                     container.get("source"),  # an Argo script's
                     container.get("script"),  # a Tekton step's
                 ),
+                server=serving(container.get("image"), container.get("command"), container.get("args")),
                 gpus=self.gpus(container),
                 nccl_env=nccl_env(env_pairs(container.get("env"))),
                 unreadable=tuple(unreadable),

@@ -32,7 +32,7 @@ from ..model import PODMAN_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memor
 from ..sizes import parse_size, parse_tmpfs_size
 from . import documents
 from .documents import STDIN, Definition
-from .workload import amd_gpus, idle, ml_signs
+from .workload import amd_gpus, idle, ml_signs, serving
 
 SUFFIX = ".container"
 POD_SUFFIX = ".pod"
@@ -310,6 +310,7 @@ class _Unit:
             gpus=gpus,
             unreadable=tuple(unreadable),
             ml_signs=ml_signs((self.last("Image") or (0, ""))[1], exec_[1] if exec_ else ""),
+            server=serving((self.last("Image") or (0, ""))[1], None, exec_[1] if exec_ else ""),
             flags=idle((self.last("Image") or (0, ""))[1], exec_[1] if exec_ else ""),
         )
 

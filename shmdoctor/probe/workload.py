@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from ..model import Flag
+from ..limits import MAX_DIGITS
+from ..model import Flag, Serving
 
 # Words of an image's name (split at / : - _ .) that name an ML framework, server or base image.
 ML_IMAGE_WORDS = frozenset(
@@ -117,6 +118,40 @@ def _signs(image: str | None, text: str) -> tuple[str, ...]:
     if match:
         signs.append(f"command {match.group(1)}")
     return tuple(signs)
+
+
+# Each inference server: what in a command names it, its image's word, and the flags that split a model over GPUs
+# (vLLM also takes underscores; argparse takes SGLang's --tp for --tp-size). TGI's default is the GPUs it sees.
+_SERVERS: tuple[tuple[str, str, str, str], ...] = (
+    ("sglang", r"sglang(?:\.launch_server|\s+serve)", "sglang", r"--tp-size|--tp|--tensor-parallel-size"),
+    ("vllm", r"vllm(?:\.entrypoints|\s+serve)", "vllm", r"--tensor[-_]parallel[-_]size|-tp"),
+    ("tgi", r"text-generation-launcher", "text-generation-inference", r"--num-shard"),
+    ("triton", r"tritonserver", "tritonserver", ""),
+)
+_DEFAULT_TP = {"vllm": "vLLM's default", "sglang": "SGLang's default"}
+
+
+def serving(image: object, entrypoint: object, *args: object) -> Serving | None:
+    """The inference server a container runs: its entrypoint and arguments name it, or its image does where the
+    entrypoint is the image's own (not overridden); with the tensor parallel size its arguments write. None for
+    anything else: a Ray worker or a shell script in a vLLM image is not a vLLM server."""
+    text = " ".join(_words((entrypoint, *args)))
+    name_ = image if isinstance(image, str) else None
+    if _idle(name_, text):
+        return None
+    found = next((s for s in _SERVERS if re.search(rf"(?<![\w-]){s[1]}", text)), None)
+    if found is None and not entrypoint and name_ is not None:  # the image's repository is the server's own
+        repo = re.split(r"[:@]", name_.lower().rsplit("/", 1)[-1])[0]
+        found = next((s for s in _SERVERS if s[2] == repo or s[2] in repo.split("-")), None)
+    if found is None:
+        return None
+    name, _, _, flags = found
+    flag = re.search(rf"(?<![\w-])({flags})(?:=|\s+)['\"]?([^\s'\"]*)", text) if flags else None
+    if flag is None:
+        return Serving(name, 1 if name in _DEFAULT_TP else None, _DEFAULT_TP.get(name, ""))  # type: ignore[arg-type]
+    value = flag.group(2)
+    size = int(value) if value.isascii() and value.isdigit() and len(value) <= MAX_DIGITS else None
+    return Serving(name, size if size else None, f"{flag.group(1)} {value}")  # type: ignore[arg-type]
 
 
 def gpu_count(gpus: str | None) -> int | None:
