@@ -150,11 +150,14 @@ class Swarm(Value):
         return self.ignored_shm_size is not None or self.ignored_ipc is not None
 
 
+ServerName = Literal["vllm", "sglang", "tgi", "triton"]
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class Serving(Value):
     """An inference server a definition's image or command names, and the GPUs it splits the model over, as read."""
 
-    name: Literal["vllm", "sglang", "tgi", "triton"]
+    name: ServerName
     tensor_parallel: int | None  # None: the command does not say (a variable, or TGI's default: the GPUs it sees)
     said: str  # where the size comes from: the flag as written, or the server's default
 

@@ -214,15 +214,16 @@ def server_use(server: Serving) -> str:
     if server.name == "tgi":
         return (
             "TGI: its shards (one a GPU) talk through NCCL, which falls back to /dev/shm where the GPUs are not "
-            f"P2P peers ({format_size(consumers.nccl(2, 'shm').bytes)} at 2 shards). Give shmdoctor the shards "
-            "(--num-shard N, or a shmdoctor.loader label gpus=N) for the size"
+            f"P2P peers ({format_size(consumers.nccl(2, 'shm').bytes)} at 2 shards). Say how many shards (its "
+            "--num-shard or NUM_SHARD, a count of GPUs, or a shmdoctor.loader label gpus=N) for the size"
         )
     name = "vLLM" if server.name == "vllm" else "SGLang"
     rings = consumers.vllm(2) if server.name == "vllm" else consumers.sglang(2)
     return (
         f"{name}: its tensor-parallel workers share broadcast rings ({format_size(rings.bytes)} at 2) and NCCL "
-        f"beside them, and {server.said} is not a size. Give shmdoctor the tensor parallel size (a shmdoctor.loader "
-        "label serve=" + server.name + ",tensor_parallel_size=N) for the size"
+        f"beside them, and {server.said} is not a size. Give shmdoctor the tensor parallel size (--serve "
+        f"{server.name} --tensor-parallel-size N, or a shmdoctor.loader label serve={server.name},"
+        "tensor_parallel_size=N) for the size"
     )
 
 

@@ -165,7 +165,7 @@ def served_by(facts: Facts) -> tuple[Consumers, str] | None:
     if server is None or server.name == "triton":  # Triton's regions are its model instances': the file does not say
         return None
     ranks = server.tensor_parallel or (facts.gpu_count or gpu_count(facts.gpus) if server.name == "tgi" else None)
-    if not ranks:
+    if not ranks or ranks > MAX_GPUS:  # past any machine: a file's typo, judged as if it did not say
         return None
     said = server.said or "TGI's default: a shard a GPU it is given"
     note = f"workload inferred from its command: {server.name}, tensor parallel {ranks} ({said})"

@@ -425,7 +425,7 @@ class ComposeFile:
             memory=memory,
             runtime="compose",
             ml_signs=ml_signs(svc.get("image"), svc.get("entrypoint"), svc.get("command")),
-            server=serving(svc.get("image"), svc.get("entrypoint"), svc.get("command")),
+            server=serving(svc.get("image"), svc.get("entrypoint"), svc.get("command"), env=svc.get("environment")),
             gpus=self.gpus(svc) or amd_gpus(svc.body.get("devices"), svc.get("environment"), svc.body.get("runtime")),
             nccl_env=nccl_env(env_pairs(svc.get("environment"))),
             unreadable=tuple(unreadable),

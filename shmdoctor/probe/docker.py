@@ -208,7 +208,7 @@ def facts_from_inspect(
         memory=Memory(limit_bytes=_count(host.get("Memory")), used_bytes=None),
         runtime=runtime,
         ml_signs=ml_signs(config.get("Image"), config.get("Entrypoint"), config.get("Cmd")),
-        server=serving(config.get("Image"), config.get("Entrypoint"), config.get("Cmd")),
+        server=serving(config.get("Image"), config.get("Entrypoint"), config.get("Cmd"), env=config.get("Env")),
         nofile=_nofile(host),
         cpus=cpus_of(host),
         gpus=gpus,

@@ -260,7 +260,9 @@ class _Pod:
                     container.get("source"),  # an Argo script's
                     container.get("script"),  # a Tekton step's
                 ),
-                server=serving(container.get("image"), container.get("command"), container.get("args")),
+                server=serving(
+                    container.get("image"), container.get("command"), container.get("args"), env=container.get("env")
+                ),
                 gpus=self.gpus(container),
                 nccl_env=nccl_env(env_pairs(container.get("env"))),
                 unreadable=tuple(unreadable),

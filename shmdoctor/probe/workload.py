@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from ..limits import MAX_DIGITS
-from ..model import Flag, Serving
+from ..limits import MAX_DIGITS, shown
+from ..model import Flag, ServerName, Serving
 
 # Words of an image's name (split at / : - _ .) that name an ML framework, server or base image.
 ML_IMAGE_WORDS = frozenset(
@@ -120,21 +120,22 @@ def _signs(image: str | None, text: str) -> tuple[str, ...]:
     return tuple(signs)
 
 
-# Each inference server: what in a command names it, its image's word, and the flags that split a model over GPUs
-# (vLLM also takes underscores; argparse takes SGLang's --tp for --tp-size). TGI's default is the GPUs it sees.
-_SERVERS: tuple[tuple[str, str, str, str], ...] = (
-    ("sglang", r"sglang(?:\.launch_server|\s+serve)", "sglang", r"--tp-size|--tp|--tensor-parallel-size"),
-    ("vllm", r"vllm(?:\.entrypoints|\s+serve)", "vllm", r"--tensor[-_]parallel[-_]size|-tp"),
-    ("tgi", r"text-generation-launcher", "text-generation-inference", r"--num-shard"),
-    ("triton", r"tritonserver", "tritonserver", ""),
+# Each inference server: what in a command names it, its image's word, the flags that split a model over GPUs
+# (vLLM also takes underscores; argparse takes SGLang's --tp for --tp-size) and the variable that does (TGI's launcher
+# reads NUM_SHARD where no flag is given; without either, a shard a GPU it sees).
+_SERVERS: tuple[tuple[ServerName, str, str, str, str], ...] = (
+    ("sglang", r"sglang(?:\.launch_server|\s+serve)", "sglang", r"--tp-size|--tp|--tensor-parallel-size", ""),
+    ("vllm", r"vllm(?:\.entrypoints|\s+serve)", "vllm", r"--tensor[-_]parallel[-_]size|-tp", ""),
+    ("tgi", r"text-generation-launcher", "text-generation-inference", r"--num-shard", "NUM_SHARD"),
+    ("triton", r"tritonserver", "tritonserver", "", ""),
 )
 _DEFAULT_TP = {"vllm": "vLLM's default", "sglang": "SGLang's default"}
 
 
-def serving(image: object, entrypoint: object, *args: object) -> Serving | None:
+def serving(image: object, entrypoint: object, *args: object, env: object = None) -> Serving | None:
     """The inference server a container runs: its entrypoint and arguments name it, or its image does where the
-    entrypoint is the image's own (not overridden); with the tensor parallel size its arguments write. None for
-    anything else: a Ray worker or a shell script in a vLLM image is not a vLLM server."""
+    entrypoint is the image's own (not overridden); with the tensor parallel size its arguments (or environment:
+    env as env_pairs takes it) write. None for anything else: a Ray worker script in a vLLM image is no server."""
     text = " ".join(_words((entrypoint, *args)))
     name_ = image if isinstance(image, str) else None
     if _idle(name_, text):
@@ -145,13 +146,20 @@ def serving(image: object, entrypoint: object, *args: object) -> Serving | None:
         found = next((s for s in _SERVERS if s[2] == repo or s[2] in repo.split("-")), None)
     if found is None:
         return None
-    name, _, _, flags = found
+    name, _, _, flags, variable = found
     flag = re.search(rf"(?<![\w-])({flags})(?:=|\s+)['\"]?([^\s'\"]*)", text) if flags else None
-    if flag is None:
-        return Serving(name, 1 if name in _DEFAULT_TP else None, _DEFAULT_TP.get(name, ""))  # type: ignore[arg-type]
-    value = flag.group(2)
-    size = int(value) if value.isascii() and value.isdigit() and len(value) <= MAX_DIGITS else None
-    return Serving(name, size if size else None, f"{flag.group(1)} {value}")  # type: ignore[arg-type]
+    if flag is not None:
+        size = _count(flag.group(2))
+        return Serving(name, size, f"{flag.group(1)} {flag.group(2) if size else shown(flag.group(2))}")
+    value = next((str(v) for k, v in env_pairs(env) if variable and k == variable), None)
+    if value is not None:  # a variable's value is never printed: its name, and the number where it is one
+        return Serving(name, _count(value), variable)
+    return Serving(name, 1 if name in _DEFAULT_TP else None, _DEFAULT_TP.get(name, ""))
+
+
+def _count(value: str) -> int | None:
+    """A positive count as written (ASCII digits, as many as a number has), else None (a variable, a word)."""
+    return (int(value) or None) if value.isascii() and value.isdigit() and len(value) <= MAX_DIGITS else None
 
 
 def gpu_count(gpus: str | None) -> int | None:

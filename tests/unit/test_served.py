@@ -108,6 +108,7 @@ def test_tgi_shards_are_ncclss_ranks_and_fit_gkes_60gi():
     # NUM_SHARD 2 and 2 GPUs: TGI's shards talk through NCCL, P2P assumed (0 B), the SHM fallback kept for a warning
     (r,) = reports(REAL / "gke-tgi-llama3-70b.yaml").values()
     assert r.requirement.ranks == 2 and r.requirement.term("nccl").bytes == 0
+    assert r.notes == ("workload inferred from its command: tgi, tensor parallel 2 (NUM_SHARD)",)
     # FACTS.md: two ranks over SHM, 8 connections × 9,650,176 B + 2 proxy pools × 34,213,888 B
     assert r.requirement.nccl_fallback == 8 * 9_650_176 + 2 * 34_213_888 == 145_629_184
 
@@ -125,8 +126,28 @@ def test_tgi_shards_are_ncclss_ranks_and_fit_gkes_60gi():
         ("nvcr.io/nvidia/tritonserver:24.01-py3", None, ["tritonserver", "--model-repository=/m"], ("triton", None)),
         ("hiyouga/verl:ngc-th2.6.0-cu126-vllm0.8.4", None, None, None),  # a Ray image with vLLM inside
         ("vllm/vllm-openai:latest", ["sh", "-c", "ray start --block"], None, None),
+        ("vllm/vllm-openai:latest", None, ["--tensor-parallel-size", "0"], ("vllm", None)),
     ],
 )
 def test_the_server_and_its_tensor_parallel_size_from_image_and_command(image, entrypoint, args, expected):
     got = serving(image, entrypoint, args)
     assert (got and (got.name, got.tensor_parallel)) == expected
+
+
+def test_tgis_num_shard_variable_is_read_by_name_and_its_flag_wins():
+    image = "ghcr.io/huggingface/text-generation-inference:2.0.4"
+    got = serving(image, None, None, env=[{"name": "NUM_SHARD", "value": "4"}])
+    assert (got.tensor_parallel, got.said) == (4, "NUM_SHARD")
+    assert serving(image, None, ["--num-shard", "2"], env={"NUM_SHARD": "4"}).tensor_parallel == 2
+
+
+def test_a_hostile_tensor_parallel_size_is_bounded_and_judged_as_unsaid(tmp_path):
+    path = tmp_path / "compose.yml"
+    huge = "9" * 5000
+    path.write_text(f"services:\n  s:\n    image: vllm/vllm-openai\n    command: --tensor-parallel-size {huge} --x 1\n")
+    (r,) = reports(path).values()  # no GPUs: vLLM's image alone makes it a server
+    assert r.requirement is None and [f.id for f in r.findings] == ["default-shm"]
+    assert "characters)" in r.findings[0].message and len(r.findings[0].message) < 600
+    path.write_text("services:\n  s:\n    image: vllm/vllm-openai\n    command: --tensor-parallel-size 100000\n")
+    (r,) = reports(path).values()
+    assert r.requirement is None and "--tensor-parallel-size 100000 is not a size" in r.findings[0].message
