@@ -326,3 +326,30 @@ def test_sarif_names_each_container_on_a_placeholder_artifact(fleet):
     assert located == findings and (f"{PREFIX}default", "shm-too-small") in located
     artifacts = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
     assert artifacts == {"shmdoctor-container-engine"}
+
+
+def test_a_vllm_command_is_judged_as_its_tensor_parallel_need(images):
+    # busybox runs `sh -c 'exec sleep 600' vllm serve m --tensor-parallel-size 2` (the words after the script are its
+    # $0 and arguments): inspect's Entrypoint and Cmd say vLLM at T=2 in the default 64 MiB. FACTS.md, vLLM 0.33:
+    # (16 MiB + 1 + 2) × 10 + 2 × (24 MiB + 2) × 10 + (4 MiB + 2) × 6 = 696,254,540 B, and vLLM refuses its first ring
+    # (16 MiB + 3) × 10 = 167,772,190 B = 160.00 MiB; × 1.25 = 830 MiB: Docker's 1g, the next size of the series.
+    rings = (16 * MiB + 3) * 10 + 2 * (24 * MiB + 2) * 10 + (4 * MiB + 2) * 6
+    name = PREFIX + "vllm"
+    try:
+        start(
+            "vllm",
+            "--entrypoint",
+            "sh",
+            cmd=("-c", "exec sleep 600", "vllm", "serve", "m", "--tensor-parallel-size", "2"),
+        )
+        code, doc, _ = audit("--filter", f"name={name}")
+        (report,) = doc["reports"]
+        assert code == 1 and errors(report) == ["shm-too-small"] and report["requirement"]["bytes"] == rings
+        (finding,) = [f for f in report["findings"] if f["id"] == "shm-too-small"]
+        assert "160.00 MiB required, 64.00 MiB free" in finding["message"]
+        assert "--shm-size=1g" in first_fix(report)
+        assert (
+            "workload inferred from its command: vllm, tensor parallel 2 (--tensor-parallel-size 2)" in report["notes"]
+        )
+    finally:
+        remove(name)
