@@ -151,3 +151,18 @@ def test_a_hostile_tensor_parallel_size_is_bounded_and_judged_as_unsaid(tmp_path
     path.write_text("services:\n  s:\n    image: vllm/vllm-openai\n    command: --tensor-parallel-size 100000\n")
     (r,) = reports(path).values()
     assert r.requirement is None and "--tensor-parallel-size 100000 is not a size" in r.findings[0].message
+
+
+def test_sglang_tp_2_without_ipc_host_fits_64_mib_over_p2p_and_sizes_compose_for_ncclss_fallback(tmp_path):
+    # SGLang's own compose file without its `ipc: host`, at --tp 2: the runtime's 64 MiB. Its TP queue is
+    # (4 MiB + 2) × 6 = 25,165,836 B; NCCL over P2P takes none, and where it falls back to /dev/shm (SGLang sets
+    # NCCL_CUMEM_ENABLE=0) it adds 8 × 9,650,176 + 2 × 34,213,888 = 145,629,184 B: 170,795,020 B in all, past 64 MiB.
+    text = (REAL / "sglang-compose.yaml").read_text().replace("    ipc: host\n", "")
+    path = tmp_path / "compose.yaml"
+    path.write_text(text.replace("--port 30000\n", "--port 30000\n      --tp 2\n", 1))
+    (r,) = reports(path).values()
+    assert (r.facts.shm.size_bytes, r.requirement.bytes, r.verdict) == (64 * MiB, 25_165_836, "warn")
+    (f,) = r.findings
+    assert f.id == "nccl-shm-fallback" and "needs 139 MiB more" in f.message
+    # 170,795,020 × 1.25 = 213,493,775 B (203.6 MiB): the next size of the series is 256 MiB
+    assert f.fixes[0].shm_bytes == 256 * MiB and 'shm_size: "256m"' in fixes_by_target([r])
