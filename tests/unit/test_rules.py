@@ -324,3 +324,76 @@ def test_swarm_says_what_it_ignores_and_mounts_a_tmpfs_instead():
     grown = judge(replace(facts, swarm=Swarm()), seed())
     grow = grown.findings[0].fixes
     assert "type: bind" in forms.block(grow[1], grown.facts) and grow[1].caveat == fixes.HOST_SHM_CAVEAT
+
+
+def _finding(facts: Facts, need, rule_id: str):
+    return next(f for f in judge(facts, need).findings if f.id == rule_id)
+
+
+@pytest.mark.parametrize("limit, fires", [(2322 * MiB, False), (2322 * MiB - 4096, True)])
+def test_memory_limit_keeps_a_training_process_per_rank_to_the_byte(limit, fires):
+    """2 ranks of the seed loader: 1800 MiB of /dev/shm, 10 MiB in use, 2 × 256 MiB for the processes: a 2322 MiB
+    limit holds it exactly (need equal to room); a page less does not (one process's 256 MiB would leave 2056)."""
+    report = judge(replace(BASE, shm=shm(4 * GiB), memory=Memory(limit, 10 * MiB)), seed(ranks=2))
+    assert ("memory-limit" in [f.id for f in report.findings]) == fires
+
+
+def test_memory_limit_says_the_reserve_of_every_rank():
+    facts = replace(BASE, shm=shm(4 * GiB), memory=Memory(2 * GiB, 10 * MiB))
+    finding = _finding(facts, seed(ranks=2), "memory-limit")
+    # 2 ranks × 256 MiB beside 2 × 900 MiB (1.76 GiB) of /dev/shm
+    assert finding.message.startswith(
+        "the memory limit (2 GiB, 10 MiB in use, ~512 MiB for the training process) cannot hold this loader's "
+        "1.76 GiB of /dev/shm"
+    )
+    assert finding.fixes[0].memory_bytes == 3 * GiB  # 10 + 512 + 1800 × 1.25 = 2772 MiB, the next nice size
+
+
+def test_thin_headroom_says_the_share_it_takes():
+    finding = _finding(replace(BASE, shm=shm(1 * GiB)), seed(), "thin-headroom")
+    assert "it needs 900 MiB of the 1 GiB available of /dev/shm (88%);" in finding.message  # 900 / 1024 = 87.9%
+
+
+@pytest.mark.parametrize(
+    "changes, batch",
+    [
+        # 80% of 64 MiB is 53,687,091 B; a ninth (2·4 + 1 batches) is 5,965,232, page-floored 5,963,776: 5.69 MiB
+        (dict(), "the default 64 MiB: with 4 workers (prefetch_factor 2), batches over 5.69 MiB do not fit"),
+        # Podman's 64000 KiB: 80% is 52,428,800 B; a ninth 5,825,422, page-floored 5,824,512: 5.55 MiB
+        (
+            dict(shm=shm(64000 * 1024, source="podman-shm"), runtime="podman"),
+            "Podman's default 62.5 MiB: with 4 workers (prefetch_factor 2), batches over 5.55 MiB do not fit",
+        ),
+    ],
+)
+def test_default_shm_says_the_largest_batch_that_fits(changes, batch):
+    assert f"/dev/shm is {batch}." in _finding(replace(BASE, **changes), None, "default-shm").message
+
+
+def test_nofile_low_counts_a_descriptor_per_tensor_in_flight():
+    # 2 tensors a batch (an image and its label) × 129 batches (2·64 + 1) + 256 of the process's own: 514
+    need = seed(num_workers=64, sample_bytes=None, sample_tensors=(MiB, 8))
+    facts = replace(BASE, shm=shm(2 * GiB), nofile=512)
+    finding = _finding(facts, need, "nofile-low")
+    assert "ulimit -n is 512; the loader holds a descriptor per shared tensor (~514 with" in finding.message
+    assert forms.run_args(finding.fixes[0], facts) == ("--ulimit=nofile=2056",)  # 4 × 514
+    assert "nofile-low" not in [f.id for f in judge(replace(facts, nofile=514), need).findings]
+
+
+def test_vllm_is_said_to_refuse_what_the_loader_leaves_it():
+    facts = replace(BASE, shm=shm(1 * GiB))
+    finding = _finding(facts, job(facts, serve="vllm", tensor_parallel_size=2), "shm-too-small")
+    # the loader's 900 MiB go first: 124 MiB of 1 GiB left for the scheduler's ring, (16 MiB + 1 + 2) × 10 B
+    assert (
+        "vLLM refuses to start ('Insufficient space in /dev/shm for the scheduler's broadcast queue: "
+        "160.00 MiB required, 124.00 MiB free')" in finding.message
+    )
+
+
+def test_ray_is_said_what_the_loader_leaves_of_dev_shm():
+    facts = replace(RAY_4G, shm=shm(1536 * MiB))
+    finding = _finding(facts, job(facts, ray_object_store=1 * GiB), "ray-object-store-fallback")
+    # 1536 MiB less the loader's 900: 636 MiB, short of the 1 GiB store; 80% of it to the page: 533,512,192 B
+    assert finding.message.startswith("Ray's object store (1 GiB) does not fit the 636 MiB of /dev/shm left:")
+    cap = 636 * MiB * 4 // 5 // 4096 * 4096
+    assert finding.fixes[-1].summary == f"cap Ray's object store at what fits: ray.init(object_store_memory={cap})"
