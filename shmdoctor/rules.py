@@ -384,10 +384,8 @@ def consumers_fail(need: Requirement, free: int) -> str:
 
 
 def vllm_refused(need: Requirement, free: int) -> str | None:
-    """vLLM's own words for the first buffer it refuses, the loader's in-flight batches taken first."""
-    vllm = need.term("vllm")
-    if vllm is None or not vllm.bytes:
-        return None
+    """vLLM's own words for the first buffer it refuses, the loader's in-flight batches taken first (consumers_fail
+    asks where the need has vLLM's rings)."""
     others = sum(n.bytes for n in need.breakdown if n.term not in ("vllm", "ray"))
     refused = consumers.vllm_refused(need.tensor_parallel, max(0, free - others))
     if refused is None:
@@ -426,7 +424,7 @@ def ray_object_store_fallback(facts: Facts, need: Requirement | None) -> Hit:
         "left: Ray puts it in /tmp instead ('The object store is using /tmp instead of /dev/shm'), and every "
         "object put or got goes through the disk"
     )
-    cap = page_floor(int(max(room, 0) * capacity.HEADROOM))
+    cap = page_floor(int(room * capacity.HEADROOM))  # below 0 where the rest takes it all: no cap offered
     smaller = (
         (Fix(f"cap Ray's object store at what fits: ray.init(object_store_memory={cap})"),)
         if cap >= consumers.RAY_MIN_STORE  # Ray refuses a store below its minimum

@@ -397,3 +397,73 @@ def test_ray_is_said_what_the_loader_leaves_of_dev_shm():
     assert finding.message.startswith("Ray's object store (1 GiB) does not fit the 636 MiB of /dev/shm left:")
     cap = 636 * MiB * 4 // 5 // 4096 * 4096
     assert finding.fixes[-1].summary == f"cap Ray's object store at what fits: ray.init(object_store_memory={cap})"
+
+
+def _ids(facts: Facts, need) -> set[str]:
+    return {f.id for f in judge(facts, need).findings}
+
+
+def test_need_equal_to_free_fits_with_thin_headroom_a_page_less_fails():
+    exact, short = (_ids(replace(BASE, shm=shm(size)), seed()) for size in (900 * MiB, 900 * MiB - 4096))
+    assert "thin-headroom" in exact and "shm-too-small" not in exact
+    assert "shm-too-small" in short and "thin-headroom" not in short
+
+
+@pytest.mark.parametrize("size, fires", [(768 * MiB, False), (768 * MiB + 4096, True)])
+def test_shm_over_memory_from_a_page_over_what_the_limit_leaves(size, fires):
+    # a 1 GiB limit, nothing in use, 256 MiB for the processes: 768 MiB left
+    assert ("shm-over-memory" in _ids(replace(BASE, shm=shm(size), memory=Memory(1 * GiB, 0)), None)) == fires
+
+
+@pytest.mark.parametrize(
+    "free, said",
+    [
+        (1 * MiB, None),  # a twentieth of 20 MiB free: not yet
+        (1 * MiB - 4096, "/dev/shm is nearly full: 19 MiB of 20 MiB in use"),
+        (4096, "/dev/shm is nearly full: 20 MiB of 20 MiB in use"),  # 19.996 MiB
+        (0, "/dev/shm is full: 20 MiB of 20 MiB in use"),
+    ],
+)
+def test_shm_full_below_a_twentieth_free_and_full_at_none(free, said):
+    report = judge(replace(BASE, shm=shm(20 * MiB, used=20 * MiB - free)), None)
+    found = [f.message for f in report.findings if f.id == "shm-full"]
+    assert found == ([f"{said}; segments of killed loaders stay until removed"] if said else [])
+
+
+@pytest.mark.parametrize("extra, fires", [(0, False), (-4096, True)])
+def test_nccl_fallback_warns_from_a_page_short_of_loader_and_rings(extra, fires):
+    # 8 GPUs over SHM: 60 connections (rings 8·4, trees 7·4) of 9,650,176 B and 8 proxy pools of 34,213,888 B,
+    # beside the loader's 900 MiB
+    worst = 900 * MiB + 60 * 9_650_176 + 8 * 34_213_888
+    facts = replace(BASE, shm=shm(worst + extra))
+    assert ("nccl-shm-fallback" in _ids(facts, job(facts, gpus=8))) == fires
+
+
+def test_vllm_behind_a_loader_that_takes_everything_is_told_none_is_free():
+    facts = replace(BASE, shm=shm(512 * MiB))
+    finding = _finding(facts, job(facts, serve="vllm", tensor_parallel_size=2), "shm-too-small")
+    assert finding.message.endswith("queue: 160.00 MiB required, 0.00 MiB free')")  # not less than none
+
+
+def test_ray_behind_a_loader_that_takes_everything_falls_back_and_fails_nothing():
+    facts = replace(RAY_4G, shm=shm(512 * MiB))
+    report = judge(facts, job(facts, ray_object_store=1 * GiB))
+    too_small, ray = (
+        next(f for f in report.findings if f.id == i) for i in ("shm-too-small", "ray-object-store-fallback")
+    )
+    # the loader's 900 MiB fail; Ray's 1 GiB store only goes to /tmp: said by its own warning, not as a failure
+    assert too_small.message == (
+        "this job needs 900 MiB of /dev/shm; 512 MiB is free: workers will fail with 'unable to allocate shared "
+        "memory' or a bus error"
+    )
+    assert ray.message.startswith("Ray's object store (1 GiB) does not fit the 0 B of /dev/shm left:")
+    assert not [f for f in ray.fixes if f.summary.startswith("cap Ray's")]  # nothing left to cap it at
+
+
+def test_a_ray_store_over_10_gb_refuses_to_start_instead_of_falling_back():
+    facts = replace(BASE, shm=shm(2 * GiB), memory=Memory(64 * GiB, 0))
+    report = judge(facts, job(facts, loader=False, ray_object_store=20 * 10**9))
+    [finding] = report.findings
+    assert finding.id == "shm-too-small" and finding.message.endswith(
+        "2 GiB is free: Ray refuses to start: its object store exceeds /dev/shm and is over 10 GB"
+    )
