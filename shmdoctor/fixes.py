@@ -8,6 +8,7 @@ from .consumers import nccl_connection_bytes, nccl_proxy_bytes
 from .loader import batches_in_flight, dataloader_need
 from .model import Facts, Fix, Requirement
 from .sizes import MiB, docker_size, format_size, page_floor
+from .workload import nccl_buffsize
 
 IPC_HOST_CAVEAT = "shares the host's IPC namespace: the container can read and write every host process's shared memory"
 # A bind of /dev/shm is a mount, not a namespace: POSIX shared memory (files in /dev/shm) is shared, System V is not.
@@ -102,25 +103,26 @@ NCCL_SHM_OFF_CAVEAT = (
 )
 
 
-def nccl_fixes() -> tuple[Fix, ...]:
-    """NCCL's own ways out of /dev/shm, each with its cost."""
-    default, small = nccl_connection_bytes(), nccl_connection_bytes(MiB)
-    return (
-        env_fix(NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=NCCL_SHM_OFF_CAVEAT),
-        env_fix(
-            f"smaller NCCL buffers: 1 MiB instead of 4 MiB cuts each connection from {format_size(default)} "
-            f"to {format_size(small)}",
-            "NCCL_BUFFSIZE",
-            str(MiB),
-            caveat="less bandwidth on large messages",
-        ),
+def nccl_fixes(facts: Facts) -> tuple[Fix, ...]:
+    """NCCL's own ways out of /dev/shm, each with its cost: smaller buffers where its own are larger than 1 MiB."""
+    off = env_fix(NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=NCCL_SHM_OFF_CAVEAT)
+    now = nccl_buffsize(dict(facts.nccl_env))
+    if now <= MiB:  # 1 MiB would be as large or larger
+        return (off,)
+    smaller = env_fix(
+        f"smaller NCCL buffers: 1 MiB instead of {format_size(now)} cuts each connection from "
+        f"{format_size(nccl_connection_bytes(now))} to {format_size(nccl_connection_bytes(MiB))}",
+        "NCCL_BUFFSIZE",
+        str(MiB),
+        caveat="less bandwidth on large messages",
     )
+    return off, smaller
 
 
-def consumer_fixes(need: Requirement) -> tuple[Fix, ...]:
+def consumer_fixes(need: Requirement, facts: Facts) -> tuple[Fix, ...]:
     """What each consumer besides the loader offers to take less /dev/shm: NCCL's ways out where its SHM connections
     are in the need (not where SHM is off already, nor over P2P: its proxy pools stay either way)."""
-    return nccl_fixes() if need.nccl_shm else ()
+    return nccl_fixes(facts) if need.nccl_shm else ()
 
 
 def fit_today(need: Requirement, facts: Facts) -> tuple[Fix, ...]:

@@ -135,7 +135,7 @@ def shm_too_small(facts: Facts, need: Requirement | None) -> Hit:
         msg = f"{need.subject} needs {format_size(need.failing_bytes)} of /dev/shm; {has}: " + consumers_fail(
             need, available
         )
-        return msg, fixes.grow_shm(need.bytes, facts, need.ranks) + fixes.consumer_fixes(need) + fixes.fit_today(
+        return msg, fixes.grow_shm(need.bytes, facts, need.ranks) + fixes.consumer_fixes(need, facts) + fixes.fit_today(
             need, facts
         )
     return None
@@ -408,7 +408,7 @@ def nccl_shm_fallback(facts: Facts, need: Requirement | None) -> Hit:
         f"{format_size(worst)} in all, of the {format_size(available)} there is: 'unhandled system error'. Say "
         "--nccl shm or --nccl p2p when you know"
     )
-    return msg, fixes.grow_shm(worst, facts, need.ranks)[:1] + fixes.nccl_fixes()
+    return msg, fixes.grow_shm(worst, facts, need.ranks)[:1] + fixes.nccl_fixes(facts)
 
 
 @rule("ray-object-store-fallback", "warning", "Ray's object store will not fit /dev/shm: it falls back to /tmp, slowly")

@@ -181,11 +181,16 @@ def _env_int(env: dict[str, str], name: str) -> int | None:
         return None
 
 
+def nccl_buffsize(env: dict[str, str]) -> int:
+    """The SIMPLE buffer NCCL allocates: NCCL_BUFFSIZE as NCCL reads it (any base), its default where it cannot."""
+    return _env_int(env, "NCCL_BUFFSIZE") or consumers.NCCL_DEFAULT_BUFFSIZE
+
+
 def _nccl(c: Consumers, gpus: int, env: dict[str, str]) -> tuple[Need, int, int]:
     """NCCL's term, what it would add over /dev/shm if the P2P it was assumed to use is not there, and what its SHM
     connections take (what NCCL_SHM_DISABLE frees: the proxy pools stay)."""
     transport, why = consumers.nccl_transport(c.nccl or "auto", env)
-    buffsize = _env_int(env, "NCCL_BUFFSIZE") or consumers.NCCL_DEFAULT_BUFFSIZE
+    buffsize = nccl_buffsize(env)
     channels = min(consumers.NCCL_CHANNELS, _env_int(env, "NCCL_MAX_NCHANNELS") or consumers.NCCL_CHANNELS)
     settings = dict(buffsize=buffsize, channels=channels, all_to_all=bool(c.all_to_all), nodes=c.nodes or 1)
     need = consumers.nccl(gpus, transport, **settings)  # type: ignore[arg-type]

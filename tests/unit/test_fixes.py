@@ -109,14 +109,14 @@ def test_a_read_only_shm_of_the_engine_or_an_unknown_volume_only_drops_its_ro(so
 
 def test_nccl_over_shm_offers_its_own_ways_out_and_over_p2p_none():
     over_shm = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(DOCKER)
-    assert said(fixes.consumer_fixes(over_shm)) == [
+    assert said(fixes.consumer_fixes(over_shm, DOCKER)) == [
         ("docker run -e NCCL_SHM_DISABLE=1 ...",),
         ("docker run -e NCCL_BUFFSIZE=1048576 ...",),
     ]
     # two nodes, P2P assumed between a node's GPUs: /dev/shm holds the proxy pools (2 × 32.6 MiB) and no SHM
     # connection, whose fallback nccl-shm-fallback warns of: neither way out would shrink what the need counts
     over_p2p = Workload(consumers=Consumers(gpus=2, nodes=2)).requirement(DOCKER)
-    assert over_p2p.bytes > 64 * MiB and over_p2p.nccl_fallback > 0 and fixes.consumer_fixes(over_p2p) == ()
+    assert over_p2p.bytes > 64 * MiB and over_p2p.nccl_fallback > 0 and fixes.consumer_fixes(over_p2p, DOCKER) == ()
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_nccl_with_shm_off_already_is_not_told_to_turn_it_off(nccl, env):
     # sockets: /dev/shm holds the 2 proxy pools (68 MiB, more than the 64 MiB there is), which no NCCL variable shrinks
     facts = replace(DOCKER, nccl_env=env)
     need = Workload(consumers=Consumers(gpus=2, nccl=nccl)).requirement(facts)
-    assert need.bytes == 2 * 34_213_888 and fixes.consumer_fixes(need) == ()
+    assert need.bytes == 2 * 34_213_888 and fixes.consumer_fixes(need, facts) == ()
 
 
 def _fits(shm: int | None, others: int = 0, **loader) -> list[dict[str, int]]:
@@ -224,3 +224,21 @@ def test_nothing_to_fit_without_a_loader_with_workers_or_a_known_shm():
     assert _fits(64 * MiB, batch_size=1, num_workers=0, sample_bytes=MiB) == []  # the loader takes none already
     nccl = Requirement(64 * MiB, None, 0, (Need("nccl", 64 * MiB, "given"),), "nccl")
     assert fixes.fit_today(nccl, DOCKER) == ()
+
+
+@pytest.mark.parametrize(
+    "buffsize, smaller",
+    [
+        # a connection: 4096 + LL 524,288 + LL128 4,915,200 + SIMPLE, + 4 B of header in pages, + 8,192 B of send
+        # side: 13,844,480 B (13.2 MiB) at 8 MiB, 6,504,448 B (6.2 MiB) at 1 MiB
+        ("8388608", "smaller NCCL buffers: 1 MiB instead of 8 MiB cuts each connection from 13.2 MiB to 6.2 MiB"),
+        ("0x100000", None),  # 1 MiB already (NCCL reads any base): nothing smaller to offer
+        ("524288", None),  # 512 KiB: 1 MiB would double it
+    ],
+)
+def test_smaller_nccl_buffers_only_where_its_own_are_larger(buffsize, smaller):
+    facts = replace(DOCKER, nccl_env=(("NCCL_BUFFSIZE", buffsize),))
+    need = Workload(consumers=Consumers(gpus=2, nccl="shm")).requirement(facts)
+    ways = fixes.consumer_fixes(need, facts)
+    assert [fix.summary for fix in ways] == [fixes.NCCL_SHM_OFF] + ([smaller] if smaller else [])
+    assert said(ways[1:], facts) == ([("docker run -e NCCL_BUFFSIZE=1048576 ...",)] if smaller else [])
