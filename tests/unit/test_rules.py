@@ -6,7 +6,7 @@ import pytest
 
 from shmdoctor import fixes
 from shmdoctor.loader import LoaderSpec, loader_config, requirement
-from shmdoctor.model import SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Swarm, Target
+from shmdoctor.model import SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Serving, Shm, Swarm, Target
 from shmdoctor.render import forms
 from shmdoctor.rules import RULES, judge
 from shmdoctor.sizes import GiB, MiB
@@ -131,6 +131,7 @@ CASES = {
     "ipc-host": [
         (dict(ipc=Ipc("host"), shm=shm(23 * GiB, source="host-ipc")), None, True),
         (dict(ipc=Ipc("host"), shm=shm(23 * GiB, source="system"), runtime="none"), None, False),  # a bare host
+        (dict(ipc=Ipc("container", "ipc-owner")), None, False),  # another container's namespace, not the host's
         (dict(), None, False),
     ],
     "probe-incomplete": [
@@ -467,3 +468,60 @@ def test_a_ray_store_over_10_gb_refuses_to_start_instead_of_falling_back():
     assert finding.id == "shm-too-small" and finding.message.endswith(
         "2 GiB is free: Ray refuses to start: its object store exceeds /dev/shm and is over 10 GB"
     )
+
+
+@pytest.mark.parametrize(
+    "server, says",
+    [
+        (Serving("triton", None, "tritonserver"), "Triton: each python-backend model instance maps a region (1 MiB,"),
+        # 8 SHM connections (rings, 2 ranks × 4 channels) of 9,650,176 B and 2 proxy pools of 34,213,888 B: 139 MiB
+        (Serving("tgi", None, "its default"), "TGI: its shards (one a GPU) talk through NCCL, which falls back to "),
+        # (16 MiB + 1 + 2) × 10 + 2 × (24 MiB + 2) × 10 + (4 MiB + 1) × 6 = 696,254,540 B: 664 MiB
+        (Serving("vllm", None, "--tensor-parallel-size $TP"), "vLLM: its tensor-parallel workers share broadcast "),
+        # (4 MiB + 2) × 6 = 25,165,836 B: 24 MiB
+        (Serving("sglang", None, "--tp $TP"), "SGLang: its tensor-parallel workers share broadcast rings (24 MiB at"),
+    ],
+)
+def test_default_shm_tells_a_server_what_it_puts_there_and_what_to_say(server, says):
+    facts = replace(BASE, target=Target("service", "server"), server=server, ml_signs=("image x",))
+    message = _finding(facts, None, "default-shm").message
+    assert message.startswith(f"/dev/shm is the default 64 MiB for {says}")
+    assert {
+        "triton": "triton_instances=N",
+        "tgi": "/dev/shm where the GPUs are not P2P peers (139 MiB at 2 shards)",
+        "vllm": "rings (664 MiB at 2) and NCCL beside them, and --tensor-parallel-size $TP is not a size. Give "
+        "shmdoctor the tensor parallel size (--serve vllm --tensor-parallel-size N, or a shmdoctor.loader label "
+        "serve=vllm,",
+        "sglang": "and --tp $TP is not a size. Give shmdoctor the tensor parallel size (--serve sglang",
+    }[server.name] in message
+
+
+@pytest.mark.parametrize(
+    "ipc, runtime, why",
+    [(Ipc("none"), "docker", " (--ipc=none)"), (Ipc("host"), "none", "")],  # a bare machine
+)
+def test_no_shm_names_ipc_none_only_where_it_was_asked(ipc, runtime, why):
+    facts = replace(BASE, shm=Shm(False, None, None, None, "none"), ipc=ipc, runtime=runtime)
+    message = _finding(facts, seed(), "no-shm").message
+    assert message == f"there is no /dev/shm{why}: DataLoader workers fail with FileNotFoundError"
+
+
+def test_vllm_figures_are_said_to_the_hundredth_of_a_mib():
+    # at tensor parallel 1024 the scheduler's ring is (16 MiB + 1 + 1024) × 10 = 167,782,490 B: 160.0098 MiB; the
+    # loader's 900 MiB leave 100.5 MiB of 1000.5 MiB
+    facts = replace(BASE, shm=shm(1000 * MiB + 512 * 1024))
+    finding = _finding(facts, job(facts, serve="vllm", tensor_parallel_size=1024), "shm-too-small")
+    assert finding.message.endswith("queue: 160.01 MiB required, 100.50 MiB free')")
+
+
+@pytest.mark.parametrize(
+    "consumers, fails",
+    [
+        (dict(gpus=8, nccl="shm"), "NCCL fails with 'unhandled system error' ('failed to extend /dev/shm/nccl-…')"),
+        (dict(triton_instances=1000), "triton fails to create its shared memory"),  # 1000 regions of 1 MiB
+    ],
+)
+def test_each_consumer_that_runs_out_fails_in_its_own_words(consumers, fails):
+    facts = replace(BASE, shm=shm(512 * MiB))
+    message = _finding(facts, job(facts, loader=False, **consumers), "shm-too-small").message
+    assert message.endswith(f"512 MiB is free: {fails}")
