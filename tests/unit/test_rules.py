@@ -1,5 +1,6 @@
 """A table of catching and non-catching cases per rule (hadolint-style): Facts + loader -> which rules fire."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -132,6 +133,9 @@ CASES = {
         (dict(ipc=Ipc("host"), shm=shm(23 * GiB, source="host-ipc")), None, True),
         (dict(ipc=Ipc("host"), shm=shm(23 * GiB, source="system"), runtime="none"), None, False),  # a bare host
         (dict(ipc=Ipc("container", "ipc-owner")), None, False),  # another container's namespace, not the host's
+        (dict(ipc=Ipc("host"), target=Target("container", "c"), runtime="none"), None, True),  # any runtime
+        (dict(ipc=Ipc("host"), target=Target("service", "s"), runtime="none"), None, True),
+        (dict(ipc=Ipc("host"), shm=shm(23 * GiB, source="host-ipc"), runtime="podman"), None, True),  # check inside
         (dict(), None, False),
     ],
     "probe-incomplete": [
@@ -176,6 +180,7 @@ CASES = {
         (dict(shm=shm(GiB, source="k8s-emptydir-disk"), runtime="kubernetes"), None, True),
         (dict(shm=Shm(True, None, None, None, "k8s-emptydir-disk"), runtime="kubernetes"), seed(), True),
         (dict(shm=shm(GiB, source="k8s-emptydir"), runtime="kubernetes"), None, False),
+        (dict(shm=shm(GiB, source="tmpfs"), runtime="kubernetes"), None, False),
     ],
     "shm-read-only": [  # --tmpfs /dev/shm:ro
         (dict(shm=shm(GiB, source="tmpfs", read_only=True)), None, True),
@@ -498,7 +503,11 @@ def test_default_shm_tells_a_server_what_it_puts_there_and_what_to_say(server, s
 
 @pytest.mark.parametrize(
     "ipc, runtime, why",
-    [(Ipc("none"), "docker", " (--ipc=none)"), (Ipc("host"), "none", "")],  # a bare machine
+    [
+        (Ipc(json.loads('"none"')), "compose", " (--ipc=none)"),  # as a file's ipc: none is read, not a literal
+        (Ipc("host"), "none", ""),  # a bare machine
+        (Ipc("private"), "kubernetes", ""),
+    ],
 )
 def test_no_shm_names_ipc_none_only_where_it_was_asked(ipc, runtime, why):
     facts = replace(BASE, shm=Shm(False, None, None, None, "none"), ipc=ipc, runtime=runtime)
@@ -524,4 +533,4 @@ def test_vllm_figures_are_said_to_the_hundredth_of_a_mib():
 def test_each_consumer_that_runs_out_fails_in_its_own_words(consumers, fails):
     facts = replace(BASE, shm=shm(512 * MiB))
     message = _finding(facts, job(facts, loader=False, **consumers), "shm-too-small").message
-    assert message.endswith(f"512 MiB is free: {fails}")
+    assert message.endswith(f"of /dev/shm; 512 MiB is free: {fails}")  # nothing in use: no "of 512 MiB"
