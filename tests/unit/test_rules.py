@@ -534,3 +534,33 @@ def test_each_consumer_that_runs_out_fails_in_its_own_words(consumers, fails):
     facts = replace(BASE, shm=shm(512 * MiB))
     message = _finding(facts, job(facts, loader=False, **consumers), "shm-too-small").message
     assert message.endswith(f"of /dev/shm; 512 MiB is free: {fails}")  # nothing in use: no "of 512 MiB"
+
+
+def test_findings_are_ordered_errors_first():
+    # probe-incomplete (a warning) is registered before shm-too-small (an error)
+    report = judge(replace(BASE, shm=shm(64 * MiB), unreadable=("ulimit -n (permission denied)",)), seed())
+    severities = [f.severity for f in report.findings]
+    assert severities[0] == "error" and severities[-1] == "warning"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(shm=Shm(False, None, None, None, "none"), ipc=Ipc("none")),
+        dict(shm=shm(GiB, source="tmpfs", read_only=True)),
+    ],
+)
+def test_without_dev_shm_the_way_out_is_loading_in_the_training_process(changes):
+    [finding] = [f for f in judge(replace(BASE, **changes), seed()).findings if f.severity == "error"]
+    assert finding.fixes[-1].loader == {"num_workers": 0}
+
+
+def test_a_warning_offers_one_size_beside_its_own_ways_out():
+    thin = _finding(replace(BASE, shm=shm(1 * GiB)), seed(), "thin-headroom")
+    assert [f.shm_bytes for f in thin.fixes] == [1536 * MiB]  # 900 MiB × 1.25, the next nice size
+    facts = replace(RAY_4G, shm=shm(1536 * MiB))
+    ray = _finding(facts, job(facts, ray_object_store=1 * GiB), "ray-object-store-fallback")
+    assert [f.summary.split(":")[0] for f in ray.fixes] == [
+        "give /dev/shm 3 GiB",
+        "cap Ray's object store at what fits",
+    ]
