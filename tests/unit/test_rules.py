@@ -564,3 +564,30 @@ def test_a_warning_offers_one_size_beside_its_own_ways_out():
         "give /dev/shm 3 GiB",
         "cap Ray's object store at what fits",
     ]
+
+
+def test_shm_too_small_says_of_what_size_the_free_part_is_where_some_is_in_use():
+    facts = replace(BASE, shm=shm(512 * MiB, used=256 * MiB))
+    message = _finding(facts, seed(), "shm-too-small").message
+    assert message.startswith("this loader needs 900 MiB of /dev/shm; 256 MiB of 512 MiB is free: ")
+
+
+@pytest.mark.parametrize(
+    "target, said",
+    [
+        (Target("container", "t"), "it has 512 MiB (its use was not read)"),  # inspected from outside: use unseen
+        (Target("service", "t"), "it has 512 MiB:"),  # a file: nothing runs yet, nothing in use
+    ],
+)
+def test_shm_too_small_says_where_the_use_was_not_read(target, said):
+    facts = replace(BASE, target=target, shm=Shm(True, 512 * MiB, None, None, "docker-shm"))
+    message = _finding(facts, seed(), "shm-too-small").message
+    assert said in message and message.count("not read") == said.count("not read")
+
+
+def test_shm_on_disk_of_no_known_size_and_no_loader_asks_for_medium_memory_and_a_size_limit():
+    facts = replace(BASE, shm=Shm(True, None, None, None, "k8s-emptydir-disk"), runtime="kubernetes")
+    finding = _finding(facts, None, "shm-on-disk")
+    assert [f.summary for f in finding.fixes] == [
+        "make it memory-backed: emptyDir: {medium: Memory}, with a sizeLimit for your loader"
+    ]
