@@ -87,15 +87,16 @@ class _Sampling:
         self.job: set[int] = set()
         self.next_scan = 0.0
         self.pid = 0
-        self.wake_r, self.wake_w = os.pipe()  # a byte written here stops the thread
-        self.thread = threading.Thread(target=self._loop, name="shm-sampler", daemon=True)
+        self.wake_r, self.wake_w = os.pipe()  # a byte written here stops the threads
+        self.threads = [threading.Thread(target=self._loop, name="shm-sampler", daemon=True)]
+        if self.creations is not None:  # a thread of its own: a sample's holder scan must not delay a creation past
+            # its creator's death (a worker refused its first batch lives for milliseconds)
+            self.threads.append(threading.Thread(target=self._watch, args=(self.creations,), daemon=True))
         self.start_t = time.monotonic()
 
     def _loop(self) -> None:
         waiting = select.poll()
         waiting.register(self.wake_r, select.POLLIN)
-        if self.creations is not None:
-            waiting.register(self.creations.fileno(), select.POLLIN)
         while True:
             t = time.monotonic() - self.start_t
             if self.sampler is not None:
@@ -113,15 +114,20 @@ class _Sampling:
                 return
 
     def _wait(self, waiting: select.poll, seconds: float) -> bool:
-        """Until the next sample, taking each creation as it comes (those queued before a stop too); True: stop."""
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            ready = {fd for fd, _ in waiting.poll(left * 1000)}
-            if self.creations is not None and self.creations.fileno() in ready:
-                self._created(*self.creations.read())
+        """Until the next sample; True: stop."""
+        return bool(waiting.poll(seconds * 1000))
+
+    def _watch(self, creations: Creations) -> None:
+        """Each creation as it comes, until a stop (those queued before it too)."""
+        waiting = select.poll()
+        waiting.register(self.wake_r, select.POLLIN)
+        waiting.register(creations.fileno(), select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in waiting.poll()}
+            if creations.fileno() in ready:
+                self._created(*creations.read())
             if self.wake_r in ready:
-                return True
-        return False
+                return
 
     def _created(self, names: list[str], lost: bool) -> None:
         """A segment's creator joins the job when the child is its ancestor. Events lost (the kernel's queue was
@@ -136,14 +142,16 @@ class _Sampling:
     def start(self, pid: int) -> None:
         self.pid, self.job = pid, {pid}
         self.start_t = time.monotonic()
-        self.thread.start()
+        for thread in self.threads:
+            thread.start()
 
     def finish(self) -> None:
-        """Stop the thread (if it started) and close what it watched; a thread stuck past the bound keeps them."""
-        if self.thread.is_alive():
+        """Stop the threads (if they started) and close what they watched; a thread stuck past the bound keeps them."""
+        if any(thread.is_alive() for thread in self.threads):
             os.write(self.wake_w, b"\0")
-            self.thread.join(5)
-        if not self.thread.is_alive():
+            for thread in self.threads:
+                thread.join(5)
+        if not any(thread.is_alive() for thread in self.threads):
             os.close(self.wake_r)
             os.close(self.wake_w)
             if self.creations is not None:

@@ -4,6 +4,7 @@ segment is created (real processes, real inotify on a temporary directory)."""
 import os
 import subprocess
 import sys
+import time
 
 from shmdoctor.shm.sampling import Sampler
 from shmdoctor.wrap.session import _Sampling
@@ -40,7 +41,46 @@ def test_a_segments_creator_joins_the_job_when_the_child_is_its_ancestor(tmp_pat
     finally:
         child.communicate("", timeout=60)
     assert sampling.job == {child.pid, worker}
-    assert child.returncode == 0 and not sampling.thread.is_alive()
+    assert child.returncode == 0 and not any(t.is_alive() for t in sampling.threads)
+
+
+# The worker is reaped as soon as it exits, as a DataLoader's refused worker is within milliseconds: only a creation
+# taken while the worker lives ties it to the child.
+REAPED = """
+import os, sys, time
+worker = os.fork()
+if worker == 0:
+    open(os.path.join(sys.argv[1], f"torch_{os.getpid()}_1_0"), "w").close()
+    time.sleep(0.5)
+    os._exit(0)
+os.waitpid(worker, 0)
+print(worker, flush=True)
+sys.stdin.read()
+"""
+
+
+class SlowSampler(Sampler):
+    """A sample that takes 3 s (a holder scan of a loaded machine's /proc), every time."""
+
+    def sample(self, t):
+        time.sleep(3)
+        return super().sample(t)
+
+
+def test_a_creation_is_taken_while_a_sample_is_being_taken(tmp_path):
+    """The sampler busy in a slow sample when the worker creates its segment, lives 0.5 s and is reaped: the creation
+    is taken on a thread of its own, while the worker lives (taken after the sample, it would name a pid gone)."""
+    sampling = _Sampling(SlowSampler(str(tmp_path)), interval=3600, track=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", REAPED, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        sampling.start(child.pid)
+        worker = int(child.stdout.readline())
+        sampling.finish()
+    finally:
+        child.communicate("", timeout=60)
+    assert sampling.job == {child.pid, worker}
 
 
 def test_without_a_watch_the_childs_descendants_are_scanned(tmp_path):
