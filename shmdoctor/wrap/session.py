@@ -110,12 +110,8 @@ class _Sampling:
             _, used = cgroup.memory()
             if used is not None and (self.memory_peak is None or used > self.memory_peak):
                 self.memory_peak = used
-            if self._wait(waiting, self.interval):
+            if waiting.poll(self.interval * 1000):  # until the next sample, or a stop
                 return
-
-    def _wait(self, waiting: select.poll, seconds: float) -> bool:
-        """Until the next sample; True: stop."""
-        return bool(waiting.poll(seconds * 1000))
 
     def _watch(self, creations: Creations) -> None:
         """Each creation as it comes, until a stop (those queued before it too)."""
