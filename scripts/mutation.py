@@ -32,9 +32,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".mutation"
 
-# the bounds on hostile logs take 3 of the 5 s: last, so that a mutant the others kill costs 2
-DIAGNOSE = " ".join(
-    f"tests/unit/diagnose/test_{name}.py" for name in ("explain_corpus", "explain_judge", "scan", "catalogue_linear")
+# every unit test of diagnose, then explain's and the log probe's; the bounds on hostile logs (test_catalogue_linear,
+# 3 of the 5 s) last, so that a mutant the others kill costs 2
+DIAGNOSE = (
+    "tests/unit/commands/test_explain_cli.py tests/unit/probe/test_logs.py "
+    + " ".join(
+        sorted(
+            f"tests/unit/diagnose/{p.name}"
+            for p in (ROOT / "tests/unit/diagnose").glob("test_*.py")
+            if "linear" not in p.name
+        )
+    )
+    + " tests/unit/diagnose/test_catalogue_linear.py"
 )
 # module -> the unit tests that exercise it (a mutant one of them fails is killed; the fast lane's slow files stay out)
 TESTS = {
@@ -241,14 +250,17 @@ def _locate(source: list[str], old: list[str], new: list[str], start: int) -> in
             return -1
 
 
-def retest(modules: list[str]) -> None:
-    """Each survivor's diff in a module's report applied to a copy of today's tree, the module's tests run on it."""
+def retest(modules: list[str], lines_wanted: range | None = None) -> None:
+    """Each survivor's diff in a module's report applied to a copy of today's tree, the module's tests run on it
+    (those of lines_wanted alone, when given: the report is then printed, not kept)."""
     for module in modules:
         name = report_name(module)
         blocks = re.split(r"\n(?=--- survived: )", name.read_text())[1:]
         lines, killed, retested = [], 0, 0
         for block in blocks:
             block = block.split("\n--- equivalent")[0]
+            if lines_wanted and int(re.match(r"--- survived: line (\d+)", block).group(1)) not in lines_wanted:  # type: ignore[union-attr]
+                continue
             diff = block.split("--- mutation diff ---\n", 1)[1]
             hunk = re.search(r"^@@ -(\d+)", diff, re.M)
             assert hunk, block
@@ -274,7 +286,8 @@ def retest(modules: list[str]) -> None:
         changed = sum(line.startswith("CHANGED") for line in lines)
         text = f"{name.relative_to(ROOT)}: {killed} of {retested} survivors now killed by today's tests "
         text += f"({changed} no longer in the module)\n" + "\n".join(lines) + "\n"
-        name.with_suffix(".retest.txt").write_text(text)
+        if not lines_wanted:
+            name.with_suffix(".retest.txt").write_text(text)
         print(text)
 
 
@@ -284,6 +297,7 @@ def main() -> None:
     parser.add_argument("modules", nargs="*", help=f"of {', '.join(TESTS)} (plan: all by default)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants tested at a time (run)")
     parser.add_argument("--reverse", action="store_true", help="the plan's last mutants first (run: two machines)")
+    parser.add_argument("--lines", help="retest: survivors on these lines of the module alone, as FIRST-LAST")
     parser.add_argument("--results", type=Path, default=STATE / "results.json", help="the run's results file")
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in TESTS]
@@ -296,7 +310,8 @@ def main() -> None:
     elif args.step == "report":
         report(args.results)
     else:
-        retest(args.modules)
+        first, _, last = (args.lines or "").partition("-")
+        retest(args.modules, range(int(first), int(last or first) + 1) if args.lines else None)
 
 
 if __name__ == "__main__":
