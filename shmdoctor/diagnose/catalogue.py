@@ -5,6 +5,7 @@ from. Data and small matchers only: no I/O here.
 Causes: shm-space (/dev/shm too small or full), shm-missing (no usable /dev/shm), fd-limit (descriptors of shared
 segments), memory-limit (tmpfs pages charged to the memory cgroup: an OOM kill), shm-leak (segments left behind),
 remove-ipc (systemd-logind deleting a user's segments), not-shm (the facts or the text say it is something else).
+An shm-missing signature whose id ends in -denied or -read-only says why /dev/shm could not be used: its fix follows.
 """
 
 from __future__ import annotations
@@ -243,6 +244,26 @@ SIGNATURES: tuple[Signature, ...] = (
         superseded_by=("python-semlock-gone",),
     ),
     Signature(
+        "torch-shm-denied",
+        "shm-missing",
+        "dataloader",
+        "in read-write mode: Permission denied",
+        re.compile(rf"unable to open shared memory object {_TORCH_FILE} in read-write mode: Permission denied"),
+        "PyTorch's shm_open (THManagedMapAllocator) in a /dev/shm not writable for the user: made here (uid 1000, "
+        "--tmpfs /dev/shm:mode=755)",
+        "PyTorch could not create a shared tensor's segment (a worker's batch) in /dev/shm: it is not writable for "
+        "this user",
+    ),
+    Signature(
+        "torch-shm-read-only",
+        "shm-missing",
+        "dataloader",
+        "in read-write mode: Read-only file system",
+        re.compile(rf"unable to open shared memory object {_TORCH_FILE} in read-write mode: Read-only file system"),
+        "PyTorch's shm_open (THManagedMapAllocator) in a read-only /dev/shm: made here (--tmpfs /dev/shm:ro)",
+        "PyTorch could not create a shared tensor's segment (a worker's batch) in /dev/shm: it is mounted read-only",
+    ),
+    Signature(
         "python-semlock-enospc",
         "shm-space",
         "unknown",
@@ -255,6 +276,27 @@ SIGNATURES: tuple[Signature, ...] = (
         "CPython multiprocessing.synchronize.SemLock (sem_open in /dev/shm): python/cpython#93253, "
         "Shippable/support#3681",
         "Python could not create a semaphore (a Lock, a Queue, a Pool) in /dev/shm: it is full",
+        only_after=re.compile(r"SemLock"),
+    ),
+    Signature(
+        "python-semlock-denied",
+        "shm-missing",
+        "unknown",
+        "[Errno 13] Permission denied",
+        re.compile(rf"^(?:PermissionError|OSError): \[Errno 13\] Permission denied\s{{0,{GAP}}}$"),
+        "CPython multiprocessing.synchronize.SemLock (sem_open in /dev/shm): nix-community/nix-on-droid#138, "
+        "travis-ci/travis-ci#943; made here (uid 1000, --tmpfs /dev/shm:mode=755)",
+        "Python could not create a semaphore (a Lock, a Queue, a Pool) in /dev/shm: it is not writable for this user",
+        only_after=re.compile(r"SemLock"),
+    ),
+    Signature(
+        "python-semlock-read-only",
+        "shm-missing",
+        "unknown",
+        "[Errno 30] Read-only file system",
+        re.compile(rf"^OSError: \[Errno 30\] Read-only file system\s{{0,{GAP}}}$"),
+        "CPython multiprocessing.synchronize.SemLock (sem_open in /dev/shm): made here (--tmpfs /dev/shm:ro)",
+        "Python could not create a semaphore (a Lock, a Queue, a Pool) in /dev/shm: it is mounted read-only",
         only_after=re.compile(r"SemLock"),
     ),
     Signature(
@@ -550,6 +592,19 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         "Triton python backend's shm_open: aws/sagemaker-python-sdk#2801",
         "a Triton python-backend instance could not create its region: there is no /dev/shm to create it in",
+    ),
+    Signature(
+        "triton-shm-exists",
+        "shm-leak",
+        "triton",
+        "If you are running Triton inside docker",
+        re.compile(
+            rf"Unable to initialize shared memory key '[^']{{1,{NAME}}}' to requested size \({NUMBER} bytes\)"
+            rf".{{0,{GAP}}}Error: File exists"
+        ),
+        "Triton python backend's shm_open(O_EXCL): triton-inference-server/server#3036",
+        "a Triton python-backend region of that name was already in /dev/shm: left behind by a Triton that ended "
+        "without removing it, or made by another server sharing this /dev/shm",
     ),
     Signature(
         "triton-out-of-shm",

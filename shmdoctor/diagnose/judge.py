@@ -130,7 +130,7 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
             d, reason=f"a memory limit of {format_size(limit)} applies and /dev/shm ({size}) counts toward it"
         )
     if d.cause == "shm-missing":
-        if sig.consumer == "dataloader" and shm.present and not shm.read_only:
+        if sig.ambiguous and shm.present and not shm.read_only:
             return _not_shm(d, f"/dev/shm exists here ({size}): a file other than a segment is missing")
         return d
     if d.cause != "shm-space":
@@ -331,9 +331,15 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
             out += fixes.fit_today(need, facts)
         return out
     if cause == "shm-missing":
-        if any(d.signature == "nccl-shm-open-denied" for d in ds):
+        if any(d.signature.endswith("-read-only") for d in ds):
+            return (fixes.read_write(facts),)
+        if any(d.signature.endswith("-denied") for d in ds):
             return (
-                Fix("make /dev/shm writable for every user, as a tmpfs is by default", shell="chmod 1777 /dev/shm"),
+                Fix(
+                    "make /dev/shm writable for every user, as a tmpfs is by default "
+                    "(a tmpfs mounted there: mode=1777)",
+                    shell="chmod 1777 /dev/shm",
+                ),
             )
         wanted = need.bytes if need else ENGINE_DEFAULT_SHM
         return fixes.grow_shm(wanted, facts)[:1] + (Fix("load in the training process", loader={"num_workers": 0}),)

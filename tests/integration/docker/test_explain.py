@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import BUSYBOX, docker_run, run_cli, unique_name, validate
+from tests.helpers import BUSYBOX, PYTHON, docker_run, run_cli, unique_name, validate
 
 pytestmark = pytest.mark.usefixtures("images")
 BASICSR = "tests/data/explain/basicsr-59.log"
@@ -46,5 +46,45 @@ def test_an_oom_killed_container_without_a_log_is_judged_from_its_state():
             "container-oom-killed"
         ]
         assert any("its log could not be read" in n for n in doc["notes"])
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "tmpfs, user, code, signature, fix",
+    [
+        ("rw,mode=755", "1000:1000", "import torch; torch.zeros(10).share_memory_()", "torch-shm-denied", "chmod"),
+        ("ro", "0:0", "import torch; torch.zeros(10).share_memory_()", "torch-shm-read-only", "mount"),
+        (
+            "rw,mode=755",
+            "1000:1000",
+            "import multiprocessing; multiprocessing.Lock()",
+            "python-semlock-denied",
+            "chmod",
+        ),
+        ("ro", "0:0", "import multiprocessing; multiprocessing.Lock()", "python-semlock-read-only", "mount"),
+    ],
+)
+def test_a_dev_shm_that_refuses_segments_is_named_and_fixed_from_the_dead_container(tmpfs, user, code, signature, fix):
+    """A real refusal: a tmpfs at /dev/shm not writable for the job's user, or mounted read-only. explain --container
+    finds the text in the dead container's log and says why, with the fix of that refusal (no size: one would not
+    help)."""
+    name = unique_name("explain-refused")
+    try:
+        proc = subprocess.run(
+            ["docker", "run", "--name", name, "--network", "none", "--user", user, "--tmpfs", f"/dev/shm:{tmpfs}",
+             PYTHON, "python", "-c", code],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        proc = run_cli("explain", "--container", name, "--format", "json")
+        doc = validate(json.loads(proc.stdout))
+        assert proc.returncode == 1, proc.stderr
+        assert [(d["signature"], d["cause"]) for d in doc["diagnoses"]] == [(signature, "shm-missing")]
+        [finding] = doc["findings"]
+        if fix == "chmod":
+            assert [f["shell"] for f in finding["fixes"]] == ["chmod 1777 /dev/shm"]
+        else:
+            assert [f["summary"][:27] for f in finding["fixes"]] == ["mount /dev/shm read-write: "]
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
