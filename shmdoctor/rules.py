@@ -73,11 +73,17 @@ def _may_load(facts: Facts) -> bool:
 
 @rule("probe-incomplete", "warning", "a fact could not be read; the verdict may miss something")
 def probe_incomplete(facts: Facts, need: Requirement | None) -> Hit:
-    unread = facts.unreadable
-    if facts.shm.source in ("host", "host-ipc") and _loading(need) is None:
+    unread, loading = facts.unreadable, _loading(need)
+    if facts.shm.source in ("host", "host-ipc"):
         # the host's own /dev/shm (ipc: host, the fix vLLM's and SGLang's files use): with no need to hold, a size a
-        # file cannot tell changes no verdict (ipc-host says where it comes from)
-        unread = tuple(u for u in unread if not u.startswith(SHM_SIZE_UNKNOWN))
+        # file cannot tell changes no verdict (ipc-host says where it comes from); with one, what to check on the host
+        size = next((u for u in unread if u.startswith(SHM_SIZE_UNKNOWN)), None)
+        unread = tuple(u for u in unread if u is not size)
+        if size and loading:
+            check = (
+                f"{loading.subject}'s {format_size(loading.bytes)} (`df -h /dev/shm` on the host says whether it does)"
+            )
+            unread = (f"{size}: it must hold {check}",) + unread
     if unread:
         return "could not read " + "; ".join(unread), ()
     return None

@@ -223,6 +223,21 @@ def test_shm_over_memory_says_what_the_limit_leaves_not_the_limit_twice():
     assert "(59.8 GiB)" in msg and "training process" not in msg and "OOM-killed (exit 137)" in msg
 
 
+def test_the_hosts_dev_shm_of_unknown_size_says_what_it_must_hold_and_keeps_other_unread_facts():
+    """ipc: host in a file with the seed loader (900 MiB): the one thing to check on the host, with the number."""
+    facts = replace(
+        BASE,
+        ipc=Ipc("host"),
+        shm=Shm.unmeasured(None, "host-ipc", "ipc: host"),
+        unreadable=("ulimit -n (permission denied)", UNSIZED),
+    )
+    [finding] = [f for f in judge(facts, seed()).findings if f.id == "probe-incomplete"]
+    assert finding.message == (
+        f"could not read {UNSIZED}: it must hold this loader's 900 MiB (`df -h /dev/shm` on the host says whether it "
+        "does); ulimit -n (permission denied)"
+    )
+
+
 def test_verdicts_and_exit_codes():
     assert judge(replace(BASE, shm=shm(64 * MiB)), seed()).verdict == "fail"
     assert judge(replace(BASE, shm=shm(64 * MiB)), seed()).exit_code == 1
