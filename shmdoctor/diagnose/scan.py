@@ -15,6 +15,7 @@ MAX_LINE = 64 * 1024  # bytes of a line that are matched; the rest of an overlon
 EXCERPT = 240  # characters of the matched line kept in a diagnosis: never more of the log than that line
 # Lines a context line reaches: NCCL prints a WARN, a blank line, the next WARN of the same failure (nccl#1518)
 BLOCK = 4
+WAITING = 64  # matches held at once for the line after them that makes them that: more in BLOCK lines are a flood
 ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")  # colour and cursor codes (CSI), stripped before matching
 # Who printed an NCCL line: 'host:pid:tid [dev]', or '[dev]' alone; a context line speaks for its own process only
 _EMITTER = re.compile(r"^(?:\[[^\]]{1,40}\] )?((?:\S{1,255}:[0-9]{1,20}:[0-9]{1,20} )?\[[0-9]{1,6}\]) ")
@@ -56,11 +57,11 @@ def anchors() -> list[str]:
     return sorted(found | set(CLUE_ANCHORS))
 
 
-def excerpt(text: str, start: int, end: int) -> str:
-    """The matched line, cut to EXCERPT characters around the match, control characters made visible."""
-    text = "".join(c if c.isprintable() or c == "\t" else "?" for c in text.strip())
-    if len(text) <= EXCERPT:
-        return text
+def excerpt(text: str, start: int) -> str:
+    """The matched line, cut to EXCERPT characters from 40 before the match, control characters made visible."""
+    kept = text.lstrip()
+    start -= len(text) - len(kept)  # the match's place in the line its indentation left
+    text = "".join(c if c.isprintable() or c == "\t" else "?" for c in kept.rstrip())
     lo = max(0, min(start - 40, len(text) - EXCERPT))
     return ("…" if lo else "") + text[lo : lo + EXCERPT] + ("…" if lo + EXCERPT < len(text) else "")
 
@@ -72,9 +73,9 @@ class Scanner:
 
     found: dict[tuple[str, Cause], Diagnosis] = field(default_factory=dict)
     clues: Clues = field(default_factory=Clues)
-    lines: int = 0  # the last line number seen
     _context: dict[str, tuple[int, str]] = field(default_factory=dict)  # a context pattern's last line: number, emitter
-    # Lines that hold a signature's literal but not its text: the next line may be the rest, wrapped
+    # The last part of a line, for each signature whose literal it holds but not its text: the next line may be the
+    # rest, wrapped
     _open: list[tuple[int, str, Signature]] = field(default_factory=list)
     # Matches that wait for the line that makes them that (only_after) within BLOCK lines after: an error printed
     # above its traceback (billiard, Python 2) comes before the SemLock frame
@@ -85,33 +86,34 @@ class Scanner:
         text = text.rstrip("\r\n")
         if "\x1b" in text:
             text = ANSI.sub("", text)
-        self.lines = max(self.lines, number)
-        # A progress bar redraws with \r: each redraw is its own line for matching.
-        wrapped, self._open = [o for o in self._open if o[0] == number - 1], []
+        if self._waiting:
+            self._waiting = [w for w in self._waiting if number - w[0] <= BLOCK]
+        wrapped = [o for o in self._open if o[0] == number - 1]
+        # A progress bar redraws with \r: each redraw is its own line for matching, and only the last goes on in the
+        # first of the next line.
         for part in text.split("\r") if "\r" in text else (text,):
             self.clues.line(part)
             for start, head, sig in wrapped:  # the rest of a message wrapped at a space or mid-word
                 m = sig.pattern.search(head + " " + part) or sig.pattern.search(head + part)
                 if m:
                     self._add(sig, start, head + " " + part, m)
+            wrapped, self._open = [], []
             for sig in SIGNATURES:
                 for context in (sig.not_after, sig.only_after):
                     if context is not None and context.search(part):
                         self._context[sig.id] = (number, _emitter(part))
-                        self._released(sig, number)
+                        self._released(sig)
                 if sig.anchor and sig.anchor in part:
                     m = sig.pattern.search(part)
                     if m:
                         self._add(sig, number, part, m)
-                    elif len(self._open) < len(SIGNATURES):
+                    else:
                         self._open.append((number, part, sig))
 
-    def _released(self, sig: Signature, number: int) -> None:
-        """The context line of sig at number: the matches waiting for it within BLOCK lines before are added."""
-        if sig.only_after is None or not self._waiting:
-            return
-        now = [w for w in self._waiting if w[2] is sig and number - w[0] <= BLOCK]
-        self._waiting = [w for w in self._waiting if w[2] is not sig and number - w[0] <= BLOCK]
+    def _released(self, sig: Signature) -> None:
+        """The context line of sig: the matches waiting for it (within BLOCK lines before) are added."""
+        now = [w for w in self._waiting if w[2] is sig]
+        self._waiting = [w for w in self._waiting if w[2] is not sig]
         for start, text, _, m in now:
             self._add(sig, start, text, m)
 
@@ -119,8 +121,8 @@ class Scanner:
         cause: Cause = sig.cause
         reason = ""
         seen, emitter = self._context.get(sig.id, (0, ""))
-        if sig.only_after is not None and not (seen and abs(number - seen) <= BLOCK):
-            if len(self._waiting) < len(SIGNATURES):  # without the line that makes it this (a bare OSError is
+        if sig.only_after is not None and not (seen and number - seen <= BLOCK):
+            if len(self._waiting) < WAITING:  # without the line that makes it this (a bare OSError is
                 self._waiting.append((number, text, sig, m))  # anything): it may follow
             return
         if sig.not_after is not None and seen and number - seen <= BLOCK and emitter == _emitter(text):
@@ -133,7 +135,7 @@ class Scanner:
         first = self.found.get((sig.id, cause))
         if first is None:
             self.found[(sig.id, cause)] = Diagnosis(
-                sig.id, cause, sig.consumer, number, excerpt(text, m.start(), m.end()), needed, reason, shm_bytes=had
+                sig.id, cause, sig.consumer, number, excerpt(text, m.start()), needed, reason, shm_bytes=had
             )
         else:
             most = max(filter(None, (first.bytes_needed, needed)), default=None)
@@ -143,7 +145,7 @@ class Scanner:
         """In the order of the log, less the signatures a more specific one in the same log supersedes."""
         present = {sig_id for sig_id, _ in self.found}
         kept = [d for d in self.found.values() if not present.intersection(BY_ID[d.signature].superseded_by)]
-        return tuple(sorted(kept, key=lambda d: (d.line or 0, d.signature)))
+        return tuple(sorted(kept, key=lambda d: (d.line, d.signature)))
 
 
 def scan_text(text: str | bytes) -> Scanner:
@@ -159,5 +161,4 @@ def scan_text(text: str | bytes) -> Scanner:
         if candidate or after:
             scanner.line(number, probe)
         after = candidate
-    scanner.lines = max(scanner.lines, len(lines))
     return scanner
