@@ -129,12 +129,11 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
         return replace(
             d, reason=f"a memory limit of {format_size(limit)} applies and /dev/shm ({size}) counts toward it"
         )
-    if d.cause == "shm-missing":
-        if sig.ambiguous and shm.present and not shm.read_only:
+    if d.cause == "shm-missing":  # torch-shm-missing, the one ambiguous text of it
+        if shm.present and not shm.read_only:
             return _not_shm(d, f"/dev/shm exists here ({size}): a file other than a segment is missing")
         return d
-    if d.cause != "shm-space":
-        return d
+    # shm-space, the one cause left of an ambiguous text.
     # Not seen full proves nothing: a worker fills /dev/shm and dies of it between two samples, and its pages are
     # freed with it (seen here: 62.5 MiB filled and a SIGBUS within 0.3 s). Seen full confirms; else the facts decide.
     if measured is not None and measured.filled:
@@ -232,7 +231,7 @@ def _need_bytes(ds: list[Diagnosis], facts: Facts, measured: Measured | None, ne
     seen = None if asked is None else (base or 0) + asked
     if any(d.consumer == "nccl" for d in ds):
         seen = max(seen or 0, job.nccl() or NCCL_ALL_TO_ALL_8)
-    elif any(d.consumer in ("vllm", "sglang") for d in ds) and job.ranks:
+    elif any(d.consumer in ("vllm", "sglang") for d in ds) and job.ranks and job.ranks >= 2:  # T=1: no ring
         ring = consumers.vllm if ds[0].consumer == "vllm" else consumers.sglang
         seen = max(seen or 0, ring(job.ranks).bytes)
     had = _stated(ds)
@@ -247,7 +246,7 @@ def _evidence(ds: list[Diagnosis], measured: Measured | None, job: Job) -> str:
         if job.ranks is None:
             return "NCCL's measured model for 8 GPUs with all-to-all: nothing tells their number (--gpus N does)"
         return f"NCCL's measured model for {job.ranks} local GPUs, their number from {job.ranks_from}"
-    if any(d.consumer in ("vllm", "sglang") for d in ds) and job.ranks:
+    if any(d.consumer in ("vllm", "sglang") for d in ds) and job.ranks and job.ranks >= 2:
         return f"{ds[0].consumer}'s rings for {job.ranks} ranks from {job.ranks_from}, or the log's size if larger"
     if measured is not None:
         return "the peak measured + the size the log says could not be had"
