@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..limits import MAX_BYTES
+
 NUM = 6  # digits of a count
 # NCCL ≥ 2.19 at init: 'comm 0x… rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0'
 _LOCAL_RANKS = re.compile(rf"\blocalRanks ([0-9]{{1,{NUM}}})\b")
@@ -18,6 +20,7 @@ _NRANKS = re.compile(rf"\bn[Rr]anks ([0-9]{{1,{NUM}}})\b(?! nNodes (?:[2-9]|[0-9
 _DEVICE = re.compile(rf"^(?:\[[^\]]{{1,40}}\] )?(?:\S{{1,255}}:[0-9]{{1,20}}:[0-9]{{1,20}} )?\[([0-9]{{1,{NUM}}})\] ")
 # NCCL: '2 coll channels, 2 p2p channels, 2 p2p channels per peer'
 _CHANNELS = re.compile(rf"\b([0-9]{{1,{NUM}}}) coll channels\b")
+MAX_CHANNELS = 64  # NCCL's MAXCHANNELS (src/include/device.h; 32 in older releases): more is not NCCL's count
 # torchrun: '--nproc-per-node 4', '--nproc_per_node=4'; its failure report: 'local_rank: 7'
 _NPROC = re.compile(rf"--nproc[-_]per[-_]node[= ]([0-9]{{1,{NUM}}})\b")
 _LOCAL_RANK = re.compile(rf"\blocal_rank: ([0-9]{{1,{NUM}}})\b")
@@ -27,7 +30,8 @@ _LOCAL_RANK = re.compile(rf"\blocal_rank: ([0-9]{{1,{NUM}}})\b")
 BYTES = 20  # digits of a byte count
 _MEMCG = re.compile(rf"\bmemory: usage [0-9]{{1,{BYTES}}}kB, limit ([0-9]{{1,{BYTES}}})kB")
 _SHMEM = re.compile(rf"^(?:\[[ 0-9.]{{1,{BYTES}}}\] )?(?:total_)?shmem ([0-9]{{1,{BYTES}}})\s{{0,{BYTES}}}$")
-NO_LIMIT = 2**62  # cgroup v1's 'no limit' (9007199254740988kB): not a limit that was hit
+# A limit above 1 PiB (limits.MAX_BYTES) was not hit: more memory than any machine has (cgroup v1's 'no limit',
+# 9007199254740988kB, among them); a limit of 0 is read as none where it is used (judge)
 
 ANCHORS = ("nranks", "nRanks", "localRanks", "coll channels", "nproc", "local_rank", "memory: usage", "shmem ")
 MAX_RANKS = 4096  # more local GPUs than any host has: not a count
@@ -56,15 +60,15 @@ class Clues:
             if m:
                 self._ranks(int(m.group(1)) + 1, "the device in NCCL's line prefix")
         m = _CHANNELS.search(text)
-        if m:
+        if m and int(m.group(1)) <= MAX_CHANNELS:
             self.channels = max(self.channels or 0, int(m.group(1)))
         m = _MEMCG.search(text)
-        if m and 0 < int(m.group(1)) * 1024 < NO_LIMIT:
+        if m and int(m.group(1)) * 1024 <= MAX_BYTES:
             self.memory_limit = int(m.group(1)) * 1024
         m = _SHMEM.match(text)
-        if m and int(m.group(1)) < NO_LIMIT:
+        if m and int(m.group(1)) <= MAX_BYTES:
             self.shmem = max(self.shmem or 0, int(m.group(1)))
 
     def _ranks(self, n: int, what: str) -> None:
-        if 1 <= n <= MAX_RANKS and n > (self.ranks or 0):
+        if n <= MAX_RANKS and n > (self.ranks or 0):  # a count of 0 is none
             self.ranks, self.ranks_from = n, what
