@@ -270,9 +270,9 @@ SIZED_BY = {
 }
 
 
-def _alternatives(consumer: str, ds: list[Diagnosis]) -> tuple[Fix, ...]:
+def _alternatives(d: Diagnosis) -> tuple[Fix, ...]:
     """A consumer's own way to take less /dev/shm, with its cost."""
-    if consumer == "nccl":
+    if d.consumer == "nccl":
         return (
             fixes.env_fix(fixes.NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=fixes.NCCL_SHM_OFF_CAVEAT),
             fixes.env_fix(
@@ -283,8 +283,8 @@ def _alternatives(consumer: str, ds: list[Diagnosis]) -> tuple[Fix, ...]:
                 "--cap-add=SYS_NICE); SGLang and older vLLM turn cuMem off",
             ),
         )
-    had = _stated(ds)
-    if consumer == "ray" and had:
+    had = d.shm_bytes
+    if d.consumer == "ray" and had:
         store = page_floor(int(had * 0.8))
         return (
             Fix(
@@ -296,8 +296,8 @@ def _alternatives(consumer: str, ds: list[Diagnosis]) -> tuple[Fix, ...]:
     return ()
 
 
-def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: Job) -> tuple[Fix, ...]:
-    consumer = ds[0].consumer
+def _fixes(d: Diagnosis, facts: Facts, measured, need, job: Job) -> tuple[Fix, ...]:
+    cause, ds = d.cause, [d]
     if cause == "shm-space":
         wanted = _need_bytes(ds, facts, measured, need, job)
         here = capacity.available(facts, need.ranks if need else 1)
@@ -307,9 +307,10 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
             why = f"{format_size(wanted)}" + ("" if need else f" needed ({_evidence(ds, measured, job)})")
             where = f"give /dev/shm {format_size(size)} where it ran ({WHERE_IT_RAN}): {why} + 25%"
             host = Fix("use the host's /dev/shm where it ran", ipc="host", caveat=fixes.IPC_HOST_CAVEAT)
-            return (Fix(where, shm_bytes=size), host, *_alternatives(consumer, ds))
+            return (Fix(where, shm_bytes=size), host, *_alternatives(d))
         failed = measured.size_bytes if measured else None  # run: the /dev/shm it died in
-        if failed and (wanted is None or wanted < failed):  # never a size at or below the one that failed
+        # never a size at or below the one that failed; a need equal to it fit there (as check judges: need <= free)
+        if failed and (wanted is None or wanted <= failed):
             basis = f"more than the {format_size(failed)} it died in" + (
                 f" (the {format_size(wanted)} computed fit there: something else took the rest)" if wanted else ""
             )
@@ -319,20 +320,20 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
             out = fixes.grow_shm(wanted, facts, need.ranks if need else 1, said)
         else:  # no number in the text and no settings: more than it had, where that is known; the one thing to know
             had = facts.shm.size_bytes
-            ask = Fix(SIZED_BY.get(consumer, SIZED_BY["dataloader"]))
+            ask = Fix(SIZED_BY.get(d.consumer, SIZED_BY["dataloader"]))
             if had and (capacity.shm_free(facts) or 0) < PLENTY_FREE:  # the place it ran out in (plenty: elsewhere)
                 basis = f"more than the {format_size(had)} it had (inferred: the text names no need)"
                 out = fixes.grow_shm(had, facts, basis=basis) + (ask,)
             else:
                 out = (ask, Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT))
-        out += _alternatives(consumer, ds)
+        out += _alternatives(d)
         if need is not None:
             out += fixes.fit_today(need, facts)
         return out
     if cause == "shm-missing":
-        if any(d.signature.endswith("-read-only") for d in ds):
+        if d.signature.endswith("-read-only"):
             return (fixes.read_write(facts),)
-        if any(d.signature.endswith("-denied") for d in ds):
+        if d.signature.endswith("-denied"):
             return (
                 Fix(
                     "make /dev/shm writable for every user, as a tmpfs is by default "
@@ -364,7 +365,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
         return out
     if cause == "memory-limit":
         held = facts.shm.size_bytes if facts.shm.size_bytes is not None else (measured.peak_bytes if measured else 0)
-        shm_bytes = need.bytes if need else (held or 0)
+        shm_bytes = need.bytes if need else held
         out = (fixes.grow_memory(shm_bytes, facts),) if need or shm_bytes else ()
         if facts.memory.limit_bytes and facts.shm.size_bytes and facts.shm.size_bytes > facts.memory.limit_bytes:
             out += (
@@ -385,7 +386,7 @@ def _fixes(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: J
         )
     if cause == "shm-leak":
         return (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)
-    if cause == "not-shm" and ds[0].signature == "torch-mmap-enomem":
+    if d.signature == "torch-mmap-enomem":  # not-shm (every other cause returned above): the text says mmap's ENOMEM
         return (
             Fix(
                 "raise the kernel's limit on mappings, on the host (no container sets it)",
@@ -405,18 +406,18 @@ def _nccl_words(job: Job) -> str:
     )
 
 
-def _message(cause: str, ds: list[Diagnosis], facts: Facts, measured, need, job: Job) -> str:
-    sig = BY_ID[ds[0].signature]
-    where = f"line {ds[0].line}" if ds[0].line else ds[0].excerpt
-    text = f"{sig.meaning} ({where})"
-    if ds[0].reason:
-        text += f"; {ds[0].reason}"
+def _message(d: Diagnosis, facts: Facts, measured, need, job: Job) -> str:
+    cause, meaning = d.cause, BY_ID[d.signature].meaning
+    where = f"line {d.line}" if d.line else d.excerpt
+    text = f"{meaning} ({where})"
+    if d.reason:
+        text += f"; {d.reason}"
     if cause == "not-shm":
-        if not ds[0].reason:  # the text itself says what it is
-            return f"not shared memory: {sig.meaning} ({where})"
-        return f"not shared memory: {ds[0].reason} ({where}: {sig.meaning})"
-    wanted = _need_bytes(ds, facts, measured, need, job) if cause == "shm-space" else None
-    if cause == "shm-space" and need is None and any(d.consumer == "nccl" for d in ds):
+        if not d.reason:  # the text itself says what it is
+            return f"not shared memory: {meaning} ({where})"
+        return f"not shared memory: {d.reason} ({where}: {meaning})"
+    wanted = _need_bytes([d], facts, measured, need, job) if cause == "shm-space" else None
+    if cause == "shm-space" and need is None and d.consumer == "nccl":
         text += _nccl_words(job)
     if wanted is not None:
         text += f"; needs ≥ {format_size(wanted)}"
@@ -447,20 +448,16 @@ def judge(
     if status is not None and not {d.signature for d in found} & set(BY_ID[status.signature].superseded_by):
         found.append(status)  # unless the log already says it (the shell's "Bus error" for a 135)
     weighed = tuple(_weigh(d, facts, ended, measured, need) if BY_ID[d.signature].ambiguous else d for d in found)
-    # One finding per signature and cause, in the order of the log: the first occurrence speaks for the others.
-    groups: dict[tuple[str, str], list[Diagnosis]] = {}
-    for d in weighed:
-        groups.setdefault((d.signature, d.cause), []).append(d)
-    findings = []
-    for (sig_id, cause), ds in groups.items():
-        findings.append(
-            Finding(
-                id=sig_id,
-                severity="error" if cause in SHM_CAUSES else "info",
-                message=_message(cause, ds, facts, measured, need, job),
-                fixes=_fixes(cause, ds, facts, measured, need, job),
-            )
+    # A finding a diagnosis, in the order of the log (the scanner keeps one a signature and cause: its first line)
+    findings = [
+        Finding(
+            id=d.signature,
+            severity="error" if d.cause in SHM_CAUSES else "info",
+            message=_message(d, facts, measured, need, job),
+            fixes=_fixes(d, facts, measured, need, job),
         )
+        for d in weighed
+    ]
     findings.sort(key=lambda f: f.severity != "error")
     report = Report(facts=facts, requirement=need, findings=tuple(findings), notes=notes)
     return Explanation(report, weighed, ended, measured, source)
