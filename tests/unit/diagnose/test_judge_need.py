@@ -29,7 +29,6 @@ TRITON = (
     "size ({} bytes). If you are running Triton inside docker, use '--shm-size' flag to control the shared memory "
     "region size. Error: No space left on device"
 )
-CONNECTION, PROXY_POOL = 9_650_176, 34_213_888
 
 
 def machine(size: int, used: int = 0) -> Facts:
@@ -43,14 +42,11 @@ def finding(text: str, facts: Facts = DEFAULT, **kw) -> Finding:
 
 
 def test_nccl_with_nothing_telling_its_gpus_needs_eight_with_all_to_all():
-    # rings 8 × 4, trees 7 × 4, all-to-all 2 × 8 × 7: 172 connections, and a proxy pool a rank: 1,933,541,376 B
-    assert 172 * CONNECTION + 8 * PROXY_POOL == 1_933_541_376  # 1.80 GiB
+    # rings 8 × 4, trees 7 × 4, all-to-all 2 × 8 × 7: 172 connections × 9,650,176 B, and 8 proxy pools × 34,213,888 B:
+    # 1,933,541,376 B, 1.80 GiB (nine GPUs would be 2.19 GiB); × 1.25: 3 GiB
     found = finding(SEGMENT)
     assert "; needs ≥ 1.8 GiB" in found.message and found.fixes[0].shm_bytes == 3 * GiB
     assert "1.8 GiB needed (NCCL's measured model for 8 GPUs with all-to-all: nothing tells" in found.fixes[0].summary
-
-
-FOUR = 28 * CONNECTION + 4 * PROXY_POOL  # rings 4 × 4 and trees 3 × 4: 407,060,480 B, 388 MiB (× 1.25: 512 MiB)
 
 
 @pytest.mark.parametrize(
@@ -64,11 +60,13 @@ FOUR = 28 * CONNECTION + 4 * PROXY_POOL  # rings 4 × 4 and trees 3 × 4: 407,06
     ],
 )
 def test_ncclss_gpus_are_counted_from_two_in_the_log_or_the_facts(text, facts, ranks_from):
+    """Four GPUs: rings 4 × 4 and trees 3 × 4, 28 connections, and 4 proxy pools: 407,060,480 B, 388 MiB (× 1.25:
+    512 MiB)."""
     grow = finding(text, facts).fixes[0]
     if ranks_from is None:
         assert grow.shm_bytes == 3 * GiB and "8 GPUs with all-to-all: nothing tells their number" in grow.summary
     else:
-        assert FOUR == 407_060_480 and grow.shm_bytes == 512 * MiB
+        assert grow.shm_bytes == 512 * MiB
         assert f"388 MiB needed (NCCL's measured model for 4 local GPUs, their number from {ranks_from})" in (
             grow.summary
         )
