@@ -26,11 +26,11 @@ OOM_KILLED = Exit(137, True, "the engine (State.ExitCode)")
 RESERVE = 256 * MiB  # the training process's own memory, a rank, beside /dev/shm
 
 
-def container(shm: int | None, limit: int | None = None, used: int | None = 0, present: bool = True) -> Facts:
+def container(shm: int | None, limit: int | None = None, used: int | None = 0) -> Facts:
     """A Docker container's facts as a probe inside it reads them: /dev/shm's size and use, the memory limit, no
     memory in use (so that the room the limit leaves is the limit less the process's reserve)."""
     free = None if shm is None or used is None else shm - used
-    tmpfs = Shm(present, shm, used if shm is not None else None, free, "docker-shm")
+    tmpfs = Shm(True, shm, used if shm is not None else None, free, "docker-shm")
     return Facts(Target("container", "job"), tmpfs, Ipc("private"), Memory(limit, 0), runtime="docker")
 
 
@@ -188,8 +188,8 @@ def test_nccl_denied_dev_shm_is_told_to_make_it_writable_and_nothing_else():
 )
 def test_no_dev_shm_gets_one_of_docker_s_default_size_or_a_loader_without_workers(text, ended):
     """--ipc=none: a /dev/shm of its own (private IPC), of Docker's default 64 MiB × 1.25 -> 96 MiB; or load in the
-    training process. Nothing more: the host's /dev/shm is not the answer to none at all."""
-    facts = replace(container(None, present=False), ipc=Ipc("none"), shm=Shm(False, None, None, None, "none"))
+    training process, where no segment is made. The two, no more, and no size said in the message."""
+    facts = replace(container(64 * MiB), ipc=Ipc("none"), shm=Shm(False, None, None, None, "none"))
     log = scan_text(text)
     (finding,) = judge(log.diagnoses(), facts, ended=ended, clues=log.clues).report.findings
     grow, workers = finding.fixes
