@@ -214,40 +214,35 @@ class Job:
 NCCL_TWO, NCCL_EIGHT = consumers.nccl(2, "shm").bytes, consumers.nccl(8, "shm").bytes
 
 
-def _stated(ds: list[Diagnosis]) -> int | None:
-    """The /dev/shm a text says the place had (its size, or what was free)."""
-    return max((d.shm_bytes for d in ds if d.shm_bytes), default=None)
-
-
-def _need_bytes(ds: list[Diagnosis], facts: Facts, measured: Measured | None, need: Requirement | None, job: Job):
+def _need_bytes(d: Diagnosis, facts: Facts, measured: Measured | None, need: Requirement | None, job: Job):
     """What /dev/shm must hold: the loader's computed need; else what was in use at the peak plus the segment the
     text says could not be had; NCCL's whole need for the job's GPUs, never one segment (two H200s failed at 9.2 MiB
     short of 139 MiB), 8 GPUs with all-to-all where nothing tells their number; and more than a /dev/shm the text
-    says it had."""
+    says it had (its size, or what was free)."""
     if need is not None:
         return need.bytes
-    asked = max((d.bytes_needed for d in ds if d.bytes_needed), default=None)
+    asked = d.bytes_needed or None
     base = measured.peak_bytes if measured else None
     seen = None if asked is None else (base or 0) + asked
-    if any(d.consumer == "nccl" for d in ds):
+    if d.consumer == "nccl":
         seen = max(seen or 0, job.nccl() or NCCL_ALL_TO_ALL_8)
-    elif any(d.consumer in ("vllm", "sglang") for d in ds) and job.ranks and job.ranks >= 2:  # T=1: no ring
-        ring = consumers.vllm if ds[0].consumer == "vllm" else consumers.sglang
+    elif d.consumer in ("vllm", "sglang") and job.ranks and job.ranks >= 2:  # T=1: no ring
+        ring = consumers.vllm if d.consumer == "vllm" else consumers.sglang
         seen = max(seen or 0, ring(job.ranks).bytes)
-    had = _stated(ds)
+    had = d.shm_bytes or None
     if seen is not None and had is not None and seen <= had:
         seen = had + (asked or 0)  # it failed with that much: more is needed
     return seen
 
 
-def _evidence(ds: list[Diagnosis], measured: Measured | None, job: Job) -> str:
+def _evidence(d: Diagnosis, measured: Measured | None, job: Job) -> str:
     """Where a need without the loader's settings comes from (_need_bytes' order), said after it in the fix."""
-    if any(d.consumer == "nccl" for d in ds):
+    if d.consumer == "nccl":
         if job.ranks is None:
             return "NCCL's measured model for 8 GPUs with all-to-all: nothing tells their number (--gpus N does)"
         return f"NCCL's measured model for {job.ranks} local GPUs, their number from {job.ranks_from}"
-    if any(d.consumer in ("vllm", "sglang") for d in ds) and job.ranks and job.ranks >= 2:
-        return f"{ds[0].consumer}'s rings for {job.ranks} ranks from {job.ranks_from}, or the log's size if larger"
+    if d.consumer in ("vllm", "sglang") and job.ranks and job.ranks >= 2:
+        return f"{d.consumer}'s rings for {job.ranks} ranks from {job.ranks_from}, or the log's size if larger"
     if measured is not None:
         return "the peak measured + the size the log says could not be had"
     return "read from the log"
@@ -297,14 +292,14 @@ def _alternatives(d: Diagnosis) -> tuple[Fix, ...]:
 
 
 def _fixes(d: Diagnosis, facts: Facts, measured, need, job: Job) -> tuple[Fix, ...]:
-    cause, ds = d.cause, [d]
+    cause = d.cause
     if cause == "shm-space":
-        wanted = _need_bytes(ds, facts, measured, need, job)
+        wanted = _need_bytes(d, facts, measured, need, job)
         here = capacity.available(facts, need.ranks if need else 1)
         if wanted is not None and here is not None and wanted <= here and measured is None:
             # It fits where explain runs: the log comes from a place with less. A size for there, in every form.
             size = nice_size(int(wanted * capacity.MARGIN))
-            why = f"{format_size(wanted)}" + ("" if need else f" needed ({_evidence(ds, measured, job)})")
+            why = f"{format_size(wanted)}" + ("" if need else f" needed ({_evidence(d, measured, job)})")
             where = f"give /dev/shm {format_size(size)} where it ran ({WHERE_IT_RAN}): {why} + 25%"
             host = Fix("use the host's /dev/shm where it ran", ipc="host", caveat=fixes.IPC_HOST_CAVEAT)
             return (Fix(where, shm_bytes=size), host, *_alternatives(d))
@@ -316,7 +311,7 @@ def _fixes(d: Diagnosis, facts: Facts, measured, need, job: Job) -> tuple[Fix, .
             )
             out = fixes.grow_shm(failed, facts, need.ranks if need else 1, basis)
         elif wanted is not None:
-            said = None if need else f"{format_size(wanted)} needed ({_evidence(ds, measured, job)})"
+            said = None if need else f"{format_size(wanted)} needed ({_evidence(d, measured, job)})"
             out = fixes.grow_shm(wanted, facts, need.ranks if need else 1, said)
         else:  # no number in the text and no settings: more than it had, where that is known; the one thing to know
             had = facts.shm.size_bytes
@@ -416,7 +411,7 @@ def _message(d: Diagnosis, facts: Facts, measured, need, job: Job) -> str:
         if not d.reason:  # the text itself says what it is
             return f"not shared memory: {meaning} ({where})"
         return f"not shared memory: {d.reason} ({where}: {meaning})"
-    wanted = _need_bytes([d], facts, measured, need, job) if cause == "shm-space" else None
+    wanted = _need_bytes(d, facts, measured, need, job) if cause == "shm-space" else None
     if cause == "shm-space" and need is None and d.consumer == "nccl":
         text += _nccl_words(job)
     if wanted is not None:
