@@ -9,8 +9,8 @@
     python scripts/mutation.py report             # docs/mutation/<module>.txt: the score, every survivor's diff
     python scripts/mutation.py retest MODULE...   # a report's survivors against today's tests
 
-scripts/mutation.sh runs the first three here. docs/mutation.md keeps the scores and why each listed survivor is
-equivalent; docs/development.md says how to run a chunk on the device's 16 cores.
+scripts/mutation.sh runs the first three here. docs/mutation.md keeps the scores, why each listed survivor is
+equivalent, and how to run a chunk on a machine of more cores.
 """
 
 from __future__ import annotations
