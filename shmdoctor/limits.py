@@ -1,7 +1,7 @@
 """Bounds on every number and every input shmdoctor reads: past one, a one-line error, never a hang or a traceback.
 
 Each bound is far above what a real machine or a real file has, so that only a mistake or an attack meets it. The
-docs/limits.md lists them; tests/test_bad_inputs.py crosses each one.
+docs/limits.md lists them; tests/integration/process/test_bad_inputs.py crosses each one.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Shared test plumbing: the markers each folder implies, and fixtures for the real engine, test images and torch.
 
-A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus, ci) without being told, and
-every kind but torch is marked docker too: docker is the integration lane's marker, what the machine scripts/test.sh
-prepares (the fast lane, -m "not docker and not torch", leaves it out). A test marked with a need skips when the need is
-missing, and fails under CI=true: the suite's real work is the point.
+A test in tests/integration/<kind>/ is marked <kind> (docker, torch, podman, prometheus, ci, process) without being
+told, and every kind but torch is marked docker too: docker is the integration lane's marker, what the machine
+scripts/test.sh prepares (the fast lane, -m "not docker and not torch", leaves it out). A test marked with a need
+skips when the need is missing, and fails under CI=true: the suite's real work is the point.
 Tests in tests/unit/ need neither an engine nor torch. Plain helpers: tests/helpers.py.
 """
 
@@ -33,9 +33,10 @@ NEEDS_TOOLS = {"engine", "images", "torch_module"}
 # Folders of the integration lane beside docker's, marked docker too. Podman's and the exporter's need an engine beside
 # their own tool (Podman's Docker API; the exporter reads the Docker engine's containers, and its examples run under
 # docker-compose). The CI integrations' need no engine, but a CI machine's tools and a real install from the package
-# index (a minute): not the fast lane's, and their docker marker asks for no engine.
+# index (a minute): not the fast lane's, and their docker marker asks for no engine. Nor does process/'s: a process of
+# its own for each case (the bad-input catalogue's rows, run's child under signals), its waits and bounds.
 ENGINE_KINDS = {"podman", "prometheus"}
-LANE_ONLY = {"ci"}
+LANE_ONLY = {"ci", "process"}
 SHMDOCTOR_IMAGE = f"shmdoctor-test/shmdoctor:{unique_name('dev')}"  # this run's build of the Dockerfile, removed after
 
 
@@ -54,7 +55,7 @@ def _engine_up() -> bool:
 
 # marker -> (is it there, what to say when it is not)
 NEEDS = {
-    "docker": (_engine_up, "no Docker engine is running"),  # in tests/integration/ci: the lane alone (LANE_ONLY)
+    "docker": (_engine_up, "no Docker engine is running"),  # in tests/integration/ci, process: the lane (LANE_ONLY)
     "torch": (lambda: importlib.util.find_spec("torch") is not None, "torch is not installed"),
     "podman": (lambda: shutil.which("podman") is not None, "podman is not installed"),
     "prometheus": (lambda: shutil.which("prometheus") is not None, "prometheus is not installed"),
@@ -62,6 +63,7 @@ NEEDS = {
         lambda: shutil.which("git") is not None and all(map(ci_tool, ("pre-commit", "actionlint", "shellcheck"))),
         "git, pre-commit, actionlint or shellcheck is not installed (all but git: the test extra)",
     ),
+    "process": (lambda: True, ""),  # Python alone
 }
 
 

@@ -215,7 +215,7 @@ def test_a_report_path_that_cannot_be_written_is_exit_2_before_the_command_runs(
 RUN = [sys.executable, "-m", "shmdoctor", "run", "--"]
 
 
-def _bounded() -> None:  # each case under a memory bound (a time bound: its timeout), as tests/unit/test_bad_inputs.py
+def _bounded() -> None:  # each case under a memory bound (a time bound: its timeout), as test_bad_inputs.py beside
     resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
 
 
