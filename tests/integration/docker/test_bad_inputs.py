@@ -1,4 +1,4 @@
-"""The bad inputs only an engine can refuse (the rest of the catalogue: tests/integration/process/test_bad_inputs.py)."""
+"""The bad inputs only an engine can refuse (the rest: tests/integration/process/test_bad_inputs.py)."""
 
 from __future__ import annotations
 
