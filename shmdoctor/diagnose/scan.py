@@ -17,6 +17,13 @@ EXCERPT = 240  # characters of the matched line kept in a diagnosis: never more 
 BLOCK = 4
 WAITING = 64  # matches held at once for the line after them that makes them that: more in BLOCK lines are a flood
 ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")  # colour and cursor codes (CSI), stripped before matching
+# What a log collector puts before each line, stripped before matching: containerd's (CRI) pod logs
+# '2024-05-01T10:00:00.123456789Z stderr F ', docker logs -t's and kubectl logs --timestamps' RFC 3339 time, and
+# journald's and syslog's 'May 01 10:00:00 host python3[123]: '
+PREFIX = re.compile(
+    r"^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,30}(?:Z|[+-][0-9]{2}:?[0-9]{2}) (?:std(?:out|err) [FP] )?"
+    r"|[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} \S{1,255} [^\s:\[]{1,255}(?:\[[0-9]{1,20}\])?: )"
+)
 # Who printed an NCCL line: 'host:pid:tid [dev]', or '[dev]' alone; a context line speaks for its own process only
 _EMITTER = re.compile(r"^(?:\[[^\]]{1,40}\] )?((?:\S{1,255}:[0-9]{1,20}:[0-9]{1,20} )?\[[0-9]{1,6}\]) ")
 
@@ -86,6 +93,7 @@ class Scanner:
         text = text.rstrip("\r\n")
         if "\x1b" in text:
             text = ANSI.sub("", text)
+        text = PREFIX.sub("", text)  # anchored: one at most
         if self._waiting:
             self._waiting = [w for w in self._waiting if number - w[0] <= BLOCK]
         wrapped = [o for o in self._open if o[0] == number - 1]

@@ -88,3 +88,29 @@ def test_a_dev_shm_that_refuses_segments_is_named_and_fixed_from_the_dead_contai
             assert [f["summary"][:27] for f in finding["fixes"]] == ["mount /dev/shm read-write: "]
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
+
+
+def test_a_log_with_dockers_timestamps_is_read_as_the_log():
+    """`docker logs -t` puts an RFC 3339 time before every line: the real SemLock failure of python/cpython#93253
+    (semaphores in a 1 MiB /dev/shm) is found under it, the lines as numbered in the log."""
+    name = unique_name("explain-timestamps")
+    try:
+        subprocess.run(
+            ["docker", "run", "--name", name, "--network", "none", "--shm-size=1m", PYTHON, "python", "-c",
+             "from multiprocessing import Array; a = [Array('b', 100) for _ in range(1000)]"],
+            capture_output=True, timeout=300,
+        )  # fmt: skip
+        logs = subprocess.run(["docker", "logs", "-t", name], capture_output=True, text=True, timeout=120)
+        assert logs.stderr.splitlines()[-1].endswith("Z OSError: [Errno 28] No space left on device")
+        proc = run_cli("explain", "--format", "json", input_text=logs.stderr)
+        doc = validate(json.loads(proc.stdout))
+        assert proc.returncode == 1, proc.stderr
+        [d] = doc["diagnoses"]
+        assert (d["signature"], d["cause"], d["line"]) == (
+            "python-semlock-enospc",
+            "shm-space",
+            len(logs.stderr.splitlines()),
+        )
+        assert d["excerpt"] == "OSError: [Errno 28] No space left on device"
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
