@@ -37,7 +37,10 @@ def test_the_loaders_processes_hold_unlinked_segments(loader):
     # but for one a worker may be caught holding between its shm_open and its unlink.
     assert set(ours) == set(loader), summary["holders"]
     assert all(h["segments"] - 1 <= h["unlinked_count"] <= h["segments"] and h["segments"] > 0 for h in ours.values())
-    assert all(h["bytes"] >= BATCH and "running.py" in h["command"] for h in ours.values())
+    # The main process maps whole batches; a worker may be caught with only the segment it is making, still empty
+    # between its shm_open and its ftruncate (a CI run saw one under a batch)
+    assert ours[loader[0]]["bytes"] >= BATCH
+    assert all("running.py" in h["command"] for h in ours.values())
     assert summary["peak_bytes"] >= max(h["bytes"] for h in ours.values()) > 0
     assert summary["samples"] == len(samples) >= 2
     scanned = [s for s in samples if "holders" in s]
