@@ -63,12 +63,19 @@ def judge_labelled(
 
 
 def lint(
-    paths: tuple[str, ...], *, swarm: bool | None, env_file: str | None = None, workload: Workload, fail_on: Severity
+    paths: tuple[str, ...],
+    *,
+    swarm: bool | None,
+    env_file: str | None = None,
+    workload: Workload,
+    fail_on: Severity,
+    scripts: bool = True,
 ) -> Lint:
-    """The compose services and Kubernetes workload containers defined in paths (files, directories, '-')."""
+    """The compose services, Kubernetes workload containers and run commands defined in paths (files, directories,
+    '-'); `scripts`: a folder's scripts are read too."""
     from .probe import files  # lazy: PyYAML is imported only here
 
-    inputs = files.read(list(paths), swarm, env_file)
+    inputs = files.read(list(paths), swarm, env_file, scripts)
     workload.validate()  # a bad command line is refused before a file is read
     reports = tuple(
         judge_labelled(d.facts, workload, d.loader_spec, fail_on, d.notes, at=d.loader_at) for d in inputs.definitions

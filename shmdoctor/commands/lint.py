@@ -29,17 +29,25 @@ from ..render import render
     "layout kept), then lint again. Exit 1 when a file changed or still fails.",
 )
 @click.option("--diff", is_flag=True, help="Print --fix's changes as a unified diff; write nothing.")
+@click.option(
+    "--scripts/--no-scripts",
+    default=True,
+    help="Read the docker, podman and nerdctl run commands of the scripts a folder holds (*.sh, *.bash, *.zsh, *.mk, "
+    "*.sbatch, *.slurm, Makefile, a shell's shebang); a script named on the command line is always read.",
+)
 @loader_options
 @consumer_options
 @output_options("lint")
-def command(paths, swarm, env_file, fix, diff, fmt, fail_on, **loader) -> int:
+def command(paths, swarm, env_file, fix, diff, scripts, fmt, fail_on, **loader) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources as their operators
     shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
-    pods. One report per service or container.
+    pods, the docker / podman / nerdctl run commands of shell scripts and Makefiles. One report per service,
+    container or command.
 
-    Directories are searched for *.yml, *.yaml, *.json, *.container and *.pod; files that define none are passed over
-    with why; one that cannot be judged (a bad value) is an error line and exit 2, every other file still judged;
-    '-' reads stdin. A workload's own label or annotation
+    Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod and scripts (--no-scripts: not), hidden
+    folders skipped but .devcontainer and .github; files that define none are passed over with why (a script without
+    a run command unsaid); one that cannot be judged (a bad value) is an error line and exit 2, every other file
+    still judged; '-' reads stdin. A workload's own label or annotation
     `shmdoctor.loader: "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.
 
     \b
@@ -49,7 +57,9 @@ def command(paths, swarm, env_file, fix, diff, fmt, fail_on, **loader) -> int:
     shmdoctor lint docker-compose.yml k8s/ --batch-size 100 --num-workers 4 --sample-bytes 1MiB --fix
     aws ecs describe-task-definition --task-definition train | shmdoctor lint - --batch-size 64 --num-workers 8
     """
-    again = lambda: lint(paths, swarm=swarm, env_file=env_file, workload=workload(**loader), fail_on=fail_on)  # noqa: E731
+    again = lambda: lint(  # noqa: E731
+        paths, swarm=swarm, env_file=env_file, workload=workload(**loader), fail_on=fail_on, scripts=scripts
+    )
     doc = again()
     if not (fix or diff):
         click.echo(render(doc, fmt))

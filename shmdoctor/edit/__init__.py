@@ -10,6 +10,8 @@ import difflib
 import io
 import json
 import os
+import re
+import shlex
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -18,7 +20,8 @@ from typing import Any
 from .. import fixes
 from ..errors import UsageError
 from ..model import Fix, Report
-from ..probe import azureml, compose, documents, ecs, kubernetes, quadlet
+from ..probe import azureml, compose, documents, ecs, kubernetes, quadlet, shell
+from ..probe.runargs import Arg
 from ..render import forms
 from ..reports import Lint
 from . import editors
@@ -99,6 +102,8 @@ def _fix_file(path: str, reports: list[Report]) -> FileFix:
         try:
             if path.endswith(quadlet.SUFFIX):
                 after = _quadlet(text, todo, written, printed)
+            elif documents.is_script(path):
+                after = _script(path, text, todo, written, printed)
             elif path.endswith(".json"):
                 after = _json(path, text, todo, written, printed)
             else:
@@ -218,6 +223,43 @@ def _quadlet(text: str, todo, written: list[str], printed: list[str]) -> str:
         lines[-1] += "\n"
     _each(todo, written, printed, lambda report, fix: editors.quadlet(lines, fix, report.facts))
     return "".join(lines)
+
+
+def _script(path: str, text: str, todo, written: list[str], printed: list[str]) -> str:
+    """Each run command's flag changed in place (or added after `run`), the rest of the script as it is."""
+    runs = {f"{path}:{run.line}": run for run in shell.runs(text, path)}
+    edits: list[tuple[Arg, str, bool]] = []
+
+    def edit(report: Report, fix: Fix) -> list[str] | None:
+        run = runs.get(report.facts.target.name)
+        if run is None:
+            return None
+        made, done = editors.run_args(run.args, fix, report.facts)
+        edits.extend(made)
+        return done
+
+    _each(todo, written, printed, edit)
+    out = apply_args(text, edits, _shell_word)
+    if len(list(shell.runs(out, path))) != len(runs):
+        raise Unpatchable("the script's commands would read differently")
+    return out
+
+
+def _shell_word(text: str) -> str:
+    return text if re.fullmatch(r"[\w@%+=:,./-]+", text) else shlex.quote(text)
+
+
+def apply_args(text: str, edits: list[tuple[Arg, str, bool]], quote) -> str:
+    """The text with each argument replaced by its new one, or a new one added after it (quoted by `quote`), from
+    the end backwards so that each edit's place stays where it was read."""
+    for arg, new, after in sorted(edits, key=lambda e: e[0].end if e[2] else e[0].start, reverse=True):
+        if arg.start < 0:
+            raise Unpatchable(f"{arg.text} is not written as one word in the file")
+        if after:
+            text = text[: arg.end] + " " + quote(new) + text[arg.end :]
+        else:
+            text = text[: arg.start] + quote(new) + text[arg.end :]
+    return text
 
 
 def _same(written: list, meant: list) -> None:

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from ..model import SHM, Facts, Fix
+from ..probe.runargs import Arg, RunArgs
 from ..sizes import MiB, docker_size, k8s_quantity, parse_quantity
 
 
@@ -226,3 +227,60 @@ def quadlet(lines: list[str], fix: Fix, facts: Facts) -> list[str]:
             end += 1
             done.append(written)
     return done
+
+
+def run_args(run: RunArgs, fix: Fix, facts: Facts) -> tuple[list[tuple[Arg, str, bool]], list[str]]:
+    """A run command's flags set to the fix: (the argument, the argument it becomes, or True: a new argument added
+    after it), and what was written. The flag the engine takes (the last) is changed where the command has it; a new
+    one goes after `run`. Refused where the value is a variable's or /dev/shm is not the engine's own to size."""
+    edits: list[tuple[Arg, str, bool]] = []
+    done: list[str] = []
+    if fix.ipc:
+        found = run.last("--ipc")
+        if found is None or found[1] is None or found[1].unknown:
+            raise Refused(f"the fix changes the IPC namespace (--ipc={fix.ipc}): printed, not written")
+        edits.append(_flag_edit(found, "--ipc", fix.ipc))
+        done.append(f"--ipc={fix.ipc}")
+    if fix.shm_bytes:
+        size = docker_size(fix.shm_bytes)
+        if facts.shm.source == "tmpfs":
+            edits.append(_tmpfs_edit(run, size))
+        elif facts.shm.source not in ("docker-shm", "podman-shm") or facts.ipc.mode == "container":
+            raise Refused(f"its /dev/shm is {facts.shm.detail or facts.shm.source}: change it there by hand")
+        else:
+            edits.append(_set_flag(run, ("--shm-size",), "--shm-size", size))
+        done.append(f"--shm-size={size}" if facts.shm.source != "tmpfs" else f"--tmpfs {SHM}:size={size}")
+    if fix.memory_bytes:
+        size = docker_size(fix.memory_bytes)
+        edits.append(_set_flag(run, ("--memory", "-m"), "--memory", size))
+        done.append(f"--memory={size}")
+    return edits, done
+
+
+def _set_flag(run: RunArgs, names: tuple[str, ...], name: str, value: str) -> tuple[Arg, str, bool]:
+    found = run.last(*names)
+    if found is None:
+        return run.at, f"{name}={value}", True
+    return _flag_edit(found, name, value)
+
+
+def _flag_edit(found: tuple[Arg, Arg | None], name: str, value: str) -> tuple[Arg, str, bool]:
+    flag, old = found
+    if old is None:
+        raise Refused(f"{flag.text} has no value")
+    if old.unknown:
+        raise Refused(f"{flag.text} is {old.text}, set from a variable: set the variable where it is defined instead")
+    if old.glued:
+        return flag, f"{flag.text[: len(flag.text) - len(old.text)]}{value}", False
+    return old, value, False
+
+
+def _tmpfs_edit(run: RunArgs, size: str) -> tuple[Arg, str, bool]:
+    """The --tmpfs at /dev/shm given the size and made read-write (a --mount's tmpfs-size is its own, in bytes)."""
+    for found in reversed(run.values("--tmpfs")):
+        flag, value = found
+        path, _, options = value.text.partition(":") if value is not None else ("", "", "")
+        if value is not None and not value.unknown and path.rstrip("/") == SHM:
+            kept = [o for o in options.split(",") if o and o != "ro" and not o.startswith("size=")]
+            return _flag_edit(found, "--tmpfs", f"{SHM}:" + ",".join(kept + [f"size={size}"]))
+    raise Refused("its /dev/shm is a --mount of type tmpfs: set its tmpfs-size there by hand")

@@ -23,6 +23,11 @@ from .regular import open_regular
 SUFFIXES = (".yml", ".yaml", ".json", ".container", ".pod")  # .container, .pod: Podman Quadlet units
 STDIN = "<stdin>"
 TEMPLATES = tuple(f"{s}{t}" for s in SUFFIXES for t in (".j2", ".jinja", ".jinja2", ".tpl"))  # said, not read
+# Scripts, read for their docker / podman / nerdctl run commands: by suffix, by name, or (without a suffix) by a
+# shebang naming a shell. A folder run reads them unless --no-scripts; a file named on the command line always.
+SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".mk", ".sbatch", ".slurm")
+SCRIPT_NAMES = ("Makefile", "makefile", "GNUmakefile")
+_SHEBANG = re.compile(rb"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+)?(?:ba|z|da|k)?sh\b")
 
 
 class Unparsable(UsageError):
@@ -226,8 +231,24 @@ def _line_of(text: str, pattern: str) -> str:
     return f":{text.count(chr(10), 0, found.start()) + 1}" if found else ""
 
 
-def files(path: str) -> Iterator[str]:
-    """The inputs a path names: '-', the file itself, or a directory's *.yml, *.yaml and *.json (recursively)."""
+def is_script(path: str) -> bool:
+    """A script by its name (*.sh, *.bash, *.zsh, *.mk, *.sbatch, *.slurm, Makefile) or, without a suffix, by a
+    shebang that names a shell (#!/bin/sh, #!/usr/bin/env bash)."""
+    name = os.path.basename(path)
+    if name.endswith(SCRIPT_SUFFIXES) or name in SCRIPT_NAMES:
+        return True
+    if "." in name or not os.path.isfile(path):  # a FIFO or a device is never opened here
+        return False
+    try:
+        with open(path, "rb") as f:
+            return _SHEBANG.match(f.read(64)) is not None
+    except OSError:
+        return False
+
+
+def files(path: str, scripts: bool = True) -> Iterator[str]:
+    """The inputs a path names: '-', the file itself, or a directory's *.yml, *.yaml, *.json, *.container, *.pod and
+    (with `scripts`) scripts, recursively; hidden folders are skipped but .devcontainer and .github."""
     if path == "-":
         yield path
     elif os.path.isdir(path):
@@ -236,13 +257,18 @@ def files(path: str) -> Iterator[str]:
         for root, dirs, names in os.walk(path):
             if root.count(os.sep) - base > MAX_DEPTH:  # os.walk recurses: 1000 levels would be a RecursionError
                 raise UsageError(f"{root[:80]}...: directories nested deeper than {MAX_DEPTH} levels")
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in (".devcontainer", ".github"))
             for name in sorted(names):
-                if name.endswith(SUFFIXES) or name.endswith(TEMPLATES):
+                if (
+                    name.endswith(SUFFIXES)
+                    or name.endswith(TEMPLATES)
+                    or scripts
+                    and is_script(os.path.join(root, name))
+                ):
                     found = True
                     yield os.path.join(root, name)
         if not found:
-            raise UsageError(f"{path}: no *.yml, *.yaml, *.json or *.container file in this directory")
+            raise UsageError(f"{path}: no *.yml, *.yaml, *.json, *.container file or script in this directory")
     elif os.path.exists(path):
         yield path
     else:

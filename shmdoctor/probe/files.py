@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from . import azureml, compose, documents, ecs, kubernetes, quadlet
+from . import azureml, compose, documents, ecs, kubernetes, quadlet, shell
 from .documents import Definition, Document
 
 FORMATS = (
@@ -107,7 +107,7 @@ def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into
     return True
 
 
-def read(paths: list[str], swarm: bool | None = None, env_file: str | None = None) -> Inputs:
+def read(paths: list[str], swarm: bool | None = None, env_file: str | None = None, scripts: bool = True) -> Inputs:
     """Every target of every input (files, directories, '-'), and what was passed over. One input that is a file:
     UsageError (exit 2) when it cannot be read or holds a bad value in a definition. Several, or a directory: such a
     file is one of `errors` and every other file is judged (as ruff and eslint do). UsageError too when no input
@@ -116,7 +116,7 @@ def read(paths: list[str], swarm: bool | None = None, env_file: str | None = Non
     single = len(paths) == 1 and (paths[0] == "-" or not os.path.isdir(paths[0]))
     for path in paths:
         try:
-            names = list(documents.files(path))
+            names = list(documents.files(path, scripts))
         except UsageError as e:  # no such path, an empty or too deep directory
             if len(paths) == 1:
                 raise
@@ -125,7 +125,7 @@ def read(paths: list[str], swarm: bool | None = None, env_file: str | None = Non
         for name in names:
             before = len(out.definitions), len(out.objects), len(out.files), len(out.sources)
             try:
-                _read_file(name, swarm, environ, out)
+                _read_file(name, swarm, environ, out, named=name == path)
             except UsageError as e:
                 if single:
                     raise
@@ -141,8 +141,9 @@ def read(paths: list[str], swarm: bool | None = None, env_file: str | None = Non
     return out
 
 
-def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Inputs) -> None:
-    """One file's targets into `out`, or why it is passed over; UsageError when it cannot be judged."""
+def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Inputs, named: bool = True) -> None:
+    """One file's targets into `out`, or why it is passed over; UsageError when it cannot be judged. A script found
+    in a folder with no run command in it is passed over unsaid (`named`: given on the command line, it is said)."""
     source = documents.STDIN if name == "-" else name
     if source.endswith(documents.TEMPLATES):  # compose.yml.j2, task.json.tpl: said to be rendered first
         out.files.append(f"{source}: a template ({os.path.splitext(source)[1]}): render it first, then lint the result")
@@ -152,6 +153,14 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
     if source.endswith(quadlet.SUFFIX) or (source == documents.STDIN and quadlet.is_unit(text)):  # INI, not YAML
         out.definitions.extend(quadlet.probe(text, source))
         out.sources.append(source)
+        return
+    if documents.is_script(name) or (source == documents.STDIN and text.startswith("#!") and "\n" in text):
+        found = shell.probe(text, source)
+        if found:
+            out.definitions.extend(found)
+            out.sources.append(source)
+        elif named:
+            out.files.append(f"{source}: a script with no docker, podman or nerdctl run command")
         return
     if source.endswith(quadlet.POD_SUFFIX):  # read where a .container names it; a bad one is said here too
         quadlet.parse(text, source, "Pod")

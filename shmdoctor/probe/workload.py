@@ -58,11 +58,11 @@ ML_COMMAND = (  # a pattern, compiled (and cached by re) at its first use: check
 
 
 # A command that loads nothing itself, whatever its image: an MPI launcher starts the ranks elsewhere (an MPIJob's
-# launcher pod), a one-shot fetch exits (ollama pull, a hub download), TensorBoard shows logs. Shell wrappers (sh -c,
-# bash -lc) are looked into.
+# launcher pod), a one-shot fetch exits (ollama pull, a hub download), TensorBoard shows logs, nvidia-smi lists GPUs.
+# Shell wrappers (sh -c, bash -lc) are looked into.
 _SHELL = r"^(?:\S*/)?(?:ba|z|da)?sh\s+(?:-\w+\s+)*['\"]?"
 _ONE_SHOT = (
-    r"(?:\S*/)?(?:mpirun|mpiexec|ollama\s+(?:pull|push|rm|cp|list|show|create)|(?:huggingface-cli|hf)\s+download|"
+    r"(?:\S*/)?(?:mpirun|mpiexec|nvidia-smi|ollama\s+(?:pull|push|rm|cp|list|show|create)|(?:huggingface-cli|hf)\s+download|"
     r"tensorboard|python3?\s+-m\s+tensorboard\.main)(?![\w-])"
 )
 

@@ -48,6 +48,8 @@ FOREIGN = {
     "--ulimit",
     "--log-driver",
     "--nproc-per-node",
+    "--label",  # docker run's, in lint's section on scripts
+    "--runtime",
 }
 
 

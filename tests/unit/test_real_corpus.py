@@ -25,9 +25,10 @@ def test_lint_says_of_each_real_file_what_was_expected_before_it_ran(case):
     path = str(REAL / case["file"])
     try:
         doc = _lint(path)
-    except UsageError as e:  # nothing in it to judge (a template, a .pod unit): said why, never a report
-        assert str(e).startswith(path) and (case["verdict"], case["targets"]) == ("ok", 0), str(e)
+    except UsageError as e:  # nothing in it to judge (a template, a .pod unit), or bad input: said why, no report
+        assert str(e).startswith(path) and case["verdict"] in ("ok", "error") and case["targets"] == 0, str(e)
         return
+    assert case["verdict"] != "error", "judged a file expected to be refused"
     names = {r.facts.target.name.split(":", 1)[1]: r for r in doc.reports}
     assert (doc.verdict, len(doc.reports)) == (case["verdict"], case["targets"]), {
         n: (r.verdict, [f.id for f in r.findings]) for n, r in names.items()
@@ -47,4 +48,6 @@ def test_the_corpus_has_every_file_with_its_source():
 
 def test_the_whole_corpus_is_judged_in_one_run():
     doc = _lint(str(REAL))
-    assert doc.errors == () and len(doc.reports) >= sum(c["targets"] for c in EXPECTED)
+    refused = sorted(str(REAL / c["file"]) for c in EXPECTED if c["verdict"] == "error")
+    assert sorted(e.split(":", 1)[0] for e in doc.errors) == refused
+    assert len(doc.reports) >= sum(c["targets"] for c in EXPECTED)

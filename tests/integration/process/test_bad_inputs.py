@@ -546,7 +546,7 @@ CASES = [
         ["lint", "{d}/empty-dir"],
         {},
         USAGE,
-        "no *.yml, *.yaml, *.json or *.container file",
+        "no *.yml, *.yaml, *.json, *.container file or script",
     ),
     (
         "lint a compose size nobody can read",

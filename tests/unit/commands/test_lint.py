@@ -209,7 +209,7 @@ def test_bad_json_unreadable_file_and_empty_directory(capsys, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     code, _, err = lint(capsys, str(empty))
-    assert code == 2 and "no *.yml, *.yaml, *.json or *.container file" in err
+    assert code == 2 and "no *.yml, *.yaml, *.json, *.container file or script" in err
 
 
 def _unreadable(path: Path) -> bool:
