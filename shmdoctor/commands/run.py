@@ -12,6 +12,7 @@ from ..limits import MAX_TIMEOUT, MIN_INTERVAL, seconds
 from ..options import loader_options, loader_spec
 from ..render import render
 from ..render.run import facts_line
+from ..wrap.child import reraise
 from ..wrap.session import Outcome, bare, supervise
 
 
@@ -48,6 +49,27 @@ def _say(text: str) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 2)
         os.close(null)
+
+
+def _line_start(outcome: Outcome) -> str:
+    """What puts our summary at the start of a line of its own, after a command whose last output had no newline.
+    A terminal: as many spaces as it is wide, then a carriage return (zsh's way): from its first column they fill
+    the line without wrapping, and the return comes back to it; from any other, they wrap to the next line first.
+    A file (2>&1 > log too): its last byte says. A pipe: the last byte of the command's stderr that we copied."""
+    try:
+        if os.isatty(2):  # of no known width: a newline, never a line overwritten
+            columns = os.get_terminal_size(2).columns
+            return " " * columns + "\r" if columns else "\n"
+        if stat.S_ISREG(os.fstat(2).st_mode):  # opened anew: `2> file` opened it write-only
+            fd = os.open("/proc/self/fd/2", os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                size = os.fstat(fd).st_size
+                return "\n" if size and os.pread(fd, 1, size - 1) != b"\n" else ""
+            finally:
+                os.close(fd)
+    except OSError:  # a file we may not read
+        pass
+    return "\n" if outcome.open_line else ""
 
 
 def _write_report(path: str, outcome: Outcome) -> None:
@@ -121,12 +143,15 @@ def command(interval, holders_every, report_path, no_instrument, argv, **loader)
         before=lambda facts: _say(facts_line(facts, interval)),
         instrumented=not no_instrument,
     )
+    start = _line_start(outcome)
     if outcome.fault:
-        _say(f"shmdoctor: error: {outcome.fault}")
+        _say(f"{start}shmdoctor: error: {outcome.fault}")
+        start = ""
     try:
-        _say(render(outcome, "text"))
+        _say(start + render(outcome, "text"))
     except Exception as e:  # a fault of ours: one line, and the command's exit code stands
-        _say(f"shmdoctor: error: {bare(outcome.command, outcome.facts, outcome.ended, 0, e).fault}")
+        _say(f"{start}shmdoctor: error: {bare(outcome.command, outcome.facts, outcome.ended, 0, e).fault}")
     if report_path:
         _write_report(report_path, outcome)
+    reraise(outcome.ended)  # dies of the signal the command died of, where it is ours: a shell loop stops
     return outcome.exit_code

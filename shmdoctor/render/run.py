@@ -29,6 +29,8 @@ def facts_line(facts: Facts, interval: float) -> str:
             f"/dev/shm {format_size(shm.size_bytes)}, {format_size(shm.used_bytes)} used: "
             f"{SOURCES.get(shm.source, shm.source)}"
         )
+        if shm.read_only:
+            where += ", READ-ONLY (no segment can be made there)"
     else:
         where = "no /dev/shm (--ipc=none)"
     limit = facts.memory.limit_bytes
@@ -98,6 +100,17 @@ def _leftovers(o: Outcome) -> list[str]:
     ]
 
 
+def _left_files(o: Outcome) -> list[str]:
+    if not o.left_files:
+        return []
+    names = ", ".join(repr(f.name) for f in o.left_files[:3]) + (", ..." if len(o.left_files) > 3 else "")
+    size = format_size(sum(f.bytes for f in o.left_files))
+    return [
+        f"{PREFIX} {len(o.left_files)} other file(s) appeared in /dev/shm while it ran and are still there, {size} "
+        f"({names}): of no kind shmdoctor knows (clean leaves them); if they are the command's, it did not remove them"
+    ]
+
+
 def to_text(o: Outcome) -> str:
     """Success: one line. Failure (or shared-memory warnings on the way): the diagnosis as explain gives it."""
     line = f"{PREFIX} {_status(o)}; {_peak(o)}"
@@ -111,7 +124,7 @@ def to_text(o: Outcome) -> str:
     if need is not None:
         how = NEED_SOURCES.get(o.need_source or "")
         line += f"; the loaders' need {format_size(need.bytes)} ({need.formula}{', ' + how if how else ''})"
-    lines = [*_loaders(o), line, *_leftovers(o)]
+    lines = [*_loaders(o), line, *_leftovers(o), *_left_files(o)]
     if o.exit_code == 0 and not o.explanation.diagnoses:
         return "\n".join(lines)
     if not o.explanation.diagnoses:
@@ -134,6 +147,7 @@ def to_json(o: Outcome) -> str:
         "memory_peak_bytes": m.memory_peak if m else None,
         "holders": [{"pid": h.pid, "command": h.command, "bytes": h.bytes} for h in o.holders],
         "stderr_bytes": o.stderr_bytes,
+        "stderr_read": o.stderr_read,
         "instrumentation": None
         if o.instrumented is None
         else {
@@ -150,6 +164,11 @@ def to_json(o: Outcome) -> str:
             "bytes": sum(e.bytes for e in o.leftovers),
             "names": [e.name for e in o.leftovers[:LEFTOVER_NAMES]],
             "clean": o.clean,
+        },
+        "left_files": {
+            "count": len(o.left_files),
+            "bytes": sum(f.bytes for f in o.left_files),
+            "names": [f.name for f in o.left_files[:LEFTOVER_NAMES]],
         },
         "explanation": explain.document(o.explanation),
         "diagnoses": [d.as_dict() for d in o.explanation.diagnoses],

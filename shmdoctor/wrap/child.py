@@ -1,6 +1,12 @@
-"""A command run as a transparent child: stdin and stdout are its own (inherited), stderr goes through a pipe that is
-copied to ours as it comes (unbuffered: a progress bar still redraws) and kept in a ring; signals sent to us are
-forwarded to it; its exit status comes back as a shell reports it (128+N for a signal).
+"""A command run as a transparent child: stdin and stdout are its own (inherited); stderr is too where ours is a
+terminal (colours and progress bars as without us: the instrumented child's Python processes copy what they write
+there for the diagnosis), else it goes through a pipe that is copied to ours as it comes (unbuffered: a progress bar
+still redraws) and kept in a ring; signals sent to us are forwarded to it; its exit status comes back as a shell
+reports it (128+N for a signal), and a death by a signal of the forwarded set is ours too (reraise).
+
+It dies with us: killed whatever way we die (SIGKILL, a signal we do not forward), it gets SIGKILL from the kernel
+(PR_SET_PDEATHSIG), as the command under `env` would have died with it. A file without `#!` is run by /bin/sh, as
+execvp does (posix_spawnp no longer does).
 
 Signals: the forwarded ones are blocked in every thread of ours and taken with sigtimedwait, so nothing of ours dies
 of them. The child has a process group of its own, as under tini: a signal to us, or to our group, reaches it once,
@@ -15,10 +21,13 @@ behind may still write to its stderr: a copy of ours keeps reading it to the end
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
+import resource
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -58,6 +67,66 @@ class Ended:
     elapsed: float
     forwarded: tuple[int, ...]  # signals we passed on
     pid: int = 0
+    signal: int | None = None  # the signal it died of
+
+    @property
+    def ours(self) -> int | None:
+        """The signal we die of in turn: one of the forwarded set (Ctrl-C's SIGINT from the terminal too, which
+        reached it directly), as the shell that started us would have seen it kill the command under `env`."""
+        return self.signal if self.signal in FORWARDED else None
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+SHELL = "/bin/sh"  # execvp's fallback for a file the kernel cannot execute (ENOEXEC)
+
+
+def _exec(path: str, argv: list[str], env) -> None:
+    """execve, and for a file without #! (ENOEXEC) /bin/sh running it, as execvp does."""
+    try:
+        os.execve(path, argv, env)
+    except OSError as e:
+        if e.errno != errno.ENOEXEC:
+            raise
+    os.execve(SHELL, [SHELL, path, *argv[1:]], env)
+
+
+def _spawn(argv: list[str], env, stderr: tuple[int, int] | None) -> int:
+    """fork and exec argv[0] as found on our PATH: the child in a process group of its own, our blocked signals
+    unblocked, SIGPIPE and SIGXFSZ at their default (Python ignores them); PR_SET_PDEATHSIG so that it dies with us;
+    stderr (write end, read end) the pipe's write end. Only os calls in the child (a fork of a process that may have
+    threads); an exec that fails comes back through a pipe as CommandError."""
+    path = resolve(argv[0])
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    parent = os.getpid()
+    report_r, report_w = os.pipe()  # close-on-exec: EOF once the exec succeeded
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(report_r)
+            os.setpgid(0, 0)
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # we died before it was set: nothing will ever send it
+                os.kill(os.getpid(), signal.SIGKILL)
+            if stderr is not None:
+                os.dup2(stderr[0], 2)
+                os.close(stderr[1])
+            for sig in (*FORWARDED, signal.SIGPIPE, signal.SIGXFSZ):  # exec keeps an ignored signal ignored
+                if sig in (signal.SIGPIPE, signal.SIGXFSZ) or signal.getsignal(sig) != signal.SIG_IGN:
+                    signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())
+            _exec(path, argv, env)
+        except OSError as e:
+            os.write(report_w, str(e.errno).encode())
+        finally:
+            os._exit(127)
+    os.close(report_w)
+    with os.fdopen(report_r, "rb") as report:
+        failed = report.read()
+    if failed:
+        os.waitpid(pid, 0)
+        err = int(failed)
+        raise CommandError(argv[0], OSError(err, os.strerror(err)))
+    return pid
 
 
 def _tee(read_fd: int, ring: Ring, done: threading.Event) -> None:
@@ -172,35 +241,34 @@ def _keep_draining(read_fd: int) -> None:
 
 
 def run(
-    argv: list[str], ring: Ring, on_spawn: Callable[[int], None] | None = None, env: dict[str, str] | None = None
+    argv: list[str],
+    ring: Ring,
+    on_spawn: Callable[[int], None] | None = None,
+    env: dict[str, str] | None = None,
+    tee: bool = True,
 ) -> Ended:
-    """Start argv (in env, else ours), tee its stderr into ring, forward signals until it exits. Call from the main
-    thread before any other thread of ours; start them in on_spawn (called with its pid once the child runs), so
-    they inherit the blocked signals."""
+    """Start argv (in env, else ours), tee its stderr into ring (tee=False: ours is its own, the ring stays empty),
+    forward signals until it exits. Call from the main thread (the child dies with the thread that started it)
+    before any other thread of ours; start them in on_spawn (called with its pid once the child runs), so they
+    inherit the blocked signals."""
     watched = set(FORWARDED) | {signal.SIGCHLD}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
-    read_fd, write_fd = os.pipe()
+    read_fd, write_fd = os.pipe() if tee else (-1, -1)
     tty = _terminal()
     try:
         try:
-            pid = os.posix_spawnp(
-                argv[0],
-                argv,
-                os.environ if env is None else env,
-                file_actions=[(os.POSIX_SPAWN_DUP2, write_fd, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
-                setsigmask=(),
-                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores them; a program expects their default
-                setpgroup=0,
-            )
-        except OSError as e:  # gone since resolve()
-            raise CommandError(argv[0], e) from None
+            pid = _spawn(argv, os.environ if env is None else env, (write_fd, read_fd) if tee else None)
         finally:
-            os.close(write_fd)
+            if tee:
+                os.close(write_fd)
         start = time.monotonic()
         if tty is not None and _foreground(tty) == os.getpgrp():
             _give_terminal(tty, pid)
         drained = threading.Event()
-        threading.Thread(target=_tee, args=(read_fd, ring, drained), name="stderr-tee", daemon=True).start()
+        if tee:
+            threading.Thread(target=_tee, args=(read_fd, ring, drained), name="stderr-tee", daemon=True).start()
+        else:
+            drained.set()
         if on_spawn is not None:
             on_spawn(pid)
         forwarded = []
@@ -224,9 +292,27 @@ def run(
         if not drained.wait(DRAIN_S):
             _keep_draining(read_fd)
         code = os.waitstatus_to_exitcode(status)
-        return Ended(128 - code if code < 0 else code, elapsed, tuple(forwarded), pid)
+        return Ended(128 - code if code < 0 else code, elapsed, tuple(forwarded), pid, -code if code < 0 else None)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         if tty is not None:
             os.close(tty)
         # read_fd is closed with the process; the tee thread (a daemon) may still hold it when workers linger
+
+
+def reraise(ended: Ended) -> None:
+    """Die of the signal the child died of where it is ours to die of (Ended.ours), so that a shell loop around us
+    stops at Ctrl-C as it does around the command alone; the shell still sees 128+N. Returns where that cannot be:
+    as PID 1 (the kernel ignores a signal its init has no handler for), or not ours; the caller exits 128+N."""
+    signum = ended.ours
+    if signum is None or os.getpid() == 1:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if signum == signal.SIGQUIT:  # its default is a core dump: of shmdoctor's Python, of no use to anyone
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})  # delivered here, now

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from ..model import LoaderConfig, Requirement
 
 SITE = str(Path(__file__).resolve().parent / "site")
 CHANNEL = "SHMDOCTOR_RUN_CHANNEL"  # as site/_shmdoctor_site.py reads it
+STDERR = "SHMDOCTOR_RUN_STDERR"  # set: the child's Python processes copy what they write to sys.stderr there too
 MAX_FILES = 4096  # processes that may report: ranks and their workers
 MAX_FILE_BYTES = 256 * 1024  # of one process's records: a few lines each
 MAX_LINE = 4096
@@ -58,11 +60,14 @@ class Instrumented:
     errors: tuple[str, ...]  # the instrumentation's own failures (the child went on regardless)
 
 
-def environment(channel: str, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: the site folder first on PYTHONPATH, the child's own entries kept after it."""
+def environment(channel: str, environ: dict[str, str] | None = None, stderr: bool = False) -> dict[str, str]:
+    """The child's environment: the site folder first on PYTHONPATH, the child's own entries kept after it; stderr:
+    its Python processes copy their sys.stderr into the channel (run does not see the stream)."""
     env = dict(os.environ if environ is None else environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (SITE, env.get("PYTHONPATH"))))
     env[CHANNEL] = channel
+    if stderr:
+        env[STDERR] = "1"
     return env
 
 
@@ -76,18 +81,31 @@ def channel():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _read(path: str, most: int, end: bool = False) -> bytes:
+    """At most `most` bytes of a regular file the child made (its start, or its end): never a link followed, never a
+    FIFO waited on; b"" when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as f:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return b""
+            if end:
+                f.seek(max(0, os.fstat(fd).st_size - most))
+            return f.read(most)
+        except OSError:
+            return b""
+
+
 def _records(folder: str):
     try:
-        names = sorted(os.listdir(folder))[:MAX_FILES]
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl"))[:MAX_FILES]
     except OSError:
         return
     for name in names:
-        try:
-            with open(os.path.join(folder, name), "rb") as f:
-                data = f.read(MAX_FILE_BYTES)
-        except OSError:
-            continue
-        for line in data.splitlines():
+        for line in _read(os.path.join(folder, name), MAX_FILE_BYTES).splitlines():
             if len(line) > MAX_LINE:
                 continue
             try:
@@ -96,6 +114,34 @@ def _records(folder: str):
                 continue
             if isinstance(rec, dict) and isinstance(rec.get("pid"), int):
                 yield rec
+
+
+def stderr_copy(folder: str, cap: int) -> tuple[bytes, int]:
+    """What the child's Python processes copied of their sys.stderr: (its last `cap` bytes, every byte copied).
+    Each process's text whole (its .old part first), the process that wrote last at the end."""
+    sizes: dict[str, int] = {}
+    last: dict[str, int] = {}  # pid -> its last write
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.name.endswith((".err", ".err.old")):
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    if not stat.S_ISREG(st.st_mode):
+                        continue
+                    pid = entry.name.split(".", 1)[0]
+                    sizes[entry.name] = st.st_size
+                    last[pid] = max(last.get(pid, 0), st.st_mtime_ns)
+    parts: list[bytes] = []
+    budget = cap
+    for pid in sorted(last, key=last.__getitem__, reverse=True):  # the last writer first, while the budget lasts
+        for name in (f"{pid}.err", f"{pid}.err.old"):
+            take = min(budget, sizes.get(name, 0))
+            if take <= 0:
+                continue
+            data = _read(os.path.join(folder, name), take, end=True)
+            parts.append(data)
+            budget -= len(data)
+    return b"".join(reversed(parts)), sum(sizes.values())
 
 
 def _count(rec: dict, key: str, most: int, least: int = 0) -> int | None:

@@ -10,7 +10,7 @@ import select
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import psutil
@@ -24,7 +24,7 @@ from ..probe.holders import Holder
 from ..shm import removal
 from ..shm.creations import Creations
 from ..shm.sampling import Sampler
-from ..shm.segments import Entry, creator_pid
+from ..shm.segments import Entry, File, creator_pid, recognise
 from . import child, instrument
 from .instrument import Instrumented, SeenLoader
 from .ring import Ring
@@ -47,6 +47,9 @@ class Outcome:
     leftovers: tuple[Entry, ...] | None = None  # segments its dead left in /dev/shm; None: not looked at
     clean: str | None = None  # the command that frees them
     fault: str = ""  # an internal error of ours after the command ended (its exit code and the report stand)
+    left_files: tuple[File, ...] = ()  # other files that appeared in /dev/shm while it ran, still there after it
+    stderr_read: str = "all"  # all (through our pipe), python (the terminal was its own: its Python's sys.stderr), none
+    open_line: bool = False  # the last of its stderr we saw ended without a newline
 
     @property
     def loaders(self) -> tuple[SeenLoader, ...]:
@@ -154,6 +157,12 @@ class _Sampling:
                 self.creations.close()
 
 
+STDERR_NOTES = {
+    "python": "its stderr was the terminal's, left to it: what its Python processes wrote through sys.stderr was read",
+    "none": "its stderr was the terminal's, left to it, and not read (--no-instrument): judged from its exit alone",
+}
+
+
 def bare(name: str, facts: Facts, ended: child.Ended, stderr_bytes: int, e: Exception) -> Outcome:
     """What is known for sure after a fault of ours: the command, its exit and the facts; no judgement."""
     fault = internal(e)
@@ -213,20 +222,25 @@ def supervise(
         existing = None
     ring = Ring()
     seen = None
+    tee = not os.isatty(2)  # a terminal stays the child's own stderr (colours, progress bars), as under env
     with contextlib.ExitStack() as stack:
         channel = stack.enter_context(instrument.channel()) if instrumented else None
-        env = instrument.environment(channel) if channel else None
+        env = instrument.environment(channel, stderr=not tee) if channel else None
         try:
-            ended = child.run(argv, ring, on_spawn=sampling.start, env=env)
+            ended = child.run(argv, ring, on_spawn=sampling.start, env=env, tee=tee)
         finally:
             sampling.finish()
         if channel:
             seen = instrument.read(channel)
+            if not tee:
+                text, ring.total = instrument.stderr_copy(channel, ring.cap)
+                ring.append(text)
     name = command_name(argv)
     try:
-        return _conclude(name, facts, ended, sampler, sampling, ring, need, seen, existing)
+        outcome = _conclude(name, facts, ended, sampler, sampling, ring, need, seen, existing, tee)
     except Exception as e:  # a fault of ours after the command ended: said, and its exit code stands
-        return bare(name, facts, ended, ring.total, e)
+        outcome = bare(name, facts, ended, ring.total, e)
+    return replace(outcome, open_line=tee and ring.tail()[-1:] not in (b"", b"\n"))
 
 
 def _conclude(
@@ -239,7 +253,10 @@ def _conclude(
     need: Requirement | None,
     seen: Instrumented | None,
     existing: set[int] | None,
+    tee: bool,
 ) -> Outcome:
+    with contextlib.suppress(ProbeError):  # after its death: /dev/shm as it left it (the facts line: before)
+        facts = local.probe()
     measured = None
     holders: tuple[Holder, ...] = ()
     if sampler is not None and sampler.tally.samples:
@@ -253,8 +270,11 @@ def _conclude(
             sampling.memory_peak,
             summary.start_used_bytes or 0,
         )
-    leftovers, clean = _leftovers(existing, sampling.job | (seen.pids if seen else set()))
+    leftovers, clean, others = _leftovers(existing, sampling.job | (seen.pids if seen else set()))
     need, source, notes = _need(need, seen, leftovers or ())
+    stderr_read = "all" if tee else "python" if seen is not None else "none"
+    if stderr_read in STDERR_NOTES:
+        notes += (STDERR_NOTES[stderr_read],)
     status = Exit(ended.code, None, "the command's exit status") if ended.code else None
     scan = scan_text(ring.tail())
     explanation = judge(
@@ -267,18 +287,36 @@ def _conclude(
         source=f"{name}'s stderr",
         clues=scan.clues,  # what the log says of the job: NCCL's ranks and channels
     )
-    return Outcome(name, facts, ended, measured, explanation, holders, ring.total, seen, source, leftovers, clean)
+    return Outcome(
+        name,
+        facts,
+        ended,
+        measured,
+        explanation,
+        holders,
+        ring.total,
+        seen,
+        source,
+        leftovers,
+        clean,
+        left_files=others,
+        stderr_read=stderr_read,
+    )
 
 
-def _leftovers(before: set[int] | None, job: set[int]) -> tuple[tuple[Entry, ...] | None, str | None]:
-    """What the job's dead left in /dev/shm, and the clean command that frees it."""
+def _leftovers(before: set[int] | None, job: set[int]) -> tuple[tuple[Entry, ...] | None, str | None, tuple[File, ...]]:
+    """What the job's dead left in /dev/shm, the clean command that frees it, and the files of no kind shmdoctor
+    knows that appeared while it ran and are still there (the job's, or another's sharing /dev/shm: clean leaves
+    them alone)."""
     if before is None:
-        return None, None
+        return None, None, ()
     try:
         left = removal.left_behind(SHM, before, job).leaked
+        new = removal.list_files(SHM)
+        others = tuple(sorted((f for f in new if f.inode not in before and not recognise(f.name)), key=str))
     except (OSError, ProbeError):  # /dev/shm gone or unreadable since: not looked at
-        return None, None
-    return left, removal.clean_command(SHM, [e.name for e in left]) if left else None
+        return None, None, ()
+    return left, removal.clean_command(SHM, [e.name for e in left]) if left else None, others
 
 
 def _need(

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Mapping
 
 CHANNEL = "SHMDOCTOR_RUN_CHANNEL"  # the folder run reads after its child ends
+STDERR = "SHMDOCTOR_RUN_STDERR"  # set where the child's stderr is run's terminal, not run's pipe: copy sys.stderr
+STDERR_CAP = 2**20  # bytes of a process's copy, past which it starts over beside the last (the end is what counts)
 TARGET = "torch.utils.data.dataloader"
 PAGE = 4096
 MEASURED_ITERATORS = 2  # a loader's first iterators (epochs) are measured: one record per worker each
@@ -192,6 +194,53 @@ def _spec(finder, name, path, target):
     return find(name, path, target) if find is not None else None
 
 
+class StderrCopy:
+    """sys.stderr as it was, what is written through it also appended to CHANNEL/<pid>.err (<pid>.err.old: the
+    CAP before): the tracebacks, warnings and log lines run's diagnosis reads, where run leaves its terminal to the
+    child as its stderr. Everything else is the stream's own (isatty, fileno, encoding, buffer): the terminal stays
+    a terminal. What bypasses sys.stderr (C code writing to descriptor 2, .buffer) is not copied."""
+
+    def __init__(self, stream, folder: str):
+        self._stream, self._folder = stream, folder
+        self._pid, self._fd, self._written = 0, -1, 0
+
+    def write(self, text):
+        n = self._stream.write(text)
+        try:  # noqa: SIM105 (contextlib: one import more in every Python process of the job)
+            self._copy(text)
+        except Exception:
+            pass
+        return n
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def _copy(self, text) -> None:
+        if not isinstance(text, str) or not text:
+            return
+        if self._pid != os.getpid():  # first write, or a forked child's: a file of its own
+            if self._fd >= 0:
+                os.close(self._fd)  # the parent's, inherited
+            self._pid, self._fd, self._written = os.getpid(), -1, 0
+        data = text.encode("utf-8", "backslashreplace")
+        path = os.path.join(self._folder, f"{self._pid}.err")
+        if self._fd < 0 or self._written + len(data) > STDERR_CAP:
+            if self._fd >= 0:
+                os.close(self._fd)
+                os.replace(path, path + ".old")
+            self._fd, self._written = -1, 0
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(self._fd, data[-STDERR_CAP:])
+        self._written += len(data)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def install() -> None:
-    if os.environ.get(CHANNEL) and TARGET not in sys.modules:
+    folder = os.environ.get(CHANNEL)
+    if folder and TARGET not in sys.modules:
         sys.meta_path.insert(0, Finder())
+    if folder and os.environ.get(STDERR) and sys.stderr is not None and not isinstance(sys.stderr, StderrCopy):
+        sys.stderr = StderrCopy(sys.stderr, folder)
