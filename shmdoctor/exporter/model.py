@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..limits import clip
 from ..model import Report
 
 LABEL_MAX = 128  # characters of a label value: names and images are the user's, their length is not
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL, C1: ESC would reach a terminal showing the page
 
 
 def bounded(value: str | None) -> str:
-    """A label value: never longer than LABEL_MAX, never None."""
-    return clip(value or "", LABEL_MAX)
+    """A label value: control characters written out (ESC as the four characters \\x1b), never longer than
+    LABEL_MAX, never None."""
+    return clip(CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value or ""), LABEL_MAX)
 
 
 @dataclass(frozen=True)

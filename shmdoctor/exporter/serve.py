@@ -48,6 +48,30 @@ def parse(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
+QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")  # RFC 9110's qvalue, ASCII
+MAX_CODINGS = 64  # of an Accept-Encoding header read
+
+
+def accepts_gzip(header: str) -> bool:
+    """Whether an Accept-Encoding header lets gzip be sent (RFC 9110, 12.5.3): gzip (or x-gzip) named with a q above
+    0, else `*` with one; `gzip;q=0` refuses it. A qvalue that is not one is q=0: plain text is always acceptable."""
+    named: float | None = None
+    anything: float | None = None
+    for part in header.split(",", MAX_CODINGS)[:MAX_CODINGS]:
+        coding, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                q = float(value.strip()) if QVALUE.fullmatch(value.strip()) else 0.0
+        coding = coding.lower()
+        if coding in ("gzip", "x-gzip"):
+            named = max(named or 0.0, q)
+        elif coding == "*":
+            anything = q
+    return named > 0 if named is not None else anything is not None and anything > 0
+
+
 class Latest:
     """The latest rendering, plain and gzipped, set by the reading thread and read by every request."""
 
@@ -178,7 +202,7 @@ def serve(address: str, port: int, latest: Latest, wait: float) -> ThreadingHTTP
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             self.server.sent(self.connection)
             self.connection.settimeout(REQUEST_S)  # to write the answer: a client that reads nothing lets go
-            gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
+            gzipped = accepts_gzip(self.headers.get("Accept-Encoding", ""))
             body = latest.get(wait, gzipped)
             if body is None:
                 self.send_error(503, "the first reading is not done yet")

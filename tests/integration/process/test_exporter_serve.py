@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gzip
 import os
 import resource
 import signal
@@ -184,3 +185,14 @@ def test_a_sigterm_any_of_its_threads_takes_stops_it(exporter):
     assert ctypes.CDLL(None, use_errno=True).tgkill(proc.pid, threads[0], signal.SIGTERM) == 0
     assert proc.wait(WAIT) == 143
     assert proc.stderr.read().strip().splitlines()[-1] == "shmdoctor: terminated"
+
+
+@pytest.mark.parametrize(("accept", "gzipped"), [("gzip", True), ("gzip;q=0", False), ("gzip;q=0, identity", False)])
+def test_gzip_only_where_the_scrape_accepts_it(exporter, accept, gzipped):
+    _, url, _ = exporter
+    request = urllib.request.Request(url, headers={"Accept-Encoding": accept})
+    with urllib.request.urlopen(request, timeout=WAIT) as r:
+        body = r.read()
+        assert (r.headers.get("Content-Encoding") == "gzip") is gzipped
+    assert body.startswith(b"\x1f\x8b") is gzipped  # gzip's magic, or the text itself
+    assert (gzip.decompress(body) if gzipped else body).startswith(b"# HELP shmdoctor_")

@@ -161,3 +161,14 @@ def test_the_hosts_own_dev_shm_has_no_oom_series():
     got = _samples(metrics.render(_scrape(host, _target("oom"))))
     assert [lab["container"] for lab, _ in got["shmdoctor_oom_killed"]] == [_inspect("oom")["Name"].lstrip("/")]
     assert [lab["container"] for lab, _ in got["shmdoctor_shm_size_bytes"]][0] == ""
+
+
+def test_control_characters_of_a_label_value_are_written_out_not_sent():
+    """An engine's name or image with ESC, BEL, a NUL or a C1 byte: on a terminal showing the page (curl) an ESC
+    sequence would act; each is written out as \\xNN, a backslash Prometheus reads back as one."""
+    target = _target("default")
+    hostile = "\x1b]0;owned\x07red\x1b[31m\x00\x9b\x7f"
+    text = metrics.render(_scrape(Target(target.report, Labels(hostile, "id", hostile, "private", "docker-shm"))))
+    assert not any(ord(c) < 0x20 and c != "\n" or 0x7F <= ord(c) < 0xA0 for c in text.decode()), text
+    (labels, _), *_ = _samples(text)["shmdoctor_shm_size_bytes"]
+    assert labels["container"] == labels["image"] == "\\x1b]0;owned\\x07red\\x1b[31m\\x00\\x9b\\x7f"
