@@ -11,7 +11,7 @@ from .model import Facts, Report, Severity
 from .probe import docker  # stdlib only: the Docker SDK is imported when the engine is reached
 from .reports import Audit, Lint
 from .rules import judge
-from .workload import Workload, labelled_requirement
+from .workload import Workload, labelled_requirement, selection
 
 
 def audit(
@@ -23,9 +23,11 @@ def audit(
     workload: Workload,
     fail_on: Severity,
     timeout: float = ENGINE_TIMEOUT,
+    names: tuple[str, ...] = (),
 ) -> Audit:
     """The containers of the engine DOCKER_HOST names (those named, those the filters match, or every running one),
-    all of the engine's answers within `timeout` seconds."""
+    all of the engine's answers within `timeout` seconds; `names`: the containers the loader applies to
+    (--workload), else those that look like they use /dev/shm (workload.selection)."""
     if containers and filters:
         raise UsageError("give container names or --filter, not both")
     seconds("--timeout", timeout, MAX_TIMEOUT)
@@ -35,24 +37,34 @@ def audit(
         timeout, list(containers), engine_filters, include_exited=include_exited, exec_df=exec_df
     )
     judged: dict[tuple, Report] = {}  # containers alike but for their names (replicas, a sweep) are judged once
+    skipped = selection([p.facts for p in probed], names) if workload.given else [""] * len(probed)
 
-    def one(p: docker.Probed) -> Report:
-        key = (replace(p.facts, target=replace(p.facts.target, name="", id=None)), p.loader_label, p.notes)
+    def one(p: docker.Probed, skip: str) -> Report:
+        key = (replace(p.facts, target=replace(p.facts.target, name="", id=None)), p.loader_label, p.notes, skip)
         if key not in judged:
-            judged[key] = judge_labelled(key[0], workload, p.loader_label, fail_on, p.notes)
+            judged[key] = judge_labelled(key[0], workload, p.loader_label, fail_on, p.notes, skipped=skip)
         report = judged[key]
         return replace(report, facts=replace(report.facts, target=p.facts.target))
 
-    reports = tuple(map(one, probed))
+    reports = tuple(map(one, probed, skipped))
     return Audit(reports, engine=docker.address(), exec=exec_df, include_exited=include_exited)
 
 
 def judge_labelled(
-    facts: Facts, workload: Workload, label: str | None, fail_on: Severity, notes: tuple[str, ...] = (), at: str = ""
+    facts: Facts,
+    workload: Workload,
+    label: str | None,
+    fail_on: Severity,
+    notes: tuple[str, ...] = (),
+    at: str = "",
+    skipped: str = "",
 ) -> Report:
     """One target (a container, a service, a workload) against its own loader label or annotation laid over the
     command line's loader. A label that is not a loader is that target's `bad-label` finding, judged without a
-    loader: one bad label never stops an audit or a lint of the others. `at`: where the label is (file:line)."""
+    loader: one bad label never stops an audit or a lint of the others. `at`: where the label is (file:line);
+    `skipped`: why the command line's loader does not apply to it (workload.selection), said in its notes."""
+    if skipped and workload.given:
+        workload, notes = Workload(), notes + (skipped,)
     try:
         need, label_notes = labelled_requirement(workload, label, facts)
     except UsageError as e:
@@ -70,15 +82,20 @@ def lint(
     workload: Workload,
     fail_on: Severity,
     scripts: bool = True,
+    names: tuple[str, ...] = (),
 ) -> Lint:
     """The compose services, Kubernetes workload containers and run commands defined in paths (files, directories,
-    '-'); `scripts`: a folder's scripts are read too."""
+    '-'); `scripts`: a folder's scripts are read too; `names`: the targets the loader applies to (--workload), else
+    those that look like they use /dev/shm (workload.selection)."""
     from .probe import files  # lazy: PyYAML is imported only here
 
     inputs = files.read(list(paths), swarm, env_file, scripts)
     workload.validate()  # a bad command line is refused before a file is read
+    found = inputs.definitions
+    skipped = selection([d.facts for d in found], names) if workload.given else [""] * len(found)
     reports = tuple(
-        judge_labelled(d.facts, workload, d.loader_spec, fail_on, d.notes, at=d.loader_at) for d in inputs.definitions
+        judge_labelled(d.facts, workload, d.loader_spec, fail_on, d.notes, at=d.loader_at, skipped=skip)
+        for d, skip in zip(found, skipped)
     )
     return Lint(
         reports,

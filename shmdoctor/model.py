@@ -192,6 +192,9 @@ class Facts(Value):
     # said before the fix in the pod's form.
     operator_fix: str | None = None
     server: Serving | None = None  # an inference server its command or image names (lint, audit)
+    # Where its fix is written, where the probe knows better than the runtime: a devcontainer's runArgs, a CI job's
+    # container options, a Jenkins agent's args (render/forms.py's form_of otherwise)
+    form: Form | None = None
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -253,7 +256,22 @@ class Requirement(Value):
 
 # The forms a fix is said in: where the target is defined, in that place's own language (render/forms.py has one
 # renderer for each, a test proves the map total). shell: the machine itself; swarm: a compose file for docker stack.
-Form = Literal["shell", "docker", "podman", "compose", "swarm", "kubernetes", "quadlet", "ecs", "batch", "azureml"]
+Form = Literal[
+    "shell",
+    "docker",
+    "podman",
+    "compose",
+    "swarm",
+    "kubernetes",
+    "quadlet",
+    "ecs",
+    "batch",
+    "azureml",
+    "devcontainer",
+    "github-actions",
+    "gitlab-runner",
+    "jenkins",
+]
 
 
 @dataclass(frozen=True, eq=False, repr=False)

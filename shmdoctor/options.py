@@ -103,6 +103,19 @@ def consumer_options(f: Callable) -> Callable:
     return f
 
 
+def selection_option(f: Callable) -> Callable:
+    """--workload NAME: the targets the loader and consumer options apply to."""
+    return click.option(
+        "--workload",
+        "names",
+        multiple=True,
+        metavar="NAME",
+        help="Apply the loader and consumer options to this target only (repeatable; a service, a workload, a "
+        "container, a script's line, or a shell pattern: '*' is every one). Default: those that look like they use "
+        "/dev/shm (an ML image or command, GPUs, an inference server), or all when none does.",
+    )(f)
+
+
 def workload(**given: Any) -> Workload:
     """The loader options and the consumer options as given, in one Workload."""
     pairs = {k: given.pop(k) for k in CONSUMER_KEYS if k in given}

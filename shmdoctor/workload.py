@@ -5,6 +5,7 @@ add up to for one target's facts (the GPUs it sees, its NCCL_* variables, its me
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from fnmatch import fnmatchcase
 from typing import Literal, Union
 
 from . import capacity, consumers
@@ -144,6 +145,41 @@ class Workload(Value):
             nccl_shm=shm,
             tensor_parallel=tp,
         )
+
+
+NOT_LIKELY = (
+    "loader options not applied: it does not look like it uses /dev/shm (no ML image or command, no GPUs, no "
+    "inference server); --workload NAME applies them"
+)
+NOT_NAMED = "loader options not applied: not named by --workload"
+
+
+def uses_shm(facts: Facts) -> bool:
+    """It looks like a training or inference job (the signs a default /dev/shm is warned on): an ML image or
+    command, GPUs it loads with, an inference server."""
+    gpus = bool(facts.gpus) and "loads-nothing" not in facts.flags
+    return bool(facts.ml_signs) or facts.server is not None or gpus
+
+
+def _names(facts: Facts) -> set[str]:
+    """What --workload NAME may say of a target: its whole name, its name in its file (a service, `Kind/name`, a
+    line), each part of that and each leading run of parts (`Job/trainer`), its container id."""
+    name = facts.target.name
+    own = name[len(facts.target.file) + 1 :] if facts.target.file and name.startswith(facts.target.file + ":") else name
+    parts = own.split("/")
+    out = {name, own, *parts, *("/".join(parts[:i]) for i in range(1, len(parts)))}
+    return out | ({facts.target.id} if facts.target.id else set())
+
+
+def selection(targets: list[Facts], names: tuple[str, ...]) -> list[str]:
+    """Which targets the command line's loader and consumers apply to, each "" (applied) or why not: those named by
+    --workload when given (a shell pattern: `*` is all); else those that look like they use /dev/shm; all when none
+    does."""
+    if names:
+        named = [any(fnmatchcase(n, pattern) for n in _names(f) for pattern in names) for f in targets]
+        return ["" if match else NOT_NAMED for match in named]
+    likely = [uses_shm(f) for f in targets]
+    return ["" if used or not any(likely) else NOT_LIKELY for used in likely]
 
 
 def labelled_requirement(base: Workload, label: str | None, facts: Facts) -> tuple[Requirement | None, tuple[str, ...]]:

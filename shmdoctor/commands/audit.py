@@ -6,7 +6,7 @@ import click
 
 from ..fleet import audit
 from ..limits import ENGINE_TIMEOUT
-from ..options import consumer_options, loader_options, output_options, workload
+from ..options import consumer_options, loader_options, output_options, selection_option, workload
 from ..render import render
 
 
@@ -42,12 +42,14 @@ from ..render import render
 )
 @loader_options
 @consumer_options
+@selection_option
 @output_options("audit")
-def command(containers, filters, include_exited, exec_df, timeout, fmt, fail_on, **loader) -> int:
+def command(containers, filters, include_exited, exec_df, timeout, names, fmt, fail_on, **loader) -> int:
     """Every running container (or those named), from the host, through the Docker engine (DOCKER_HOST).
 
     A container's label shmdoctor.loader=batch_size=100,num_workers=4,sample_bytes=1MiB overrides the loader
-    options for it. Read-only: inspect only, unless --exec.
+    options for it. The loader options apply to the containers that look like they use /dev/shm (all when none
+    does), or to those --workload names. Read-only: inspect only, unless --exec.
 
     \b
     shmdoctor audit --batch-size 100 --num-workers 4 --sample-bytes 1MiB
@@ -62,6 +64,7 @@ def command(containers, filters, include_exited, exec_df, timeout, fmt, fail_on,
         workload=workload(**loader),
         fail_on=fail_on,
         timeout=timeout,
+        names=names,
     )
     click.echo(render(doc, fmt))
     click.echo(

@@ -13,7 +13,7 @@ from ..exits import ExitCode
 from ..exporter import serve as serving
 from ..exporter.collect import Collector
 from ..exporter.inventory import EngineInventory, ProcInventory, engine_socket_missing
-from ..options import loader_options, loader_spec
+from ..options import loader_options, loader_spec, selection_option
 
 TEXTFILE = "shmdoctor.prom"
 
@@ -62,11 +62,13 @@ TEXTFILE = "shmdoctor.prom"
     help="Targets exported at most (bounds the series).",
 )
 @loader_options
-def command(listen, textfile, source, timeout, interval, refresh, max_targets, **loader) -> int:
+@selection_option
+def command(listen, textfile, source, timeout, interval, refresh, max_targets, names, **loader) -> int:
     """/dev/shm size and use, memory limit, loader need, findings and leaked segments of the host and every
     running container, as Prometheus metrics. Read-only: nothing runs inside a container; use is read from the host
     through /proc/<pid>/root/dev/shm (root, in the host's PID namespace). A container's shmdoctor.loader label
-    overrides the loader options for it.
+    overrides the loader options for it; they apply to the containers that look like they use /dev/shm (all when
+    none does), or to those --workload names.
 
     \b
     shmdoctor exporter --listen :9787
@@ -90,6 +92,7 @@ def command(listen, textfile, source, timeout, interval, refresh, max_targets, *
         timeout=timeout,
         max_targets=max_targets,
         engine=engine,
+        names=names,
     )
     from ..render import metrics  # prometheus_client: only this command imports it
 

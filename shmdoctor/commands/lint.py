@@ -6,7 +6,7 @@ import click
 
 from ..exits import ExitCode
 from ..fleet import lint
-from ..options import consumer_options, loader_options, output_options, workload
+from ..options import consumer_options, loader_options, output_options, selection_option, workload
 from ..render import render
 
 
@@ -37,8 +37,9 @@ from ..render import render
 )
 @loader_options
 @consumer_options
+@selection_option
 @output_options("lint")
-def command(paths, swarm, env_file, fix, diff, scripts, fmt, fail_on, **loader) -> int:
+def command(paths, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **loader) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources as their operators
     shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
     pods, the docker / podman / nerdctl run commands of shell scripts and Makefiles. One report per service,
@@ -47,7 +48,9 @@ def command(paths, swarm, env_file, fix, diff, scripts, fmt, fail_on, **loader) 
     Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod and scripts (--no-scripts: not), hidden
     folders skipped but .devcontainer and .github; files that define none are passed over with why (a script without
     a run command unsaid); one that cannot be judged (a bad value) is an error line and exit 2, every other file
-    still judged; '-' reads stdin. A workload's own label or annotation
+    still judged; '-' reads stdin. The loader and consumer options apply to the targets that look like they use
+    /dev/shm (an ML image or command, GPUs, an inference server; all when none does), or to those --workload
+    names; --fix writes into no other. A workload's own label or annotation
     `shmdoctor.loader: "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.
 
     \b
@@ -58,7 +61,13 @@ def command(paths, swarm, env_file, fix, diff, scripts, fmt, fail_on, **loader) 
     aws ecs describe-task-definition --task-definition train | shmdoctor lint - --batch-size 64 --num-workers 8
     """
     again = lambda: lint(  # noqa: E731
-        paths, swarm=swarm, env_file=env_file, workload=workload(**loader), fail_on=fail_on, scripts=scripts
+        paths,
+        swarm=swarm,
+        env_file=env_file,
+        workload=workload(**loader),
+        fail_on=fail_on,
+        scripts=scripts,
+        names=names,
     )
     doc = again()
     if not (fix or diff):

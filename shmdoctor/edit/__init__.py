@@ -11,7 +11,6 @@ import io
 import json
 import os
 import re
-import shlex
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Any
 from .. import fixes
 from ..errors import UsageError
 from ..model import Fix, Report
-from ..probe import azureml, compose, documents, ecs, kubernetes, quadlet, shell
+from ..probe import azureml, ci, compose, devcontainer, documents, ecs, kubernetes, quadlet, shell
 from ..probe.runargs import Arg
 from ..render import forms
 from ..reports import Lint
@@ -104,6 +103,8 @@ def _fix_file(path: str, reports: list[Report]) -> FileFix:
                 after = _quadlet(text, todo, written, printed)
             elif documents.is_script(path):
                 after = _script(path, text, todo, written, printed)
+            elif devcontainer.is_devcontainer(path):
+                after = _devcontainer(path, text, todo, written, printed)
             elif path.endswith(".json"):
                 after = _json(path, text, todo, written, printed)
             else:
@@ -150,6 +151,12 @@ def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
                 for kind, label, definition, container in ecs.placed(body):
                     if f"{path}:{label}" == name and isinstance(container, dict):
                         return editors.ecs(kind, definition, container, fix, facts)
+            elif facts.form == "github-actions" and ci.is_workflow(body):
+                for label, holder, key, _, _ in ci.placed(body, path):
+                    if f"{path}:{label}" == name:
+                        return editors.github_actions(holder, key, fix, facts)
+            elif facts.form == "gitlab-runner":
+                raise editors.Refused("GitLab's jobs cannot size /dev/shm: the runner's config.toml does")
             elif facts.runtime == "azureml" and azureml.is_job(body):
                 for label, job in azureml.placed(body):
                     if f"{path}:{label}" == name:
@@ -239,27 +246,46 @@ def _script(path: str, text: str, todo, written: list[str], printed: list[str]) 
         return done
 
     _each(todo, written, printed, edit)
-    out = apply_args(text, edits, _shell_word)
+    out = editors.apply_args(text, edits, editors.shell_word)
     if len(list(shell.runs(out, path))) != len(runs):
         raise Unpatchable("the script's commands would read differently")
     return out
 
 
-def _shell_word(text: str) -> str:
-    return text if re.fullmatch(r"[\w@%+=:,./-]+", text) else shlex.quote(text)
+def _devcontainer(path: str, text: str, todo, written: list[str], printed: list[str]) -> str:
+    """runArgs' strings changed in place, a new one first in the list (or a runArgs key first in the object),
+    comments and trailing commas kept; the result read again as the devcontainers CLI would."""
+    found = devcontainer.placed(text, path)
+    edits: list[tuple[Arg, str, bool]] = []
 
+    def edit(report: Report, fix: Fix) -> list[str] | None:
+        made, done = editors.run_args(found.run, fix, report.facts)
+        edits.extend(made)
+        return done
 
-def apply_args(text: str, edits: list[tuple[Arg, str, bool]], quote) -> str:
-    """The text with each argument replaced by its new one, or a new one added after it (quoted by `quote`), from
-    the end backwards so that each edit's place stays where it was read."""
-    for arg, new, after in sorted(edits, key=lambda e: e[0].end if e[2] else e[0].start, reverse=True):
-        if arg.start < 0:
-            raise Unpatchable(f"{arg.text} is not written as one word in the file")
-        if after:
-            text = text[: arg.end] + " " + quote(new) + text[arg.end :]
+    _each(todo, written, printed, edit)
+    added = [new for _, new, after in edits if after]
+    kept = [e for e in edits if not e[2]]
+    out = editors.apply_args(text, kept, json.dumps)
+    if added and found.listed:  # after the `[`: the list's first arguments, on a line of their own in a long list
+        at = found.run.at.end
+        rest = devcontainer.plain_json(out)[at:]
+        lines = re.match(r"[ \t]*\n([ \t]*)(?!\])", rest)
+        said = ", ".join(map(json.dumps, added))
+        if lines:
+            out = out[:at] + f"\n{lines.group(1)}{said}," + out[at:]
         else:
-            text = text[: arg.start] + quote(new) + text[arg.end :]
-    return text
+            out = out[:at] + said + ("" if re.match(r"\s*\]", rest) else ", ") + out[at:]
+    elif added:  # a runArgs key first in the object, indented as its keys are
+        at = found.run.at.end
+        key = f'\n{found.indent}"runArgs": [' + ", ".join(map(json.dumps, added)) + "],"
+        out = out[:at] + key + out[at:]
+    before = devcontainer.load(text, path)
+    after = devcontainer.load(out, path)
+    before.pop("runArgs", None)
+    if after.pop("runArgs", None) is None or after != before:
+        raise Unpatchable("the file would read differently beside its runArgs")
+    return out
 
 
 def _same(written: list, meant: list) -> None:

@@ -5,11 +5,14 @@ wrote, in the file's words, or raises Refused with why it writes nothing: the fi
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from ..model import SHM, Facts, Fix
-from ..probe.runargs import Arg, RunArgs
+from ..probe.runargs import Arg, RunArgs, parse
+from ..probe.shell import words
 from ..sizes import MiB, docker_size, k8s_quantity, parse_quantity
+from .patch import Unpatchable
 
 
 class Refused(Exception):
@@ -284,3 +287,38 @@ def _tmpfs_edit(run: RunArgs, size: str) -> tuple[Arg, str, bool]:
             kept = [o for o in options.split(",") if o and o != "ro" and not o.startswith("size=")]
             return _flag_edit(found, "--tmpfs", f"{SHM}:" + ",".join(kept + [f"size={size}"]))
     raise Refused("its /dev/shm is a --mount of type tmpfs: set its tmpfs-size there by hand")
+
+
+def apply_args(text: str, edits: list[tuple[Arg, str, bool]], quote) -> str:
+    """The text with each argument replaced by its new one, or a new one added after it (quoted by `quote`), from
+    the end backwards so that each edit's place stays where it was read."""
+    for arg, new, after in sorted(edits, key=lambda e: e[0].end if e[2] else e[0].start, reverse=True):
+        if arg.start < 0:
+            raise Unpatchable(f"{arg.text} is not written as one word in the file")
+        if after:
+            text = text[: arg.end] + " " + quote(new) + text[arg.end :]
+        else:
+            text = text[: arg.start] + quote(new) + text[arg.end :]
+    return text
+
+
+def github_actions(holder: dict, key: str, fix: Fix, facts: Facts) -> list[str]:
+    """The job container's (or service's) `options` string given the flags; a `container:` written as an image
+    becomes a mapping with its image and options."""
+    spec = holder[key]
+    if isinstance(spec, str):
+        spec = holder[key] = type(holder)([("image", spec)])  # the holder's mapping type: ruamel's keeps comments
+    _shared(spec, f"jobs {key}")
+    written = spec.get("options")
+    options = str(written or "")
+    run = parse(words(options, "options"), "docker", Arg("options", 0, 0), image=False)
+    edits, done = run_args(run, fix, facts)
+    added = [shell_word(new) for _, new, after in edits if after]  # first in the string
+    new = " ".join([*added, apply_args(options, [e for e in edits if not e[2]], shell_word).strip()]).strip()
+    spec["options"] = _like(written, new)
+    return [f"options: {new}"] if done else []
+
+
+def shell_word(text: str) -> str:
+    """A shell word: as it is where it needs no quotes (sizes, flags), else quoted."""
+    return text if re.fullmatch(r"[\w@%+=:,./-]+", text) else shlex.quote(text)

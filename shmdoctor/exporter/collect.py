@@ -16,7 +16,7 @@ from ..loader import LoaderSpec
 from ..model import SHM, Report, Severity
 from ..probe import docker, procfs
 from ..shm.removal import creators_visible, unheld
-from ..workload import Workload
+from ..workload import Workload, selection
 from .inventory import Entry, Inventory, host_entry
 from .model import Scrape, Target
 
@@ -34,8 +34,9 @@ class Collector:
         max_targets: int,
         engine: bool,
         proc: str = "/proc",
+        names: tuple[str, ...] = (),
     ) -> None:
-        self.inventory, self.workload, self.fail_on = inventory, Workload(loader), fail_on
+        self.inventory, self.workload, self.fail_on, self.names = inventory, Workload(loader), fail_on, names
         self.timeout, self.max_targets, self.engine, self.proc = timeout, max_targets, engine, proc
         # With an engine, the host's own /dev/shm is a target beside the containers (/proc scans include it).
         self.host = host_entry(proc) if engine else None
@@ -51,7 +52,8 @@ class Collector:
             entries = [self.host, *entries]
         kept = entries[: self.max_targets]
         judged: dict[tuple, Report] = {}
-        targets = tuple(self._target(e, judged) for e in kept)
+        skipped = selection([e.probed.facts for e in kept], self.names) if self.workload.given else [""] * len(kept)
+        targets = tuple(self._target(e, judged, skip) for e, skip in zip(kept, skipped))
         self._judged = judged  # only what this scrape saw: bounded by the targets
         seen = {(e.probed.pid, e.device) for e in kept}
         self._leaks = {k: v for k, v in self._leaks.items() if k in seen}
@@ -66,11 +68,11 @@ class Collector:
             skipped=len(entries) - len(kept),
         )
 
-    def _target(self, entry: Entry, judged: dict[tuple, Report]) -> Target:
+    def _target(self, entry: Entry, judged: dict[tuple, Report], skipped: str) -> Target:
         probed = self._read(entry)
-        key = (probed.facts, probed.loader_label, probed.notes)
+        key = (probed.facts, probed.loader_label, probed.notes, skipped)
         report = self._judged.get(key) or judge_labelled(
-            probed.facts, self.workload, probed.loader_label, self.fail_on, probed.notes
+            probed.facts, self.workload, probed.loader_label, self.fail_on, probed.notes, skipped=skipped
         )
         judged[key] = report
         return Target(report, entry.labels, self._leaked(entry))

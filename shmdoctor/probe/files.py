@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from . import azureml, compose, documents, ecs, kubernetes, quadlet, shell
+from . import azureml, ci, compose, devcontainer, documents, ecs, kubernetes, quadlet, shell
 from .documents import Definition, Document
 
 FORMATS = (
@@ -67,6 +67,8 @@ def _unknown(doc: Document) -> str:
         os.path.join(os.path.dirname(doc.source), "Chart.yaml")
     ):
         return f"{doc.source}: a Helm chart's values: render the chart: {RENDER}"
+    if ci.is_workflow(doc.body):
+        return f"{doc.source}: a GitHub Actions workflow with no job container: its jobs run on the runner itself"
     document = f" (document {doc.index + 1})" if doc.index else ""
     return f"{documents.where(doc.source, doc.body)}: not {FORMATS}{document}"
 
@@ -98,6 +100,12 @@ def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into
         into.definitions.extend(compose.probe(doc, swarm, environ(doc.source)))
     elif ecs.is_task_definition(doc.body):
         into.definitions.extend(ecs.probe(doc))
+    elif ci.is_workflow(doc.body):
+        found = ci.probe_workflow(doc)
+        into.definitions.extend(found)
+        return bool(found)  # no job container: its jobs run on the runner (_unknown says so)
+    elif ci.is_gitlab(doc.body, doc.source):
+        into.definitions.extend(ci.probe_gitlab(doc))
     elif kubernetes.is_manifest(doc.body):
         found, skipped = kubernetes.probe(doc)
         into.definitions.extend(found)
@@ -161,6 +169,12 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
             out.sources.append(source)
         elif named:
             out.files.append(f"{source}: a script with no docker, podman or nerdctl run command")
+        return
+    if devcontainer.is_devcontainer(source):
+        found, why = devcontainer.probe(text, source)
+        out.definitions.extend(found)
+        out.sources.extend([source] if found else [])
+        out.files.extend([why] if why else [])
         return
     if source.endswith(quadlet.POD_SUFFIX):  # read where a .container names it; a bad one is said here too
         quadlet.parse(text, source, "Pod")

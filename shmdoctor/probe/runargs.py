@@ -24,6 +24,7 @@ from ..model import (
     SHM,
     SHM_SIZE_UNKNOWN,
     Facts,
+    Form,
     Ipc,
     Memory,
     Shm,
@@ -162,9 +163,9 @@ class Read:
     loader_spec: str | None
 
 
-def facts(run: RunArgs, target: Target, *, assumed_image: str | None = None) -> Read:
+def facts(run: RunArgs, target: Target, *, assumed_image: str | None = None, form: Form | None = None) -> Read:
     """The Facts of the container `run` starts, named `target`. `assumed_image`: the image where the arguments do
-    not carry it (a devcontainer's `image`, a CI job's)."""
+    not carry it (a devcontainer's `image`, a CI job's); `form`: where its fix is written, if not a run command."""
     unreadable: list[str] = []
     podman = run.engine == "podman"
     mount = _mount_at_shm(run, unreadable)
@@ -226,6 +227,7 @@ def facts(run: RunArgs, target: Target, *, assumed_image: str | None = None) -> 
             nccl_env=nccl_env(env),
             flags=idle(image, entrypoint, command),
             unreadable=tuple(dict.fromkeys(unreadable)),
+            form=form,
         ),
         _label(run),
     )

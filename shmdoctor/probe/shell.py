@@ -73,6 +73,12 @@ def probe(text: str, source: str) -> list[Definition]:
     return out
 
 
+def words(text: str, at: str) -> list[Arg]:
+    """A string of arguments (a CI container's `options`) split as a shell splits it, each placed in the string;
+    `$VAR`, `${{ ... }}` and `$(...)` unknown."""
+    return [word for command in _commands(text, at, make=False) for word in command]
+
+
 class _Lines:
     def __init__(self, text: str):
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]

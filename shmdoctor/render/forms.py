@@ -16,6 +16,8 @@ Statements = tuple[str, ...]
 
 def form_of(facts: Facts) -> Form:
     """Where the target is defined, so where its fix is written."""
+    if facts.form is not None:
+        return facts.form
     target, runtime = facts.target, facts.runtime
     if target.kind == "local" and runtime == "none":
         return "shell"
@@ -204,6 +206,36 @@ def _azureml(fix: Fix, facts: Facts) -> Statements:
     return out
 
 
+def _flags(fix: Fix, facts: Facts) -> tuple[str, ...]:
+    """docker run's flags of a fix, each one argument (--tmpfs's path joined to it), for the forms that take them."""
+    return tuple(" ".join(run_args(fix, facts)).replace("--tmpfs ", "--tmpfs=").replace("-e ", "--env=").split())
+
+
+def _devcontainer(fix: Fix, facts: Facts) -> Statements:
+    """devcontainer.json's runArgs: one argument each, as the devcontainers CLI hands them to docker run."""
+    flags = _flags(fix, facts)
+    return ('"runArgs": [' + ", ".join(f'"{f}"' for f in flags) + "]",) if flags else ()
+
+
+def _github_actions(fix: Fix, facts: Facts) -> Statements:
+    """A job's container (or service) `options`: docker create's flags in one string."""
+    flags = _flags(fix, facts)
+    return (f"options: {' '.join(flags)}  # the job's container: (or its service)",) if flags else ()
+
+
+def _gitlab_runner(fix: Fix, facts: Facts) -> Statements:
+    """GitLab's .gitlab-ci.yml has no /dev/shm setting: the Docker executor's config.toml does, in bytes."""
+    if not fix.shm_bytes:
+        return ()
+    return ("# the runner's config.toml, not .gitlab-ci.yml", f"[runners.docker] shm_size = {fix.shm_bytes}")
+
+
+def _jenkins(fix: Fix, facts: Facts) -> Statements:
+    """A Jenkins docker agent's args (declarative) or .inside()'s (scripted): docker run's flags in one string."""
+    flags = _flags(fix, facts)
+    return (f"args '{' '.join(flags)}'  # agent {{ docker {{ ... }} }}, or .inside('...')",) if flags else ()
+
+
 FORMS: dict[Form, Callable[[Fix, Facts], Statements]] = {
     "shell": _shell,
     "docker": _run("docker"),
@@ -215,6 +247,10 @@ FORMS: dict[Form, Callable[[Fix, Facts], Statements]] = {
     "ecs": _ecs,
     "batch": _batch,
     "azureml": _azureml,
+    "devcontainer": _devcontainer,
+    "github-actions": _github_actions,
+    "gitlab-runner": _gitlab_runner,
+    "jenkins": _jenkins,
 }
 
 

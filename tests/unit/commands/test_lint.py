@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from shmdoctor import workload
 from shmdoctor.cli import main
 from tests.helpers import DATA as TEST_DATA
 from tests.helpers import REPO, validate
@@ -70,8 +71,8 @@ def test_annotation_overrides_the_command_line(capsys):
     assert "shmdoctor.loader" in job["notes"][0]
     ddp = reports[f"{DATA}/k8s/training.yaml:PyTorchJob/bert-ddp/Worker"]["requirement"]["loader"]
     assert (ddp["batch_size"], ddp["num_workers"], ddp["ranks"]) == (32, 8, 4)
-    deployment = reports[f"{DATA}/k8s/training.yaml:Deployment/feature-server"]
-    assert deployment["requirement"]["loader"]["num_workers"] == 8
+    deployment = reports[f"{DATA}/k8s/training.yaml:Deployment/feature-server"]  # no ML image, command or GPU
+    assert deployment["requirement"] is None and deployment["notes"] == [workload.NOT_LIKELY]
 
 
 def test_annotation_alone_is_enough_and_others_get_no_need(capsys):
@@ -84,7 +85,7 @@ def test_annotation_alone_is_enough_and_others_get_no_need(capsys):
 
 
 def test_text_table_and_fixes_in_each_files_language(capsys):
-    code, out, err = lint(capsys, str(DATA / "docker-compose.yml"), str(DATA / "k8s"), *SEED)
+    code, out, err = lint(capsys, str(DATA / "docker-compose.yml"), str(DATA / "k8s"), *SEED, "--workload", "*")
     assert code == 1 and err == ""
     assert out.startswith("shmdoctor lint: 18 services and workloads in 2 files")
     assert "passed over 2 objects without a pod template" in out
@@ -288,7 +289,7 @@ def _merge(into: dict, patch: dict) -> None:
     ],
 )
 def test_compose_fix_round_trip(capsys, tmp_path, source, services):
-    need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB"]  # 1.8 GiB: all of these fail
+    need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB", "--workload", "*"]  # 1.8 GiB each
     code, doc = lint_json(capsys, str(DATA / source), *need)
     compose = yaml.safe_load((DATA / source).read_text())
     for service in services:
@@ -332,7 +333,7 @@ def _pod_spec(obj: dict) -> dict:
     ],
 )
 def test_kubernetes_fix_round_trip(capsys, tmp_path, source, targets):
-    need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB"]  # 1.8 GiB
+    need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB", "--workload", "*"]  # 1.8 GiB
     code, doc = lint_json(capsys, str(DATA / source), *need)
     objects = list(yaml.safe_load_all((DATA / source).read_text()))
     objects = objects[0]["items"] if objects[0]["kind"] == "List" else objects

@@ -189,7 +189,7 @@ def test_the_projects_own_definitions_every_written_target_re_lints_ok(tmp_path,
     of a kubectl List), Batch: each target --fix writes is OK after; each other one is said with why."""
     for source in ("manifests", "platforms"):
         shutil.copytree(DATA / source, tmp_path / source)
-    need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB"]
+    need = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "2MiB", "--workload", "*"]
     assert main(["lint", str(tmp_path), "--fix", *need]) == 1
     said = capsys.readouterr().err.splitlines()
     fixed = {line.split("fixed ", 1)[1].split(": ")[0] for line in said if " fixed " in line}

@@ -1,5 +1,5 @@
 """A reading of this machine through /proc (no engine): the host's /dev/shm first, as statvfs tells it; --max-targets
-bounds the series and says how many were left out; a loader given is every target's need."""
+bounds the series and says how many were left out; a loader given is every target's need, or --workload's."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from shmdoctor.sizes import MiB
 NO_LOADER = LoaderSpec()
 
 
-def _reading(max_targets: int, loader: LoaderSpec = NO_LOADER):
+def _reading(max_targets: int, loader: LoaderSpec = NO_LOADER, names: tuple[str, ...] = ()):
     inventory = ProcInventory(refresh=3600)
     inventory.start()
     try:
         collector = Collector(
-            inventory, loader=loader, fail_on="error", timeout=30, max_targets=max_targets, engine=False
+            inventory, loader=loader, fail_on="error", timeout=30, max_targets=max_targets, engine=False, names=names
         )
         return collector.scrape(), len(inventory.entries(30)[0])  # the scan it read (no other before an hour)
     finally:
@@ -43,3 +43,10 @@ def test_max_targets_bounds_the_series_and_counts_the_rest():
 def test_the_command_lines_loader_is_every_targets_need():
     scrape, _ = _reading(1000, LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB))
     assert {t.report.requirement.bytes for t in scrape.targets} == {900 * MiB}  # (2·4 + 1) × 100 MiB
+
+
+def test_workload_names_the_targets_the_loader_is_for():
+    """The same selection as lint's and audit's: a --workload no target has leaves each without the loader."""
+    scrape, _ = _reading(1000, LoaderSpec(batch_size=100, num_workers=4, sample_bytes=MiB), names=("no-such",))
+    assert all(t.report.requirement is None for t in scrape.targets)
+    assert "loader options not applied: not named by --workload" in scrape.targets[0].report.notes

@@ -113,7 +113,9 @@ def test_each_result_is_at_its_workloads_file_and_line(tmp_path):
     (tmp_path / "docker-compose.yml").write_text(COMPOSE)
     (tmp_path / "k8s").mkdir()
     (tmp_path / "k8s" / "pod.yaml").write_text(POD)
-    proc = forked_cli("lint", "docker-compose.yml", "k8s", *LOADER, "--format", "sarif", cwd=tmp_path)
+    proc = forked_cli(
+        "lint", "docker-compose.yml", "k8s", *LOADER, "--workload", "*", "--format", "sarif", cwd=tmp_path
+    )
     assert proc.returncode == 1, proc.stderr
     # a compose service starts on its first key (line 4: web's image, line 6: trainer's); a container on `- name:`
     assert set(_locations(valid_sarif(proc.stdout))) == {
@@ -129,7 +131,7 @@ def test_json_keeps_no_lines_so_its_results_are_on_line_1_and_stdin_is_a_placeho
     sarif, doc, _ = lint(ecs)
     assert {(uri, line) for uri, line, _ in _locations(sarif)} == {(ecs, 1)}
     assert all(r["target"]["file"] == ecs and r["target"]["line"] is None for r in doc["reports"])
-    proc = forked_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
+    proc = forked_cli("lint", "-", *LOADER, "--workload", "*", "--format", "sarif", input_text=COMPOSE)
     assert proc.returncode == 1, proc.stderr
     sarif = valid_sarif(proc.stdout)
     assert {(uri, line) for uri, line, _ in _locations(sarif)} == {("shmdoctor-stdin", 4), ("shmdoctor-stdin", 6)}
@@ -138,7 +140,7 @@ def test_json_keeps_no_lines_so_its_results_are_on_line_1_and_stdin_is_a_placeho
 
 
 def test_the_message_carries_the_fix_with_its_number():
-    proc = forked_cli("lint", "-", *LOADER, "--format", "sarif", input_text=COMPOSE)
+    proc = forked_cli("lint", "-", *LOADER, "--workload", "*", "--format", "sarif", input_text=COMPOSE)
     message = valid_sarif(proc.stdout)["runs"][0]["results"][0]["message"]["text"]
     # 900 MiB needed ((2·4 + 1) batches of 100 MiB) + 25%, rounded up: 1.5 GiB
     assert (

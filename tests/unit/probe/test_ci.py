@@ -1,0 +1,128 @@
+"""CI container jobs: GitHub Actions' job containers and services (their `options` read as docker's flags) and
+GitLab CI's jobs (at the runner's default /dev/shm, said as assumed); --fix writes a workflow's options, which
+actionlint still accepts, and prints GitLab's for the runner's config.toml."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from shmdoctor.cli import main
+from shmdoctor.probe import ci, documents
+from shmdoctor.sizes import GiB, MiB
+from tests.helpers import DATA, ci_tool
+
+REAL = DATA / "real" / "github-actions"
+LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 1.5 GiB with the margin
+
+WORKFLOW = """name: gpu
+on: [push]
+jobs:
+  gpu:
+    runs-on: [self-hosted, linux]
+    container:
+      image: huggingface/transformers-all-latest-gpu
+      options: --gpus 0 --shm-size "16gb" -e NCCL_P2P_DISABLE=1
+    steps: [{run: python -m pytest}]
+  plain:
+    runs-on: ubuntu-latest
+    container: pytorch/pytorch:latest
+    services:
+      db:
+        image: postgres:16
+        options: --health-cmd pg_isready
+      model:
+        image: vllm/vllm-openai
+        options: --shm-size ${{ matrix.shm }} --ipc=${{ matrix.ipc }}
+    strategy: {matrix: {shm: [1g], ipc: [private]}}
+    steps: [{run: python train.py}]
+  host:
+    runs-on: ubuntu-latest
+    steps: [{run: echo}]
+"""
+
+
+def read(text: str, source: str = "w.yml"):
+    [doc] = documents.parse(text, source)
+    return {d.facts.target.name.split(":", 1)[1]: d.facts for d in ci.probe_workflow(doc)}
+
+
+def test_job_containers_and_services_as_the_runner_creates_them():
+    found = read(WORKFLOW)
+    assert list(found) == ["gpu", "plain", "plain/db", "plain/model"]  # `host` runs on the runner itself
+    gpu = found["gpu"]
+    assert (gpu.shm.size_bytes, gpu.gpus, gpu.nccl_env, gpu.form) == (
+        16 * GiB,
+        "0",
+        (("NCCL_P2P_DISABLE", "1"),),
+        "github-actions",
+    )
+    assert (found["plain"].shm.size_bytes, found["plain"].ml_signs) == (64 * MiB, ("image pytorch/pytorch:latest",))
+    model = found["plain/model"]
+    assert (model.shm.size_bytes, model.ipc.mode) == (None, "unknown")  # ${{ }} is the runner's to fill in
+    assert found["gpu"].target.line == 7 and found["plain/db"].target.line == 15
+
+
+def test_a_workflow_without_job_containers_is_passed_over_with_why(tmp_path, capsys):
+    path = tmp_path / "ci.yml"
+    path.write_text("on: push\njobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps: [{run: ruff check}]\n")
+    assert main(["lint", str(path)]) == 2
+    assert (
+        "a GitHub Actions workflow with no job container: its jobs run on the runner itself" in capsys.readouterr().err
+    )
+
+
+def test_gitlab_jobs_take_their_image_through_extends_and_default(tmp_path, capsys):
+    text = """image: python:3.11
+stages: [test, train]
+.gpu:
+  image: {name: nvcr.io/nvidia/pytorch:24.01-py3}
+lint:
+  script: ruff check .
+train:
+  extends: [.gpu]
+  script: [torchrun --nproc-per-node=2 train.py]
+"""
+    [doc] = documents.parse(text, ".gitlab-ci.yml")
+    found = {d.facts.target.name: d for d in ci.probe_gitlab(doc)}
+    assert list(found) == [".gitlab-ci.yml:lint", ".gitlab-ci.yml:train"]  # the hidden template runs nowhere
+    train = found[".gitlab-ci.yml:train"]
+    assert train.facts.ml_signs == ("image nvcr.io/nvidia/pytorch:24.01-py3", "command torchrun")
+    assert train.facts.shm.size_bytes == 64 * MiB and train.notes == (ci.GITLAB_NOTE,)
+    assert found[".gitlab-ci.yml:lint"].facts.ml_signs == ()
+    path = tmp_path / ".gitlab-ci.yml"
+    path.write_text(text)
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    assert path.read_text() == text  # the runner's config.toml sizes it, not this file
+    err = capsys.readouterr().err
+    assert "train: not written: GitLab's jobs cannot size /dev/shm: the runner's config.toml does" in err
+    assert "[runners.docker] shm_size = 1610612736" in err
+
+
+def test_fix_writes_the_options_and_actionlint_accepts_the_workflow(tmp_path, capsys):
+    path = tmp_path / "w.yml"
+    path.write_text(WORKFLOW)
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1  # not into postgres: no ML sign, no loader
+    after = path.read_text()
+    assert after == WORKFLOW.replace(  # the gpu job's 16gb holds it
+        "    container: pytorch/pytorch:latest\n",
+        "    container:\n      image: pytorch/pytorch:latest\n      options: --shm-size=1536m\n",
+    )
+    assert main(["lint", str(path), "--fix", *LOADER]) == 0
+    assert path.read_text() == after
+    actionlint = ci_tool("actionlint")
+    if actionlint:
+        proc = subprocess.run([actionlint, "-shellcheck=", str(path)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.parametrize("name", ["trl-tests.yml", "diffusers-benchmark.yml"])
+def test_real_workflows_fix_and_lint_ok(tmp_path, capsys, name):
+    shutil.copy(REAL / name, tmp_path / name)
+    main(["lint", str(tmp_path / name), "--fix", *LOADER])
+    capsys.readouterr()
+    assert main(["lint", str(tmp_path / name), *LOADER]) in (0, 1)
+    changed = (tmp_path / name).read_text() != (REAL / name).read_text()
+    assert changed == (name == "trl-tests.yml")  # diffusers' --ipc host is not written over
