@@ -249,6 +249,10 @@ def _mount_at_shm(svc: _Service) -> tuple[ShmSource, int | None, str, bool] | No
 def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[ShmSource, int | None, str, bool] | None:
     """One entry of `volumes:` (short or long syntax) if it mounts at /dev/shm: a tmpfs, the host's, or unknown."""
     if isinstance(volume, dict):
+        if volume.get("type") == "bind" and str(volume.get("target", "")).rstrip("/") == "/dev" == str(
+            volume.get("source", "")
+        ).rstrip("/"):  # moby mounts none of its own under a bound /dev: the host's /dev/shm is seen
+            return "host", None, f"volumes: a bind of the host's /dev, and its {SHM}", volume.get("read_only") is True
         if str(volume.get("target", "")).rstrip("/") != SHM:
             return None
         kind, source = volume.get("type") or "volume", volume.get("source")
@@ -266,10 +270,12 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[ShmSource,
     elif isinstance(volume, str):
         parts = volume.split(":")
         source, target = (parts[0], parts[1]) if len(parts) > 1 else (None, parts[0])
-        if target.rstrip("/") != SHM:
-            return None
         kind = "bind" if source and source.startswith(("/", ".", "~")) else "volume"
         read_only = len(parts) > 2 and "ro" in parts[2].split(",")
+        if kind == "bind" and target.rstrip("/") == str(source).rstrip("/") == "/dev":  # moby mounts none of its own
+            return "host", None, f"volumes: {volume}: the host's /dev, and its {SHM}", read_only
+        if target.rstrip("/") != SHM:
+            return None
     else:
         return None
     if kind == "bind" and str(source).rstrip("/") == SHM:
@@ -278,6 +284,17 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[ShmSource,
     if isinstance(written, dict):
         return "unknown", None, f"volumes: {what} at {SHM}", read_only
     return "unknown", None, f"volumes: {written} ({what})", read_only
+
+
+# The capabilities moby's nvidia device driver serves (daemon/nvidia_linux.go): a request with any of them, or for
+# the nvidia driver, is GPUs; [compute, utility] without gpu is one too.
+NVIDIA_CAPABILITIES = frozenset(("gpu", "nvidia", "compute", "compat32", "graphics", "utility", "video", "display"))
+
+
+def _gpu_request(device: dict) -> bool:
+    capabilities = device.get("capabilities")
+    said = {str(c) for c in capabilities} if isinstance(capabilities, list) else set()
+    return bool(said & NVIDIA_CAPABILITIES) or device.get("driver") == "nvidia"
 
 
 class ComposeFile:
@@ -379,7 +396,7 @@ class ComposeFile:
         reservations = resources.get("reservations") if isinstance(resources, dict) else None
         devices = reservations.get("devices") if isinstance(reservations, dict) else None
         for device in devices if isinstance(devices, list) else []:
-            if isinstance(device, dict) and "gpu" in (device.get("capabilities") or []):
+            if isinstance(device, dict) and _gpu_request(device):
                 ids, count = device.get("device_ids"), device.get("count")
                 if isinstance(ids, list) and ids:
                     return ",".join(str(i) for i in ids)
@@ -409,15 +426,12 @@ class ComposeFile:
     def definition(self, svc: _Service) -> Definition:
         unreadable: list[str] = []
         shm, ipc = self.shm(svc, unreadable)
-        memory, flags, swarm = (
-            Memory(limit_bytes=self.memory_limit(svc), used_bytes=None),
-            self.flags(svc),
-            self.swarm_of(svc),
-        )
-        if svc.unset:  # read after every key, so that all the variables the judged values use are in
+        memory, swarm = Memory(limit_bytes=self.memory_limit(svc), used_bytes=None), self.swarm_of(svc)
+        if svc.unset:  # the variables of the keys that size /dev/shm and memory (not a command's model id)
             unreadable.append(
                 f"the variables {', '.join(sorted(svc.unset))} (not set here: compose would substitute an empty string)"
             )
+        flags = self.flags(svc)
         facts = Facts(
             target=target("service", self.doc.source, svc.name, svc.body, id=svc.get("container_name")),
             shm=shm,

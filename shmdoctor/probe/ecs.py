@@ -92,6 +92,12 @@ class _Container:
                 return Shm.unmeasured(size, "tmpfs", f"linuxParameters.tmpfs at {SHM}", "ro" in options), Ipc("private")
         if self.ipc_mode == "none":
             return Shm(False, None, None, None, "none", "ipcMode: none"), Ipc("none")
+        if self.ipc_mode == "task" and not self.fargate:  # the agent joins each container to its pause container's
+            owner = "the task's pause container"
+            unreadable.append(
+                f"{SHM_SIZE_UNKNOWN} (ipcMode: task shares {owner}'s {SHM}, which the definition does not size)"
+            )
+            return Shm.unmeasured(None, "unknown", f"ipcMode: task ({owner}'s /dev/shm)"), Ipc("container", owner=owner)
         if self.ipc_mode == "host" and not self.fargate:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (ipcMode: host uses the instance's {SHM}, not in the definition)")
             return Shm.unmeasured(None, "host-ipc", "ipcMode: host (the instance's /dev/shm)"), Ipc("host")

@@ -28,6 +28,12 @@ RENDER = "helm template CHART | shmdoctor lint -"
 _TEMPLATE = re.compile(r"\{\{-?\s*(?:[.$]|[a-z]+\b)")
 _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]{0,100}(?:[:?+=-][^}\n]{0,200})?\}")
 _COMPOSE = re.compile(r"^services:", re.M)
+# A top-level key of a format lint reads: a file with one that does not parse is bad input, not another format
+_CLAIMED = re.compile(
+    r'^(?:services|apiVersion|kind|jobs|containerDefinitions|containerProperties):|"(?:apiVersion|kind|services|'
+    r'containerDefinitions|containerProperties|taskDefinition|jobDefinitions)"\s*:',
+    re.M,
+)
 
 
 @dataclass
@@ -50,9 +56,14 @@ def helm_hint(text: str, source: str) -> str | None:
 
 def placeholder_hint(text: str, source: str) -> str | None:
     """${VAR} placeholders in a file that is not compose's (compose interpolates its own): a template for envsubst
-    or a deploy script, with the line of the first; None when there is none."""
+    or a deploy script, with the line of the first; None when there is none, or when the file would not parse once
+    rendered either (rendering is then no remedy)."""
     match = _PLACEHOLDER.search(text)
     if match is None or _COMPOSE.search(text):
+        return None
+    try:
+        documents.parse(_PLACEHOLDER.sub("0", text), source)
+    except UsageError:
         return None
     line = text.count("\n", 0, match.start()) + 1
     name = "FILE" if source == documents.STDIN else source
@@ -187,8 +198,8 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
         unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out)]
     except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
         hint = helm_hint(text, source) or placeholder_hint(text, source)
-        if hint is None and not isinstance(e, documents.Unparsable):
-            raise
+        if hint is None and (not isinstance(e, documents.Unparsable) or _CLAIMED.search(text)):
+            raise  # a definition lint reads (its keys say so) that does not parse: bad input, the others judged
         del out.definitions[before[0] :], out.objects[before[1] :]
         out.files.append(hint or str(e))
         return

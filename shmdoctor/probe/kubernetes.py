@@ -151,7 +151,19 @@ class _Pod:
             gpus = limits.get(key) if isinstance(limits, dict) else None
             if isinstance(gpus, (int, str)) and str(gpus).isdigit() and int(gpus) > 0:
                 return str(gpus)
-        return amd_gpus(env=container.get("env"))
+        return amd_gpus(self.host_devices(container), env=container.get("env"))
+
+    def host_devices(self, container: dict) -> list[str]:
+        """The node's paths the container mounts from hostPath volumes (/dev/kfd: AMD's compute device)."""
+        mounts = container.get("volumeMounts")
+        names = {m.get("name") for m in mounts if isinstance(m, dict)} if isinstance(mounts, list) else set()
+        paths = []
+        for name in names:
+            volume = self.volumes.get(name) if isinstance(name, str) else None
+            host_path = volume.get("hostPath") if isinstance(volume, dict) else None
+            if isinstance(host_path, dict) and isinstance(host_path.get("path"), str):
+                paths.append(host_path["path"])
+        return paths
 
     def pod_memory_limit(self) -> int | None:
         """Pod-level resources where given, else the sum of the containers' limits (None if one has none)."""
