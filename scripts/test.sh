@@ -34,6 +34,7 @@ command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 command -v podman >/dev/null || need_pkgs+=(podman)  # check inside Podman, audit through its Docker API
 command -v newuidmap >/dev/null || need_pkgs+=(uidmap)
 command -v docker-compose >/dev/null || need_pkgs+=(docker-compose)  # lint's compose fixes, run for real
+command -v strace >/dev/null || need_pkgs+=(strace)  # lint --fix's fsync before its rename
 # the exporter's tests start their own prometheus on loopback; promtool checks examples/prometheus/ (same package)
 { command -v prometheus && command -v promtool; } >/dev/null || need_pkgs+=(prometheus)
 if [ ${#need_pkgs[@]} -gt 0 ]; then

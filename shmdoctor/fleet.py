@@ -103,4 +103,5 @@ def lint(
         passed_over=tuple(inputs.objects),
         files_passed_over=tuple(inputs.files),
         errors=tuple(inputs.errors),
+        digests=inputs.digests,
     )

@@ -3,7 +3,8 @@ workloads of some files). Apart from model.py's one target and its Report: check
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .exits import ExitCode
@@ -44,6 +45,8 @@ class Lint(Reports):
     passed_over: tuple[str, ...] = ()  # <source>:<object> without a pod template
     files_passed_over: tuple[str, ...] = ()  # files of a directory that define nothing, each with why
     errors: tuple[str, ...] = ()  # files of a directory (or of several inputs) that could not be judged, each with why
+    # each file's text as judged (documents.digest): lint --fix writes only the file it judged
+    digests: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def exit_code(self) -> ExitCode:

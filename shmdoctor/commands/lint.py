@@ -75,20 +75,24 @@ def command(paths, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **l
         return doc.exit_code
     from .. import edit  # lazy: ruamel.yaml only where a file is written
 
-    changes = edit.fix_files(doc)
+    changes = edit.fix_files(doc, paths)
     changed = [c for c in changes if c.after != c.before]
+    refused = False
     for change in changes:
         for line in change.printed:
             click.echo(f"shmdoctor lint --fix: {line}", err=True)
         if diff:
             click.echo(change.diff(), nl=False)
             continue
-        if change.after != change.before:
-            edit.write(change)
+        why = edit.written(change) if change.refused or change.after != change.before else ""
+        if why:  # this file is left as it was; the others are still written
+            click.echo(f"shmdoctor: error: {change.path}: not written: {why}", err=True)
+            refused = True
+            continue
         for line in change.written:
             click.echo(f"shmdoctor lint --fix: fixed {line}", err=True)
     if diff:
         return ExitCode.FINDING if changed else ExitCode.OK
     doc = again() if changed else doc  # the files as they are now: the new verdict
     click.echo(render(doc, fmt))
-    return max(doc.exit_code, ExitCode.FINDING if changed else ExitCode.OK)
+    return max(doc.exit_code, ExitCode.FINDING if changed else ExitCode.OK, ExitCode.USAGE if refused else ExitCode.OK)

@@ -11,8 +11,8 @@ import io
 import json
 import os
 import re
-import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..probe import azureml, ci, compose, devcontainer, documents, ecs, kubernet
 from ..probe.runargs import Arg
 from ..render import forms
 from ..reports import Lint
-from . import editors
+from . import editors, write
 from .patch import Unpatchable, patch
 
 
@@ -34,6 +34,7 @@ class FileFix:
     after: str
     written: tuple[str, ...]  # 'target: what was written'
     printed: tuple[str, ...]  # 'target: why it was not, and the fix in the file's words'
+    refused: str = ""  # why the file is not written at all (a link out of the paths given, a change since lint)
 
     def diff(self) -> str:
         before, after = self.before.splitlines(keepends=True), self.after.splitlines(keepends=True)
@@ -72,8 +73,10 @@ def _why_not(report: Report) -> str:
     return f"no size to write: {fix.summary}" + (f" ({said})" if said != fix.summary else "")
 
 
-def fix_files(doc: Lint) -> list[FileFix]:
-    """The files of lint's failing and warning targets, each with the change --fix makes to it (not yet written)."""
+def fix_files(doc: Lint, given: Sequence[str]) -> list[FileFix]:
+    """The files of lint's failing and warning targets, each with the change --fix makes to it (not yet written):
+    refused where a link reaches it from outside the paths given or it changed since lint read it; a file lint
+    read under two names (a link, a hard link) once."""
     by_file: dict[str, list[Report]] = {}
     for report in doc.reports:
         if report.verdict != "ok":
@@ -81,11 +84,34 @@ def fix_files(doc: Lint) -> list[FileFix]:
             if path == documents.STDIN:
                 raise UsageError("lint --fix writes files: give the file, not stdin")
             by_file.setdefault(path, []).append(report)
-    return [_fix_file(path, reports) for path, reports in by_file.items()]
+    out: list[FileFix] = []
+    names: dict[tuple[int, int], str] = {}  # a file (device, inode) -> the first name it was read under
+    for path, reports in by_file.items():
+        if not write.within(path, given):
+            out.append(_refused(path, f"a link to {os.path.realpath(path)}, outside the paths given"))
+            continue
+        try:
+            text = documents.text(path)
+            status = os.stat(path)
+        except (UsageError, OSError) as e:  # gone or unreadable since lint read it
+            out.append(_refused(path, getattr(e, "strerror", None) or str(e).removeprefix(f"{path}: ")))
+            continue
+        if path in doc.digests and documents.digest(text) != doc.digests[path]:
+            out.append(_refused(path, "it changed since lint read it"))
+            continue
+        first = names.setdefault((status.st_dev, status.st_ino), path)
+        if first != path:
+            out.append(FileFix(path, text, text, (), (f"{path}: the same file as {first}: written once, there",)))
+            continue
+        out.append(_fix_file(path, text, reports))
+    return out
 
 
-def _fix_file(path: str, reports: list[Report]) -> FileFix:
-    text = documents.text(path)
+def _refused(path: str, why: str) -> FileFix:
+    return FileFix(path, "", "", (), (), refused=why)
+
+
+def _fix_file(path: str, text: str, reports: list[Report]) -> FileFix:
     written: list[str] = []
     printed: list[str] = []
     todo = []
@@ -293,20 +319,12 @@ def _same(written: list, meant: list) -> None:
         raise Unpatchable("the file's own layout would change what the lines mean")
 
 
-def write(change: FileFix) -> None:
-    """The file replaced at once (a temporary file beside it, renamed over it; a link's target, the link kept), its
-    mode kept. UsageError (exit 2) when it cannot be written."""
-    path = os.path.realpath(change.path)
+def written(change: FileFix) -> str:
+    """The change written into its file (edit/write.py); '' when done, else why it was not (the file as it was)."""
+    if change.refused:
+        return change.refused
     try:
-        mode = os.stat(path).st_mode & 0o7777
-        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".shmdoctor-fix-")
-    except OSError as e:
-        raise UsageError(f"{change.path}: cannot write: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(change.after)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+        write.write(change.path, change.before, change.after)
+    except write.NotWritten as e:
+        return str(e)
+    return ""

@@ -43,6 +43,7 @@ class Inputs:
     files: list[str] = field(default_factory=list)  # 'file[:line]: why' of what defines nothing to judge
     sources: list[str] = field(default_factory=list)  # the files read as definitions
     errors: list[str] = field(default_factory=list)  # 'file[:line]: why' of a file that could not be judged
+    digests: dict[str, str] = field(default_factory=dict)  # each file's text as read (documents.digest)
 
 
 def helm_hint(text: str, source: str) -> str | None:
@@ -168,6 +169,7 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
         out.files.append(f"{source}: a template ({os.path.splitext(source)[1]}): render it first, then lint the result")
         return
     text = documents.text(name)
+    out.digests[source] = documents.digest(text)
     before = len(out.definitions), len(out.objects)
     if source.endswith(quadlet.SUFFIX) or (source == documents.STDIN and quadlet.is_unit(text)):  # INI, not YAML
         out.definitions.extend(quadlet.probe(text, source))

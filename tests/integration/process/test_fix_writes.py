@@ -1,0 +1,268 @@
+"""lint --fix writes a user's file as a careful editor does, run as a user runs it against real files: another save
+made while it works is never lost, the owner, group and mode stay, a file its user could not write is refused, a
+link out of the folder given is never followed, a hard link and a bind-mounted file are written in place, a full or
+read-only disk is one line, and a SIGKILL leaves no temporary file behind.
+
+Root is needed (files of another owner, setpriv to another user, mount): missing elsewhere, a failure under CI."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, WAIT, missing
+
+LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # needs 1536m
+FAILING = "services:\n  train:\n    image: pytorch/pytorch\n"
+FIXED = FAILING + "    shm_size: 1536m\n"
+NOBODY = 65534
+IN_OPEN, IN_CREATE = 0x20, 0x100
+
+
+@pytest.fixture
+def root():
+    if os.geteuid() != 0:
+        missing("lint --fix's writes as other users need root (setpriv, chown, mount)")
+
+
+@pytest.fixture
+def folder(root):
+    """A folder every user can enter (pytest's own tmp_path is root's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="shmdoctor-fix-"))
+    path.chmod(0o755)
+    yield path
+    for mount in reversed([line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]):
+        if mount.startswith(str(path)):
+            subprocess.run(["umount", "-l", mount], check=False)
+    shutil.rmtree(path)
+
+
+def lint_fix(*paths, user: int | None = None) -> subprocess.CompletedProcess:
+    """`shmdoctor lint PATHS --fix` in a process of its own, as root or (setpriv) as another user."""
+    as_user = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user is not None else []
+    argv = [*as_user, sys.executable, "-m", "shmdoctor", "lint", *map(str, paths), "--fix", *LOADER]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+def errors(proc: subprocess.CompletedProcess) -> list[str]:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return [line for line in proc.stderr.splitlines() if line.startswith("shmdoctor: error: ")]
+
+
+def no_temporary_left(directory: Path) -> None:
+    assert not [p.name for p in directory.iterdir() if p.name.startswith(".shmdoctor-fix-")]
+
+
+class Inotify:
+    """The kernel's own notice of what is done to a file or folder (inotify(7), through libc)."""
+
+    def __init__(self, path: Path, mask: int):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_CLOEXEC)
+        assert self.fd >= 0 and self.libc.inotify_add_watch(self.fd, os.fsencode(path), mask) >= 0
+
+    def names(self):
+        """Each event's name (empty for the watched file itself), as they come."""
+        while True:
+            data = os.read(self.fd, 65536)
+            while data:
+                _, _, _, size = struct.unpack("iIII", data[:16])
+                yield data[16 : 16 + size].rstrip(b"\0").decode()
+                data = data[16 + size :]
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def saved_by_an_editor(path: Path, text: str) -> None:
+    """What an editor's save does: the new text in a file beside it, renamed over it."""
+    beside = path.with_name(path.name + ".swp")
+    beside.write_text(text)
+    beside.replace(path)
+
+
+@pytest.mark.parametrize("at_open", [1, 2], ids=["while-lint-judges", "while-the-fix-is-made"])
+def test_a_save_made_while_it_works_is_kept_and_the_file_not_written(folder, at_open):
+    """The user saves the file the moment --fix opens it (lint's read, then the fix's own): that file is not
+    written, one line says why, exit 2; the other file of the folder is still written."""
+    mine, other = folder / "compose.yml", folder / "other.yml"
+    mine.write_text(FAILING)
+    other.write_text(FAILING)
+    theirs = FAILING + "    shm_size: 8g  # the user's own\n"
+    watch = Inotify(mine, IN_OPEN)
+
+    def save_at_open() -> None:
+        for count, _ in enumerate(watch.names(), 1):
+            if count == at_open:
+                saved_by_an_editor(mine, theirs)
+                return
+
+    saver = threading.Thread(target=save_at_open, daemon=True)
+    saver.start()
+    try:
+        proc = lint_fix(folder)
+    finally:
+        saver.join(WAIT)
+        watch.close()
+    assert errors(proc) == [f"shmdoctor: error: {mine}: not written: it changed since lint read it"]
+    assert proc.returncode == 2
+    assert mine.read_text() == theirs and other.read_text() == FIXED
+    no_temporary_left(folder)
+
+
+def test_the_owner_group_and_mode_stay_when_root_writes(folder):
+    """`docker run -v $PWD:/src` or sudo: root writes a file of nobody's, mode 640, which stays nobody's, 640."""
+    path = folder / "compose.yml"
+    path.write_text(FAILING)
+    os.chown(path, NOBODY, NOBODY)
+    path.chmod(0o640)
+    proc = lint_fix(path)
+    assert proc.returncode == 1 and errors(proc) == []
+    status = path.stat()
+    assert (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (NOBODY, NOBODY, 0o640)
+    assert path.read_text() == FIXED
+
+
+def test_a_file_its_user_cannot_write_is_refused(folder):
+    """A 0444 file in the user's own writable folder: their shell cannot write it, neither does --fix."""
+    path = folder / "compose.yml"
+    path.write_text(FAILING)
+    os.chown(path, NOBODY, NOBODY)
+    os.chown(folder, NOBODY, NOBODY)
+    path.chmod(0o444)
+    proc = lint_fix(path, user=NOBODY)
+    assert errors(proc) == [f"shmdoctor: error: {path}: not written: it is read-only to you (mode 0444)"]
+    assert proc.returncode == 2 and path.read_text() == FAILING
+
+
+def test_a_link_out_of_the_folder_given_is_not_followed(folder):
+    """A link in the folder to a file outside it: that file is not written, said, exit 2; the others are."""
+    outside, inside = folder / "outside", folder / "repo"
+    outside.mkdir()
+    inside.mkdir()
+    (outside / "secret.yml").write_text(FAILING)
+    (inside / "compose.yml").symlink_to(outside / "secret.yml")
+    (inside / "real.yml").write_text(FAILING)
+    (inside / "alias.yml").symlink_to(inside / "real.yml")  # a link within: its target is written, once
+    proc = lint_fix(inside)
+    link = inside / "compose.yml"
+    assert errors(proc) == [
+        f"shmdoctor: error: {link}: not written: a link to {outside / 'secret.yml'}, outside the paths given"
+    ]
+    assert proc.returncode == 2
+    assert (outside / "secret.yml").read_text() == FAILING and link.is_symlink()
+    assert (inside / "real.yml").read_text() == FIXED and (inside / "alias.yml").is_symlink()
+    given = lint_fix(link)  # the link named on the command line is the user's choice: its target is written
+    assert given.returncode == 1 and (outside / "secret.yml").read_text() == FIXED and link.is_symlink()
+
+
+def test_a_hard_linked_file_is_written_in_place(folder):
+    path, other = folder / "compose.yml", folder / "elsewhere.txt"
+    path.write_text(FAILING)
+    os.link(path, other)
+    inode = path.stat().st_ino
+    proc = lint_fix(path)
+    assert proc.returncode == 1 and errors(proc) == []
+    assert other.read_text() == FIXED and path.stat().st_ino == inode and path.stat().st_nlink == 2
+
+
+def test_a_bind_mounted_file_is_written_in_place(folder):
+    """`docker run -v ./compose.yml:/src/compose.yml`: the file is a mount point, rename over it is EBUSY."""
+    source, mounted = folder / "source.yml", folder / "src" / "compose.yml"
+    source.write_text(FAILING)
+    mounted.parent.mkdir()
+    mounted.write_text("")
+    subprocess.run(["mount", "--bind", str(source), str(mounted)], check=True)
+    proc = lint_fix(mounted)
+    assert proc.returncode == 1 and errors(proc) == []
+    assert source.read_text() == FIXED
+    no_temporary_left(mounted.parent)
+
+
+def test_a_file_in_a_sticky_folder_it_may_write_but_not_replace_is_written_in_place(folder):
+    """/tmp-like: a folder 1777, a file 0666 of root's; nobody may write it, not rename over it (EPERM)."""
+    folder.chmod(0o1777)
+    path = folder / "compose.yml"
+    path.write_text(FAILING)
+    path.chmod(0o666)
+    proc = lint_fix(path, user=NOBODY)
+    assert proc.returncode == 1 and errors(proc) == []
+    assert path.read_text() == FIXED and path.stat().st_uid == 0
+    no_temporary_left(folder)
+
+
+@pytest.mark.parametrize(
+    ("state", "why"),
+    [("full", "No space left on device"), ("read-only", "Read-only file system")],
+)
+def test_a_disk_that_cannot_take_it_is_one_line(folder, state, why):
+    disk = folder / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(disk)], check=True)
+    path = disk / "compose.yml"
+    path.write_text(FAILING)
+    if state == "read-only":
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    else:
+        with contextlib.suppress(OSError), open(disk / "filler", "wb", buffering=0) as f:
+            while True:  # until the 8 KiB the file system has are taken
+                f.write(b"x" * 1024)
+    proc = lint_fix(path)
+    assert errors(proc) == [f"shmdoctor: error: {path}: not written: {why}"]
+    assert proc.returncode == 2 and path.read_text() == FAILING
+    no_temporary_left(disk)
+
+
+def test_the_new_text_is_on_disk_before_it_replaces_the_file(folder):
+    """fsync of the new file before the rename (a crash after it finds the whole new text), then of the folder."""
+    if shutil.which("strace") is None:
+        missing("strace is not installed")
+    path = folder / "compose.yml"
+    path.write_text(FAILING)
+    log = folder / "strace.log"
+    calls = "trace=fsync,fdatasync,rename,renameat,renameat2"
+    argv = ["strace", "-f", "-e", calls, "-o", str(log), sys.executable, "-m", "shmdoctor", "lint", str(path)]
+    proc = subprocess.run([*argv, "--fix", *LOADER], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 1 and path.read_text() == FIXED
+    said = [re.sub(r"^\d+ +", "", line) for line in log.read_text().splitlines()]
+    renames = [i for i, line in enumerate(said) if line.startswith("rename") and "compose.yml" in line]
+    assert len(renames) == 1, said
+    assert any(line.startswith(("fsync(", "fdatasync(")) for line in said[: renames[0]]), said
+    assert any(line.startswith("fsync(") for line in said[renames[0] + 1 :]), said  # the folder's entry
+
+
+def test_a_sigkill_leaves_no_temporary_file(folder):
+    """Killed the moment a temporary name appears in the folder: none is left, the file whole, old or new."""
+    path = folder / "compose.yml"
+    variables = "".join(f"      A{i}: b\n" for i in range(20000))
+    big = FAILING.replace("pytorch/pytorch", "pytorch/pytorch\n    environment:\n" + variables.rstrip())
+    for _ in range(3):
+        path.write_text(big)
+        watch = Inotify(folder, IN_CREATE)
+        argv = [sys.executable, "-m", "shmdoctor", "lint", str(path), "--fix", *LOADER]
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def kill_at_a_temporary_name(proc=proc, watch=watch) -> None:
+            for name in watch.names():
+                if name.startswith(".shmdoctor-fix-"):
+                    proc.send_signal(signal.SIGKILL)
+                    return
+
+        killer = threading.Thread(target=kill_at_a_temporary_name, daemon=True)
+        killer.start()
+        proc.wait(timeout=120)
+        watch.close()
+        no_temporary_left(folder)
+        assert path.read_text() in (big, big + "    shm_size: 1536m\n")
