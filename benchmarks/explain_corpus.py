@@ -5,11 +5,15 @@ the dose it prescribes there. The oracle is each case's own `cause` (what its th
 
 A case is a dict: source, text, cause (a cause, a list, `none`, or `not-shm`: the place proves it is not /dev/shm),
 consumer, optional bytes_needed, optional where: {shm: SIZE, memory: SIZE, form: docker|kubernetes} (what the thread
-says the job had; else a Docker container with Docker's default 64 MiB /dev/shm and no memory limit). Scores:
+says the job had). Each text is judged as a user reads it on another machine (explain's place is evidence: this
+machine's facts never enter), twice: pasted as it is (the place what the text says, or unknown), and with the place
+its thread states given as `--shm-size` / `--where` (a case without `where`: as pasted). Scores:
 
 - cause: the text's causes and consumers are the stated ones (`not-shm` cases: the verdict where it ran says so);
-- verdict: judged where it ran, the shared-memory causes left are the stated ones (none for `none` / `not-shm`;
-  an OOM kill where no memory limit applies counts as the stated memory-limit: it is said as the machine's OOM killer);
+- verdict pasted: the shared-memory causes left are the stated ones; a `not-shm` the place proves (BasicSR#59's 64
+  GiB) may stay shm-space on the condition it says ("if /dev/shm where it ran was …"), never unconditionally;
+- verdict where it ran: with the place stated, the shared-memory causes left are the stated ones (none for `none` /
+  `not-shm`; an OOM kill where no memory limit applies counts as the stated memory-limit);
 - dose (cases stated shm-space or shm-missing): the first fix is a size in the place's own form (--shm-size=…,
   an emptyDir sizeLimit), above the /dev/shm it had and every size the text names, at least NCCL's two-rank need
   for NCCL; `asks` where no number can be known and the fix says the one thing to give for it.
@@ -25,9 +29,10 @@ import yaml
 
 from shmdoctor.diagnose import SHM_CAUSES, judge, scan_text
 from shmdoctor.diagnose.judge import NCCL_TWO, SIZED_BY
+from shmdoctor.diagnose.place import Place, elsewhere
 from shmdoctor.model import Facts
 from shmdoctor.render import forms
-from tests.helpers import place
+from shmdoctor.sizes import parse_size
 
 
 def _listed(value) -> list[str]:
@@ -42,15 +47,30 @@ def _verdict(d) -> str:
     return d.cause
 
 
+def stated(where: dict | None, clues) -> Place:
+    """The place a thread states, as a user gives it: --shm-size, --where kubernetes."""
+    where = where or {}
+    shm = parse_size(str(where["shm"])) if "shm" in where else None
+    return elsewhere(clues, shm, "kubernetes" if where.get("form") == "kubernetes" else None)
+
+
+def _judged(ex) -> list[str]:
+    return sorted({_verdict(d) for d in ex.diagnoses} - {"not-shm"}) or ["none"]
+
+
 def score(case: dict) -> dict:
     scanner = scan_text(case["text"])
     found = scanner.diagnoses()
     want = _listed(case["cause"])
-    facts = place(case.get("where"))
-    ex = judge(found, facts, clues=scanner.clues)
-    judged = sorted({_verdict(d) for d in ex.diagnoses} - {"not-shm"}) or ["none"]
+    pasted = judge(found, elsewhere(scanner.clues), clues=scanner.clues)
+    there = stated(case.get("where"), scanner.clues)
+    ex = judge(found, there, clues=scanner.clues)
+    facts = there.facts
+    judged = _judged(ex)
     want_shm = [c for c in want if c in SHM_CAUSES] or ["none"]
+    conditional = want == ["not-shm"] and all(d.reason.startswith("if ") for d in pasted.shm_diagnoses)
     out = {"source": case["source"], "verdict": judged == want_shm, "got": judged, "dose": "-"}
+    out["pasted"] = _judged(pasted) == want_shm or conditional
     if want == ["not-shm"]:
         out["cause"] = out["verdict"]
     else:
@@ -91,16 +111,20 @@ def main(argv: list[str] | None = None) -> int:
         n = len(results)
         cause = sum(r["cause"] for r in results)
         verdict = sum(r["verdict"] for r in results)
+        pasted = sum(r["pasted"] for r in results)
         doses = [r["dose"] for r in results if r["dose"] != "-"]
         number, asks = doses.count("number"), doses.count("asks")
         print(
-            f"{path}: {n} texts; cause {cause}/{n}; verdict where it ran {verdict}/{n}; "
+            f"{path}: {n} texts; cause {cause}/{n}; verdict pasted {pasted}/{n}; verdict where it ran {verdict}/{n}; "
             f"dose {number}/{len(doses)} a size in the target's form, {asks} ask the one thing they need"
         )
         if args.misses:
             for r in results:
-                if not (r["cause"] and r["verdict"]) or r["dose"] not in ("-", "number", "asks"):
-                    print(f"  MISS {r['source'][:70]}: text {r.get('text')} verdict {r['got']} dose {r['dose']}")
+                if not (r["cause"] and r["verdict"] and r["pasted"]) or r["dose"] not in ("-", "number", "asks"):
+                    print(
+                        f"  MISS {r['source'][:70]}: text {r.get('text')} verdict {r['got']} pasted {r['pasted']} "
+                        f"dose {r['dose']}"
+                    )
     return 0
 
 

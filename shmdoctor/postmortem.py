@@ -3,19 +3,29 @@ log tail and State weighed against its inspect, from the engine (read-only)."""
 
 from __future__ import annotations
 
-from .diagnose import Exit, Explanation, judge
+from .diagnose import BY_ID, Exit, Explanation, judge
+from .diagnose.place import elsewhere
 from .errors import ProbeError, UsageError
 from .limits import ENGINE_TIMEOUT
-from .model import Requirement
+from .model import Form, Requirement
 from .probe import local, logs
 
 CONTAINER_TAIL_BYTES = 8 * 2**20  # of a container's log: the end, where a failure is
 
 
 def explain_log(
-    path: str, need: Requirement | None = None, gpus: int | None = None, timeout: float | None = None
+    path: str,
+    need: Requirement | None = None,
+    gpus: int | None = None,
+    timeout: float | None = None,
+    *,
+    here: bool = False,
+    shm_bytes: int | None = None,
+    form: Form | None = None,
 ) -> Explanation:
-    """The log (FILE, or stdin for '-') judged; read to its end, or within timeout seconds (past them, ProbeError)."""
+    """The log (FILE, or stdin for '-') judged; read to its end, or within timeout seconds (past them, ProbeError).
+    Judged against this machine's facts only where the log is said to come from here; else against the place the
+    user states (shm_bytes, form) or the text says, or an unknown one."""
     source = "stdin" if path == "-" else path
     try:
         with logs.open_log(path, timeout) as f:
@@ -25,9 +35,22 @@ def explain_log(
             scanner = logs.scan(f)
     except TimeoutError:
         raise ProbeError(f"{source}: the log did not end within --timeout {timeout:g} s") from None
-    facts = local.probe()
-    note = "facts are of this machine or container: run explain where the job ran, or use --container NAME"
-    return judge(scanner.diagnoses(), facts, need=need, notes=(note,), source=source, clues=scanner.clues, gpus=gpus)
+    if here:
+        facts = local.probe()
+        note = "facts are of this machine or container (--here): the log is said to come from here"
+        return judge(
+            scanner.diagnoses(), facts, need=need, notes=(note,), source=source, clues=scanner.clues, gpus=gpus
+        )
+    where, found = elsewhere(scanner.clues, shm_bytes, form), scanner.diagnoses()
+    weighed = where.known == "unknown" and any(BY_ID[d.signature].ambiguous for d in found)  # the place would tell
+    notes = (UNKNOWN_NOTE,) if weighed else ()
+    return judge(found, where, need=need, notes=notes, source=source, clues=scanner.clues, gpus=gpus)
+
+
+UNKNOWN_NOTE = (
+    "where it ran is not known: --shm-size SIZE and --where FORM state it, --here judges it against this machine "
+    "(a job's own output piped in), --container NAME against a container"
+)
 
 
 def explain_container(

@@ -1,6 +1,9 @@
 """What a log says of the job besides its failure: how many GPUs of one host it ran (NCCL's own count, the device
-index in NCCL's line prefix, torchrun's lines) and NCCL's channels; and, in the kernel's OOM report, the memory
-cgroup's limit that was hit and the tmpfs (/dev/shm) pages in it. The need of NCCL is computed from these; each
+index in NCCL's line prefix, torchrun's lines) and NCCL's channels; in the kernel's OOM report, the memory
+cgroup's limit that was hit and the tmpfs (/dev/shm) pages in it; and where it ran, as far as the text says it: the
+size of its /dev/shm (a df or mount line, a --shm-size or shm_size in a pasted command or file, an inspect's
+ShmSize), a memory limit given to it, and the form it was defined in (docker run, compose, kubectl / helm, a pod's
+log prefix). The need of NCCL is computed from these; each
 clue keeps the line that gave it, so the report can say where the number comes from. Pure: no I/O.
 Every pattern is linear (bounded repetitions only, as the catalogue's)."""
 
@@ -9,7 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import UsageError
 from ..limits import MAX_BYTES
+from ..model import Form
+from ..sizes import parse_quantity, parse_size
 
 NUM = 6  # digits of a count
 # NCCL ≥ 2.19 at init: 'comm 0x… rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0'
@@ -33,7 +39,54 @@ _SHMEM = re.compile(rf"^(?:\[[ 0-9.]{{1,{BYTES}}}\] )?(?:total_)?shmem ([0-9]{{1
 # A limit above 1 PiB (limits.MAX_BYTES) was not hit: more memory than any machine has (cgroup v1's 'no limit',
 # 9007199254740988kB, among them); a limit of 0 is read as none where it is used (judge)
 
-ANCHORS = ("nranks", "nRanks", "localRanks", "coll channels", "nproc", "local_rank", "memory: usage", "shmem ")
+# Where it ran. df's line for /dev/shm: 'shm  64M  0  64M  0% /dev/shm' (-h: binary units) or in 1K-blocks
+SIZE = rf"[0-9]{{1,{BYTES}}}(?:\.[0-9]{{1,4}})?"
+_DF = re.compile(
+    rf"^\S{{1,255}}\s{{1,40}}(?P<size>{SIZE})(?P<unit>[KMGTP]?)i?\s{{1,40}}\S{{1,40}}\s{{1,40}}\S{{1,40}}\s{{1,40}}"
+    r"[0-9]{1,3}%\s{1,40}/dev/shm\s{0,40}$"
+)
+# mount's and /proc/mounts' line: 'shm on /dev/shm type tmpfs (rw,…,size=65536k)', 'shm /dev/shm tmpfs rw,size=65536k'
+_MOUNT = re.compile(rf"\s/dev/shm (?:type )?tmpfs [^\s]{{0,255}}\bsize=(?P<size>[0-9]{{1,{BYTES}}}[kmgKMG]?)\b")
+# A pasted command: 'docker run … --shm-size=2g …', its memory limit '--memory 2g' / '-m 2g'
+_RUN = re.compile(r"\b(?P<engine>docker|podman|nerdctl)(?: container)? (?:run|create)\b")
+_RUN_SHM = re.compile(rf" --shm-size[= ]['\"]?(?P<size>{SIZE}[a-zA-Z]{{0,3}})\b")
+_RUN_MEMORY = re.compile(rf" (?:--memory|-m)[= ]['\"]?(?P<size>{SIZE}[a-zA-Z]{{0,3}})\b")
+# compose: 'shm_size: 2gb', 'mem_limit: 4g'; an inspect's '"ShmSize": 67108864'
+_COMPOSE_SHM = re.compile(rf"^\s{{0,40}}shm_size:\s{{0,40}}['\"]?(?P<size>{SIZE}[a-zA-Z]{{0,3}})['\"]?\s{{0,40}}$")
+_COMPOSE_MEMORY = re.compile(rf"^\s{{0,40}}mem_limit:\s{{0,40}}['\"]?(?P<size>{SIZE}[a-zA-Z]{{0,3}})['\"]?\s{{0,40}}$")
+_INSPECT_SHM = re.compile(rf'"ShmSize":\s{{0,40}}(?P<size>[0-9]{{1,{BYTES}}})\b')
+# Kubernetes: a kubectl or helm command, and a container's 'limits:' then 'memory: 2Gi' within a few lines
+_KUBE = re.compile(
+    r"\b(?:kubectl|helm)\s(?:\S{1,40}\s)?(?:logs|describe|get|install|upgrade|apply|exec|run|template)\b"
+)
+_LIMITS = re.compile(r"^\s{0,80}limits:\s{0,40}$")
+_K8S_MEMORY = re.compile(r"^\s{0,80}memory:\s{0,40}['\"]?(?P<q>[0-9.]{1,40}[a-zA-Z]{0,2})['\"]?\s{0,40}$")
+LIMITS_REACH = 4  # lines from 'limits:' to its 'memory:'
+
+ANCHORS = (
+    "nranks",
+    "nRanks",
+    "localRanks",
+    "coll channels",
+    "nproc",
+    "local_rank",
+    "memory: usage",
+    "shmem ",
+    "/dev/shm",
+    "--shm-size",
+    "docker run",
+    "podman run",
+    "nerdctl run",
+    "container run",
+    "docker create",
+    "shm_size",
+    "ShmSize",
+    "mem_limit",
+    "kubectl",
+    "helm",
+    "limits:",
+    "memory:",
+)
 MAX_RANKS = 4096  # more local GPUs than any host has: not a count
 
 
@@ -44,8 +97,15 @@ class Clues:
     channels: int | None = None  # NCCL's collective channels
     memory_limit: int | None = None  # bytes: the memory cgroup's limit the kernel's OOM report says was hit
     shmem: int | None = None  # bytes of tmpfs pages (/dev/shm) in that cgroup at the kill, the most said
+    shm_size: int | None = None  # the /dev/shm where it ran, as the text says it (the last said)
+    shm_size_from: str = ""
+    form: Form | None = None  # where it was defined: docker, podman, compose, kubernetes
+    form_from: str = ""
+    memory_said: int | None = None  # a memory limit the text gives it (a pasted command or manifest)
+    memory_said_from: str = ""
+    _limits_at: int | None = None  # the last 'limits:' line's number, for its 'memory:'
 
-    def line(self, text: str) -> None:
+    def line(self, text: str, number: int = 0) -> None:
         for pattern, at_least, what in (
             (_LOCAL_RANKS, 0, "NCCL's localRanks"),
             (_NRANKS, 0, "NCCL's nranks"),
@@ -68,7 +128,77 @@ class Clues:
         m = _SHMEM.match(text)
         if m and int(m.group(1)) <= MAX_BYTES:
             self.shmem = max(self.shmem or 0, int(m.group(1)))
+        self._place(text, number)
+
+    def _place(self, text: str, number: int) -> None:
+        """Where it ran: its /dev/shm's size, its memory limit and its form, each as the text says it."""
+        m = _DF.match(text)
+        if m:  # df -h prints binary units (64M: 64 MiB); without one, 1K-blocks
+            self._shm(_size(m.group("size") + (m.group("unit") or "k")), f"df, line {number}")
+        m = _MOUNT.search(text)
+        if m:
+            self._shm(_size(m.group("size")), f"the mount of /dev/shm, line {number}")
+        run = _RUN.search(text)
+        if run:
+            engine = run.group("engine")
+            self._form("podman" if engine == "podman" else "docker", f"{engine} run, line {number}")
+            m = _RUN_SHM.search(text, run.end())
+            if m:
+                self._shm(_size(m.group("size")), f"{engine} run --shm-size, line {number}")
+            m = _RUN_MEMORY.search(text, run.end())
+            if m:
+                self._memory(_size(m.group("size")), f"{engine} run --memory, line {number}")
+        m = _COMPOSE_SHM.match(text)
+        if m:
+            self._form("compose", f"shm_size, line {number}")
+            self._shm(_size(m.group("size")), f"shm_size, line {number}")
+        m = _COMPOSE_MEMORY.match(text)
+        if m:
+            self._memory(_size(m.group("size")), f"mem_limit, line {number}")
+        m = _INSPECT_SHM.search(text)
+        if m:
+            self._shm(_size(m.group("size")), f"ShmSize, line {number}")
+        if _KUBE.search(text):
+            self._form("kubernetes", f"kubectl / helm, line {number}")
+        if _LIMITS.match(text):
+            self._limits_at = number
+        elif self._limits_at is not None and 0 < number - self._limits_at <= LIMITS_REACH:
+            m = _K8S_MEMORY.match(text)
+            if m:
+                self._memory(_quantity(m.group("q")), f"limits: memory:, line {number}")
+                self._form("kubernetes", f"limits: memory:, line {number}")
+
+    def pod_log(self, number: int) -> None:
+        """A line in the form of a pod's log file (containerd's, CRI-O's): the job ran in a Kubernetes pod."""
+        self._form("kubernetes", f"a pod's log prefix, line {number}")
+
+    def _shm(self, size: int | None, what: str) -> None:
+        if size:  # 0 (a df of an empty line) or unreadable: not a size
+            self.shm_size, self.shm_size_from = size, what
+
+    def _memory(self, size: int | None, what: str) -> None:
+        if size:
+            self.memory_said, self.memory_said_from = size, what
+
+    def _form(self, form: Form, what: str) -> None:
+        if self.form is None or form == "kubernetes":  # a pod's is the one a docker run inside it does not change
+            self.form, self.form_from = form, what
 
     def _ranks(self, n: int, what: str) -> None:
         if n <= MAX_RANKS and n > (self.ranks or 0):  # a count of 0 is none
             self.ranks, self.ranks_from = n, what
+
+
+def _size(text: str) -> int | None:
+    """A size as Docker reads it ('2g', '512m', '65536k', bytes); None where it is not one."""
+    try:
+        return parse_size(text)
+    except UsageError:
+        return None
+
+
+def _quantity(text: str) -> int | None:
+    try:
+        return parse_quantity(text)
+    except UsageError:
+        return None

@@ -14,6 +14,7 @@ from ..probe.workload import gpu_count
 from ..sizes import GiB, MiB, format_size, nice_size, page_floor
 from .catalogue import BY_ID, SHM_CAUSES
 from .clues import Clues
+from .place import Place, here
 from .scan import Diagnosis
 
 # A bus error with this much /dev/shm free where it ran is not /dev/shm: a mapped file (LMDB, np.memmap, a file on a
@@ -67,6 +68,7 @@ class Explanation:
     exit: Exit | None = None
     measured: Measured | None = None
     source: str = ""  # what was read: a file, stdin, a container's log, a command's stderr
+    place: Place | None = None  # where it ran, as far as known; None: the facts' own (here)
 
     @property
     def shm_diagnoses(self) -> tuple[Diagnosis, ...]:
@@ -96,8 +98,9 @@ def _not_shm(d: Diagnosis, reason: str) -> Diagnosis:
     return replace(d, cause="not-shm", reason=reason)
 
 
-def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | None, need: Requirement | None):
-    """An ambiguous text against the facts: kept (with what supports it) or turned into not-shm (with why)."""
+def _weigh_here(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | None, need: Requirement | None):
+    """An ambiguous text against the facts of the place it ran in, probed: kept (with what supports it) or turned
+    into not-shm (with why)."""
     shm, sig = facts.shm, BY_ID[d.signature]
     size = format_size(shm.size_bytes)
     if d.cause == "memory-limit":
@@ -175,6 +178,80 @@ def _weigh(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | 
             f"{format_size(measured.peak_bytes)}: a fill and a death between two samples free their pages unseen",
         )
     return d
+
+
+def _weigh(d: Diagnosis, place: Place, ended, measured, need, job: Job) -> Diagnosis:
+    if place.here:
+        return _weigh_here(d, place.facts, ended, measured, need)
+    return _weigh_elsewhere(d, place, need, job)
+
+
+# Where the place is not known, what tells: said in the condition of each ambiguous text
+DF_THERE = "`df -h /dev/shm` there tells"
+MEMORY_THERE = "`dmesg | grep -i oom` there tells"
+
+
+def _weigh_elsewhere(d: Diagnosis, place: Place, need: Requirement | None, job: Job) -> Diagnosis:
+    """An ambiguous text from a place that is not this one: weighed against what is known of it (stated, or said by
+    the text), never against this machine; where the place does not tell, kept with the condition that makes it so."""
+    facts, sig = place.facts, BY_ID[d.signature]
+    size = facts.shm.size_bytes
+    said = f"/dev/shm where it ran was {format_size(size)} ({place.said})" if size is not None else ""
+    if d.cause == "memory-limit":
+        limit = facts.memory.limit_bytes
+        if limit is not None:
+            return replace(
+                d, reason=f"a memory limit of {format_size(limit)} applied where it ran and /dev/shm counts toward it"
+            )
+        return replace(
+            d,
+            reason="if a memory limit applied where it ran (--memory, a pod's limits.memory), /dev/shm's pages count "
+            f"toward it; without one the machine's OOM killer or a kill from outside did it: {MEMORY_THERE}",
+        )
+    if d.cause == "shm-missing":  # torch-shm-missing: a missing file, a missing /dev/shm only where there was none
+        if size is not None:
+            return _not_shm(d, f"{said}: a file other than a segment is missing")
+        return replace(
+            d,
+            reason="if there was no /dev/shm where it ran (--ipc=none, a chroot, AWS Lambda) this is it; else a "
+            f"file other than a segment is missing: {DF_THERE}",
+        )
+    wanted = _need_bytes(d, facts, None, need, job)
+    if sig.consumer == "nccl" and size is not None and size >= NCCL_ROOM:
+        return _not_shm(
+            d,
+            f"{said}, more than NCCL's SHM transport takes: rerun with NCCL_DEBUG=INFO for the failing call "
+            "(sockets, IB, CUDA)",
+        )
+    if size is None:
+        below = f"below {format_size(wanted)}" if wanted is not None else "small"
+        return replace(
+            d,
+            reason=f"if /dev/shm where it ran was {below} — containers get 64 MiB by default — this is it; with "
+            f"{format_size(PLENTY_FREE)} or more free it is another mapped file: {DF_THERE}",
+        )
+    if wanted is not None and wanted <= size:
+        return _not_shm(
+            d, f"it needs {format_size(wanted)} and {said}: a bus error then comes from another mapped file"
+        )
+    if wanted is None and size >= PLENTY_FREE:
+        return _not_shm(
+            d, f"{said}: a bus error then comes from another mapped file (LMDB, np.memmap, a file on a network volume)"
+        )
+    return replace(d, reason=said)
+
+
+def _one_way(found: list[Diagnosis], weighed: tuple[Diagnosis, ...]) -> tuple[Diagnosis, ...]:
+    """One failure is never named both ways: where the text itself says /dev/shm ran out (a certain shm-space), an
+    ambiguous shm-space text of the same log (the worker's bus error above PyTorch's ENOSPC) is that failure too."""
+    certain = next((d for d in weighed if d.cause == "shm-space" and not BY_ID[d.signature].ambiguous), None)
+    if certain is None:
+        return weighed
+    said = f"line {certain.line} says /dev/shm ran out: the same failure" if certain.line else ""
+    return tuple(
+        replace(before, reason=said) if after.cause == "not-shm" and before.cause == "shm-space" else after
+        for before, after in zip(found, weighed)
+    )
 
 
 @dataclass(frozen=True)
@@ -291,36 +368,34 @@ def _alternatives(d: Diagnosis) -> tuple[Fix, ...]:
     return ()
 
 
-def _fixes(d: Diagnosis, facts: Facts, measured, need, job: Job) -> tuple[Fix, ...]:
-    cause = d.cause
+def _fixes(d: Diagnosis, place: Place, measured, need, job: Job) -> tuple[Fix, ...]:
+    cause, facts = d.cause, place.facts
     if cause == "shm-space":
         wanted = _need_bytes(d, facts, measured, need, job)
-        here = capacity.available(facts, need.ranks if need else 1)
-        if wanted is not None and here is not None and wanted <= here and measured is None:
+        ranks = need.ranks if need else 1
+        here = capacity.available(facts, ranks) if place.here and measured is None else None
+        if wanted is None:  # no number in the text and no settings: the one thing to know first, never a guess
+            ask = Fix(SIZED_BY.get(d.consumer, SIZED_BY["dataloader"]))
+            out: tuple[Fix, ...] = (ask, Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT))
+        elif here is not None and wanted <= here:
             # It fits where explain runs: the log comes from a place with less. A size for there, in every form.
             size = nice_size(int(wanted * capacity.MARGIN))
             why = f"{format_size(wanted)}" + ("" if need else f" needed ({_evidence(d, measured, job)})")
             where = f"give /dev/shm {format_size(size)} where it ran ({WHERE_IT_RAN}): {why} + 25%"
             host = Fix("use the host's /dev/shm where it ran", ipc="host", caveat=fixes.IPC_HOST_CAVEAT)
             return (Fix(where, shm_bytes=size), host, *_alternatives(d))
-        failed = measured.size_bytes if measured else None  # run: the /dev/shm it died in
-        # never a size at or below the one that failed; a need equal to it fit there (as check judges: need <= free)
-        if failed and (wanted is None or wanted <= failed):
-            basis = f"more than the {format_size(failed)} it died in" + (
-                f" (the {format_size(wanted)} computed fit there: something else took the rest)" if wanted else ""
-            )
-            out = fixes.grow_shm(failed, facts, need.ranks if need else 1, basis)
-        elif wanted is not None:
-            said = None if need else f"{format_size(wanted)} needed ({_evidence(d, measured, job)})"
-            out = fixes.grow_shm(wanted, facts, need.ranks if need else 1, said)
-        else:  # no number in the text and no settings: more than it had, where that is known; the one thing to know
-            had = facts.shm.size_bytes
-            ask = Fix(SIZED_BY.get(d.consumer, SIZED_BY["dataloader"]))
-            if had and (capacity.shm_free(facts) or 0) < PLENTY_FREE:  # the place it ran out in (plenty: elsewhere)
-                basis = f"more than the {format_size(had)} it had (inferred: the text names no need)"
-                out = fixes.grow_shm(had, facts, basis=basis) + (ask,)
+        else:
+            # the /dev/shm it died in: run's, or what is known of a place elsewhere
+            failed = measured.size_bytes if measured else None if place.here else facts.shm.size_bytes
+            if failed and wanted <= failed:  # never a size at or below the one that failed; a need equal to it fit
+                basis = f"more than the {format_size(failed)} it died in (the {format_size(wanted)} computed fit "
+                basis += "there: something else took the rest)"
+                out = fixes.grow_shm(failed, facts, ranks, basis)
             else:
-                out = (ask, Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT))
+                said = None if need else f"{format_size(wanted)} needed ({_evidence(d, measured, job)})"
+                out = fixes.grow_shm(wanted, facts, ranks, said)
+                if place.known == "unknown":  # said for Docker; where it ran may size /dev/shm another way
+                    out = (replace(out[0], summary=f"{out[0].summary}; where it ran: {WHERE_IT_RAN}"), *out[1:])
         out += _alternatives(d)
         if need is not None:
             out += fixes.fit_today(need, facts)
@@ -401,8 +476,8 @@ def _nccl_words(job: Job) -> str:
     )
 
 
-def _message(d: Diagnosis, facts: Facts, measured, need, job: Job) -> str:
-    cause, meaning = d.cause, BY_ID[d.signature].meaning
+def _message(d: Diagnosis, place: Place, measured, need, job: Job) -> str:
+    cause, meaning, facts = d.cause, BY_ID[d.signature].meaning, place.facts
     where = f"line {d.line}" if d.line else d.excerpt
     text = f"{meaning} ({where})"
     if d.reason:
@@ -416,7 +491,7 @@ def _message(d: Diagnosis, facts: Facts, measured, need, job: Job) -> str:
         text += _nccl_words(job)
     if wanted is not None:
         text += f"; needs ≥ {format_size(wanted)}"
-        here = capacity.available(facts, need.ranks if need else 1)
+        here = capacity.available(facts, need.ranks if need else 1) if place.here else None
         if here is not None and wanted <= here and measured is None:
             text += (
                 f", which fits the {format_size(here)} free here: the log comes from a place with less "
@@ -427,7 +502,7 @@ def _message(d: Diagnosis, facts: Facts, measured, need, job: Job) -> str:
 
 def judge(
     diagnoses: tuple[Diagnosis, ...],
-    facts: Facts,
+    where: Facts | Place,
     *,
     ended: Exit | None = None,
     measured: Measured | None = None,
@@ -437,22 +512,28 @@ def judge(
     clues: Clues | None = None,
     gpus: int | None = None,
 ) -> Explanation:
+    """The diagnoses weighed in the place they ran in: Facts are of here (run, --container, --here), a Place may be
+    elsewhere (what is stated or the text says of it, or unknown)."""
+    place = where if isinstance(where, Place) else here(where)
+    facts = place.facts
     found = list(diagnoses)
     job = Job.of(facts, clues, gpus)
     status = from_exit(ended) if ended else None
     if status is not None and not {d.signature for d in found} & set(BY_ID[status.signature].superseded_by):
         found.append(status)  # unless the log already says it (the shell's "Bus error" for a 135)
-    weighed = tuple(_weigh(d, facts, ended, measured, need) if BY_ID[d.signature].ambiguous else d for d in found)
+    weighed = _one_way(
+        found, tuple(_weigh(d, place, ended, measured, need, job) if BY_ID[d.signature].ambiguous else d for d in found)
+    )
     # A finding a diagnosis, in the order of the log (the scanner keeps one a signature and cause: its first line)
     findings = [
         Finding(
             id=d.signature,
             severity="error" if d.cause in SHM_CAUSES else "info",
-            message=_message(d, facts, measured, need, job),
-            fixes=_fixes(d, facts, measured, need, job),
+            message=_message(d, place, measured, need, job),
+            fixes=_fixes(d, place, measured, need, job),
         )
         for d in weighed
     ]
     findings.sort(key=lambda f: f.severity != "error")
     report = Report(facts=facts, requirement=need, findings=tuple(findings), notes=notes)
-    return Explanation(report, weighed, ended, measured, source)
+    return Explanation(report, weighed, ended, measured, source, place)

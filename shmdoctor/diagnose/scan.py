@@ -21,7 +21,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")  # colour and cursor co
 # '2024-05-01T10:00:00.123456789Z stderr F ', docker logs -t's and kubectl logs --timestamps' RFC 3339 time, and
 # journald's and syslog's 'May 01 10:00:00 host python3[123]: '
 PREFIX = re.compile(
-    r"^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,30}(?:Z|[+-][0-9]{2}:?[0-9]{2}) (?:std(?:out|err) [FP] )?"
+    r"^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,30}(?:Z|[+-][0-9]{2}:?[0-9]{2}) (?P<pod>std(?:out|err) [FP] )?"
     r"|[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} \S{1,255} [^\s:\[]{1,255}(?:\[[0-9]{1,20}\])?: )"
 )
 # Who printed an NCCL line: 'host:pid:tid [dev]', or '[dev]' alone; a context line speaks for its own process only
@@ -93,14 +93,18 @@ class Scanner:
         text = text.rstrip("\r\n")
         if "\x1b" in text:
             text = ANSI.sub("", text)
-        text = PREFIX.sub("", text)  # anchored: one at most
+        prefix = PREFIX.match(text)  # anchored: one at most
+        if prefix:
+            text = text[prefix.end() :]
+            if prefix.group("pod"):
+                self.clues.pod_log(number)
         if self._waiting:
             self._waiting = [w for w in self._waiting if number - w[0] <= BLOCK]
         wrapped = [o for o in self._open if o[0] == number - 1]
         # A progress bar redraws with \r: each redraw is its own line for matching, and only the last goes on in the
         # first of the next line.
         for part in text.split("\r") if "\r" in text else (text,):
-            self.clues.line(part)
+            self.clues.line(part, number)
             for start, head, sig in wrapped:  # the rest of a message wrapped at a space or mid-word
                 m = sig.pattern.search(head + " " + part) or sig.pattern.search(head + part)
                 if m:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from ..diagnose import BY_ID, SHM_CAUSES, SIGNATURES, Explanation
+from ..diagnose.place import here
 from ..sizes import format_size
 from . import schema_id, text
 from .json import report_dict
@@ -48,7 +49,10 @@ def to_text(ex: Explanation) -> str:
         out.extend(text.fix_lines(list(top.fixes), report.facts))
     if ex.diagnoses:
         out.extend(_diagnosis_lines(ex))
-    out.extend(text.facts_lines(report))
+    if ex.place is None or ex.place.here:
+        out.extend(text.facts_lines(report))
+    else:  # a place elsewhere has no facts but what was said of it
+        out.append(f"\nWhere it ran   {ex.place.known}: {ex.place.said}")
     out.extend(f"note: {note}" for note in report.notes)
     return "\n".join(out)
 
@@ -58,6 +62,7 @@ def document(ex: Explanation) -> dict:
     doc["verdict"] = "fail" if ex.exit_code else "ok"
     doc["source"] = ex.source
     doc["exit"] = None if ex.exit is None else {"code": ex.exit.code, "oom_killed": ex.exit.oom_killed}
+    doc["place"] = (ex.place or here(ex.report.facts)).as_dict()
     doc["diagnoses"] = [d.as_dict() for d in ex.diagnoses]
     return doc
 

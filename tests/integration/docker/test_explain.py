@@ -1,6 +1,6 @@
-"""explain where the job ran: the same bus-error text (the error line quoted in XPixelGroup/BasicSR#59, under a
-traceback of its shape) is /dev/shm in Docker's 64 MiB and not shared memory with a big one, judged on the facts of
-a real container."""
+"""explain where the job ran (--here): the same bus-error text (the error line quoted in XPixelGroup/BasicSR#59,
+under a traceback of its shape) is /dev/shm in Docker's 64 MiB and not shared memory with a big one, judged on the
+facts of a real container."""
 
 import json
 import subprocess
@@ -14,7 +14,7 @@ BASICSR = "tests/data/explain/basicsr-59.log"
 
 
 def explain_in(*docker_args: str) -> tuple[int, dict]:
-    proc = docker_run(*docker_args, cmd=["python", "-m", "shmdoctor", "explain", BASICSR, "--format", "json"])
+    proc = docker_run(*docker_args, cmd=["python", "-m", "shmdoctor", "explain", BASICSR, "--here", "--format", "json"])
     return proc.returncode, validate(json.loads(proc.stdout))
 
 
