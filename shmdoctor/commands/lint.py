@@ -33,7 +33,7 @@ from ..render import render
     "--scripts/--no-scripts",
     default=True,
     help="Read the docker, podman and nerdctl run commands of the scripts a folder holds (*.sh, *.bash, *.zsh, *.mk, "
-    "*.sbatch, *.slurm, Makefile, a shell's shebang); a script named on the command line is always read.",
+    "*.sbatch, *.slurm, Makefile, Jenkinsfile, a shell's shebang); a script named on the command line is always read.",
 )
 @loader_options
 @consumer_options
@@ -42,8 +42,9 @@ from ..render import render
 def command(paths, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **loader) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources as their operators
     shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
-    pods, the docker / podman / nerdctl run commands of shell scripts and Makefiles. One report per service,
-    container or command.
+    pods, the docker / podman / nerdctl run commands of shell scripts and Makefiles, devcontainers, CI container
+    jobs (GitHub Actions, GitLab), Jenkins docker agents, SkyPilot tasks, Slurm's pyxis containers. One report per
+    service, container or command.
 
     Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod and scripts (--no-scripts: not), hidden
     folders skipped but .devcontainer and .github; files that define none are passed over with why (a script without

@@ -19,7 +19,7 @@ from typing import Any
 from .. import fixes
 from ..errors import UsageError
 from ..model import Fix, Report
-from ..probe import azureml, ci, compose, devcontainer, documents, ecs, kubernetes, quadlet, shell
+from ..probe import azureml, ci, compose, devcontainer, documents, ecs, jenkins, kubernetes, quadlet, shell
 from ..probe.runargs import Arg
 from ..render import forms
 from ..reports import Lint
@@ -127,6 +127,8 @@ def _fix_file(path: str, text: str, reports: list[Report]) -> FileFix:
         try:
             if path.endswith(quadlet.SUFFIX):
                 after = _quadlet(text, todo, written, printed)
+            elif jenkins.is_jenkinsfile(path):
+                after = _jenkinsfile(path, text, todo, written, printed)
             elif documents.is_script(path):
                 after = _script(path, text, todo, written, printed)
             elif devcontainer.is_devcontainer(path):
@@ -275,6 +277,40 @@ def _script(path: str, text: str, todo, written: list[str], printed: list[str]) 
     out = editors.apply_args(text, edits, editors.shell_word)
     if len(list(shell.runs(out, path))) != len(runs):
         raise Unpatchable("the script's commands would read differently")
+    return out
+
+
+def _jenkinsfile(path: str, text: str, todo, written: list[str], printed: list[str]) -> str:
+    """An agent's args string changed in place, a flag added first in it, or an `args` (a `.inside('...')`) given;
+    an `sh` step's docker run as a script's."""
+    agents = {f"{path}:{a.line}": a for a in jenkins.agents(text, path)}
+    runs = {f"{path}:{r.line}": r for r in shell.runs(text, path, jenkins.sh_steps(text))}
+    edits: list[tuple[Arg, str, bool]] = []
+
+    def edit(report: Report, fix: Fix) -> list[str] | None:
+        name = report.facts.target.name
+        agent, run = agents.get(name), runs.get(name)
+        if agent is None and run is None:
+            return None
+        made, done = editors.run_args(agent.run if agent else run.args, fix, report.facts)  # type: ignore[union-attr]
+        for arg, new, after in made:
+            if not after or agent is None:
+                edits.append((arg, new, after))
+            elif agent.body[0] >= 0:  # first in the args string
+                edits.append((Arg("", agent.body[0], agent.body[0]), new + " ", False))
+            elif agent.declarative:  # an args line below the image's
+                indent = re.match(r"[ \t]*", text[text.rfind("\n", 0, agent.insert_at) + 1 :]).group(0)  # type: ignore[union-attr]
+                edits.append((Arg("", agent.insert_at, agent.insert_at), f"\n{indent}args '{new}'", False))
+            elif text[agent.insert_at : agent.insert_at + 1] == ")":  # .inside()
+                edits.append((Arg("", agent.insert_at, agent.insert_at), f"'{new}'", False))
+            else:  # .inside { ... }
+                edits.append((Arg("", agent.insert_at, agent.insert_at), f"('{new}')", False))
+        return done
+
+    _each(todo, written, printed, edit)
+    out = editors.apply_args(text, edits, lambda word: word)
+    if len(list(jenkins.agents(out, path))) != len(agents):
+        raise Unpatchable("the Jenkinsfile's agents would read differently")
     return out
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from . import azureml, ci, compose, devcontainer, documents, ecs, kubernetes, quadlet, shell
+from . import azureml, ci, compose, devcontainer, documents, ecs, jenkins, kubernetes, quadlet, shell, skypilot
 from .documents import Definition, Document
 
 FORMATS = (
@@ -118,6 +118,8 @@ def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into
         return bool(found)  # no job container: its jobs run on the runner (_unknown says so)
     elif ci.is_gitlab(doc.body, doc.source):
         into.definitions.extend(ci.probe_gitlab(doc))
+    elif skypilot.is_task(doc.body):
+        into.definitions.extend(skypilot.probe(doc))
     elif kubernetes.is_manifest(doc.body):
         found, skipped = kubernetes.probe(doc)
         into.definitions.extend(found)
@@ -175,8 +177,12 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
         out.definitions.extend(quadlet.probe(text, source))
         out.sources.append(source)
         return
-    if documents.is_script(name) or (source == documents.STDIN and text.startswith("#!") and "\n" in text):
-        found = shell.probe(text, source)
+    if (
+        jenkins.is_jenkinsfile(source)
+        or documents.is_script(name)
+        or (source == documents.STDIN and text.startswith("#!") and "\n" in text)
+    ):
+        found = (jenkins.probe if jenkins.is_jenkinsfile(source) else shell.probe)(text, source)
         if found:
             out.definitions.extend(found)
             out.sources.append(source)

@@ -18,10 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..model import Target
+from ..model import SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from . import documents
 from .documents import Definition
 from .runargs import ENGINES, Arg, RunArgs, facts, parse
+from .workload import idle, ml_signs, serving
 
 MAX_NESTING = 16  # $(...) and backquotes inside each other
 MAX_COMMANDS = 100_000  # simple commands in one file
@@ -44,12 +45,12 @@ class Run:
     args: RunArgs
 
 
-def runs(text: str, source: str) -> Iterator[Run]:
+def runs(text: str, source: str, regions: list[tuple[int, int]] | None = None) -> Iterator[Run]:
     """Every docker/podman/nerdctl run command of the text, in the order they are written. In a Makefile, make's
     own variables ($(NAME), ${NAME}, even in single quotes) are unknown and `$$` is the shell's `$`."""
-    lines = _Lines(text)
-    make = os.path.basename(source).endswith(".mk") or os.path.basename(source) in documents.SCRIPT_NAMES
-    for command in _commands(text, source, make):
+    lines = Lines(text)
+    make = os.path.basename(source).endswith(".mk") or os.path.basename(source) in documents.SCRIPT_NAMES[:3]
+    for command in _commands(text, source, make, regions):
         found = _run(command)
         if found is not None:
             engine_at, engine, after, words = found
@@ -60,26 +61,82 @@ def runs(text: str, source: str) -> Iterator[Run]:
                 raise UsageError(f"{source}:{line}: {e}") from None
 
 
-def probe(text: str, source: str) -> list[Definition]:
-    """One Definition per run command, named <source>:<line>."""
+def probe(text: str, source: str, regions: list[tuple[int, int]] | None = None) -> list[Definition]:
+    """One Definition per run command (of the regions given, else the whole text), named <source>:<line>."""
     out = []
-    for run in runs(text, source):
+    for run in runs(text, source, regions):
         name = f"{source}:{run.line}"
         try:
             read = facts(run.args, Target("container", name, file=source, line=run.line))
         except UsageError as e:
             raise UsageError(f"{source}:{run.line}: {e}") from None
         out.append(Definition(read.facts, read.loader_spec, f"{source}:{run.line}"))
+    out += _pyxis(text, source, regions)
+    return sorted(out, key=lambda d: d.facts.target.line or 0)
+
+
+# srun's short options that take a value (-N 2, -n 8, -G 4, ...), for the command after them
+_SRUN_VALUED = {"-N", "-n", "-c", "-G", "-p", "-t", "-J", "-o", "-e", "-w", "-A", "-q", "-C", "-D", "-m", "-x"}
+_GPU_OPTION = re.compile(r"^--(?:gpus|gpus-per-node|gpus-per-task)=(\S+)$|^--gres=(?:\S*,)?gpu(?::[\w-]+)?:(\d+)")
+PYXIS = (
+    "pyxis/enroot (srun --container-image): the compute node's /dev/shm, no mount of its own (inferred: enroot "
+    "makes no IPC namespace); check it with `srun df -h /dev/shm`"
+)
+
+
+def _pyxis(text: str, source: str, regions: list[tuple[int, int]] | None) -> list[Definition]:
+    """srun with pyxis's --container-image: the job runs in a container that keeps the node's /dev/shm, whose size
+    only the node tells. GPUs from srun's options or the script's #SBATCH lines."""
+    lines = Lines(text)
+    sbatch = [w for line in re.findall(r"^#SBATCH[ \t]+(.*)$", text, re.M) for w in line.split()]
+    out = []
+    for command in _commands(text, source, False, regions):
+        words = [w.text for w in command]
+        start = next((i for i, w in enumerate(words) if os.path.basename(w) == "srun"), None)
+        if start is None or not any(w.startswith("--container-image") for w in words[start:]):
+            continue
+        i, options = start + 1, []
+        while i < len(words) and words[i].startswith("-"):
+            options.append(words[i])
+            i += 2 if words[i] in _SRUN_VALUED or words[i] == "--container-image" else 1
+        image = next((w.split("=", 1)[1] for w in options if w.startswith("--container-image=")), None)
+        if image is None and "--container-image" in words:
+            image = (
+                words[words.index("--container-image") + 1]
+                if words.index("--container-image") + 1 < len(words)
+                else None
+            )
+        gpus = next((m.group(1) or m.group(2) for w in options + sbatch if (m := _GPU_OPTION.match(w))), None)
+        line = lines.at(command[start].start)
+        facts = Facts(
+            target=Target("container", f"{source}:{line}", file=source, line=line),
+            shm=Shm.unmeasured(None, "host", PYXIS),
+            ipc=Ipc("host"),
+            memory=Memory(None, None),
+            runtime="container",
+            gpus=gpus,
+            ml_signs=ml_signs(image, words[i:]),
+            server=serving(image, words[i:]),
+            flags=idle(image, words[i:]),
+            unreadable=(f"{SHM_SIZE_UNKNOWN} ({PYXIS})",),
+            form="shell",
+        )
+        out.append(Definition(facts, None, f"{source}:{line}"))
     return out
 
 
 def words(text: str, at: str) -> list[Arg]:
     """A string of arguments (a CI container's `options`) split as a shell splits it, each placed in the string;
     `$VAR`, `${{ ... }}` and `$(...)` unknown."""
-    return [word for command in _commands(text, at, make=False) for word in command]
+    return words_in(text, 0, len(text), at)
 
 
-class _Lines:
+def words_in(text: str, start: int, end: int, at: str) -> list[Arg]:
+    """The arguments of text[start:end] (a Jenkins agent's `args`), placed in the whole text."""
+    return [word for command in _commands(text, at, False, [(start, end)]) for word in command]
+
+
+class Lines:
     def __init__(self, text: str):
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
@@ -130,10 +187,11 @@ def _subcommand(command: list[Arg], i: int, engine: str) -> tuple[Arg, str, Arg,
     return None
 
 
-def _commands(text: str, source: str, make: bool) -> list[list[Arg]]:
-    """The simple commands of the text and of every $(...) and backquote in it, each a list of its words."""
+def _commands(text: str, source: str, make: bool, within: list[tuple[int, int]] | None = None) -> list[list[Arg]]:
+    """The simple commands of the text (or of its regions `within`: a Jenkinsfile's sh steps) and of every $(...)
+    and backquote in them, each a list of its words, placed in the text."""
     out: list[list[Arg]] = []
-    regions = [(0, len(text), 0)]
+    regions = [(start, end, 0) for start, end in within or [(0, len(text))]]
     while regions:
         start, end, depth = regions.pop()
         if depth > MAX_NESTING:

@@ -50,6 +50,7 @@ FOREIGN = {
     "--nproc-per-node",
     "--label",  # docker run's, in lint's section on scripts
     "--runtime",
+    "--gres",  # srun's, in lint's section on Slurm
 }
 
 

@@ -1,0 +1,113 @@
+"""Jenkinsfiles -> the Facts of each docker agent and each `sh` step's docker run.
+
+The Docker Pipeline plugin starts an agent's container as `docker run -t -d -u UID:GID [args] -w WORKSPACE -v ...
+IMAGE cat` (declarative `agent { docker { image '...' args '...' } }`, or `dockerfile { args '...' }`; scripted
+`docker.image('...').inside('...')`): `args` is docker's flags in one string, read as the engine reads them
+(runargs.py); a Groovy `${...}` in it is unknown. A `sh '...'` step's text is a shell script: its docker run commands
+are read as a script's (shell.py). Each is named `<file>:<line>`. The Groovy is not run: strings are read as they are
+written, single, double or triple quoted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..model import Target
+from . import shell
+from .documents import Definition
+from .runargs import Arg, RunArgs, facts, parse
+
+NAMES = ("Jenkinsfile",)
+_STRING = r"(?P<q>'''|\"\"\"|'|\")(?P<body>.*?)(?P=q)"
+_AGENT = re.compile(r"\b(?P<kind>docker|dockerfile)\s*\{", re.S)
+_IMAGE = re.compile(r"\bimage\s+" + _STRING, re.S)
+_ARGS = re.compile(r"\bargs\s+" + _STRING, re.S)
+_INSIDE = re.compile(r"docker\.image\(\s*" + _STRING + r"\s*\)\s*\.inside\b", re.S)
+_CALL = re.compile(r"\s*\(\s*(?:" + _STRING + r")?\s*\)", re.S)  # .inside('args') or .inside()
+_SH = re.compile(r"\bsh\s*\(?\s*(?:script\s*:\s*)?" + _STRING, re.S)
+
+
+def is_jenkinsfile(path: str) -> bool:
+    name = os.path.basename(path)
+    return name in NAMES or name.startswith("Jenkinsfile.") or name.endswith((".jenkinsfile", ".Jenkinsfile"))
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One docker agent: its line, image, run arguments; where its args string's text lies (`body` span, or -1),
+    and where a new `args` would go (declarative: after the image's string; scripted: the `.inside` call)."""
+
+    line: int
+    image: str | None
+    run: RunArgs
+    body: tuple[int, int]
+    insert_at: int
+    declarative: bool
+
+
+def agents(text: str, source: str) -> Iterator[Agent]:
+    """The docker agents of a Jenkinsfile, declarative and scripted, in the order written."""
+    lines = shell.Lines(text)
+    for match in _AGENT.finditer(text):
+        end = _block_end(text, match.end())
+        block = text[match.end() : end]
+        image = _IMAGE.search(block)
+        args = _ARGS.search(block)
+        if match.group("kind") == "docker" and image is None:
+            continue  # `docker { ... }` of something else (a label block)
+        body = (match.end() + args.start("body"), match.end() + args.end("body")) if args else (-1, -1)
+        after = match.end() + (image.end() if image else 0)
+        name = image.group("body") if image else None
+        yield _agent(text, source, lines.at(match.start()), name, body, after, declarative=True)
+    for match in _INSIDE.finditer(text):
+        call = _CALL.match(text, match.end())
+        given = call is not None and call.group("body") is not None
+        body = (call.start("body"), call.end("body")) if call and given else (-1, -1)
+        at = call.end() - 1 if call else match.end()  # before the call's `)`, or after `.inside`
+        yield _agent(text, source, lines.at(match.start()), match.group("body"), body, at, declarative=False)
+
+
+def _agent(
+    text: str, source: str, line: int, image: str | None, body: tuple[int, int], at: int, declarative: bool
+) -> Agent:
+    words = shell.words_in(text, body[0], body[1], source) if body[0] >= 0 else []
+    run = parse(words, "docker", Arg("args", at, at), image=False)
+    return Agent(line, image if image and "${" not in image else None, run, body, at, declarative)
+
+
+def _block_end(text: str, start: int) -> int:
+    """The offset of the `}` that closes a block opened just before start (strings skipped), or the text's end."""
+    depth, i = 1, start
+    while i < len(text):
+        quoted = re.match(_STRING, text[i : i + 4096], re.S) if text[i] in "'\"" else None
+        if quoted:
+            i += quoted.end()
+            continue
+        depth += (text[i] == "{") - (text[i] == "}")
+        if depth == 0:
+            return i
+        i += 1
+    return len(text)
+
+
+def sh_steps(text: str) -> list[tuple[int, int]]:
+    """Where the text of each `sh` step lies: read as a shell script."""
+    return [(m.start("body"), m.end("body")) for m in _SH.finditer(text)]
+
+
+def probe(text: str, source: str) -> list[Definition]:
+    """One Definition per docker agent and per docker run of an `sh` step."""
+    out = []
+    for agent in agents(text, source):
+        target = Target("container", f"{source}:{agent.line}", file=source, line=agent.line)
+        try:
+            read = facts(agent.run, target, assumed_image=agent.image, form="jenkins")
+        except UsageError as e:
+            raise UsageError(f"{source}:{agent.line}: {e}") from None
+        out.append(Definition(read.facts, read.loader_spec, f"{source}:{agent.line}"))
+    out += shell.probe(text, source, sh_steps(text))
+    return sorted(out, key=lambda d: d.facts.target.line or 0)

@@ -1,0 +1,100 @@
+"""Issue 41's platforms: Jenkins docker agents (declarative and scripted) and their `sh` steps' docker run,
+SkyPilot tasks (a /dev/shm that follows the machine), Slurm with pyxis/enroot (the node's /dev/shm, to check there);
+--fix writes a Jenkins agent's args."""
+
+from __future__ import annotations
+
+import json
+
+from shmdoctor.cli import main
+from shmdoctor.probe import documents, jenkins, shell, skypilot
+from shmdoctor.sizes import GiB, MiB
+from tests.helpers import DATA
+
+LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 1.5 GiB with the margin
+JENKINSFILE = """pipeline {
+    agent {
+        docker {
+            image 'nvcr.io/nvidia/pytorch:24.01-py3'
+            args '--gpus all --shm-size 64m -v /data:/data'
+        }
+    }
+    stages {
+        stage('unit') { steps { sh 'docker run --gpus all pytorch/pytorch python train.py' } }
+        stage('gpu') {
+            steps {
+                script {
+                    docker.image('pytorch/pytorch').inside { sh 'python train.py' }
+                    docker.image("rocm/pytorch").inside('--device /dev/kfd') { sh 'python train.py' }
+                }
+            }
+        }
+    }
+}
+"""
+
+
+def test_agents_and_sh_steps_as_the_plugin_and_the_shell_run_them():
+    found = {d.facts.target.name: d.facts for d in jenkins.probe(JENKINSFILE, "Jenkinsfile")}
+    assert list(found) == ["Jenkinsfile:3", "Jenkinsfile:9", "Jenkinsfile:13", "Jenkinsfile:14"]
+    agent = found["Jenkinsfile:3"]
+    assert (agent.shm.size_bytes, agent.gpus, agent.form) == (64 * MiB, "all", "jenkins")
+    assert found["Jenkinsfile:9"].form is None and found["Jenkinsfile:9"].ml_signs == (
+        "image pytorch/pytorch",
+        "command train.py",
+    )  # an sh step's docker run: a script's, said as docker's flags
+    assert [found[n].gpus for n in ("Jenkinsfile:13", "Jenkinsfile:14")] == [None, "all"]
+
+
+def test_fix_writes_each_agents_args(tmp_path, capsys):
+    path = tmp_path / "Jenkinsfile"
+    path.write_text(JENKINSFILE + "node {\n  docker.image('pytorch/pytorch').inside() {\n    sh 'x'\n  }\n}\n")
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    after = path.read_text()
+    assert "args '--gpus all --shm-size 1536m -v /data:/data'" in after
+    assert "sh 'docker run --shm-size=1536m --gpus all pytorch/pytorch python train.py'" in after
+    assert "docker.image('pytorch/pytorch').inside('--shm-size=1536m') { sh 'python train.py' }" in after
+    assert "inside('--shm-size=1536m --device /dev/kfd')" in after
+    assert "docker.image('pytorch/pytorch').inside('--shm-size=1536m') {\n    sh 'x'" in after
+    assert main(["lint", str(path), "--fix", *LOADER]) == 0 and path.read_text() == after  # nothing more
+    declarative = tmp_path / "decl" / "Jenkinsfile"
+    declarative.parent.mkdir()
+    declarative.write_text("pipeline {\n  agent {\n    docker {\n      image 'pytorch/pytorch'\n    }\n  }\n}\n")
+    assert main(["lint", str(declarative), "--fix", *LOADER]) == 1
+    assert declarative.read_text() == (
+        "pipeline {\n  agent {\n    docker {\n      image 'pytorch/pytorch'\n"
+        "      args '--shm-size=1536m'\n    }\n  }\n}\n"
+    )
+
+
+def test_a_real_jenkinsfiles_gpu_agent_is_warned():
+    [dms] = jenkins.probe((DATA / "real" / "jenkins" / "dms" / "Jenkinsfile").read_text(), "Jenkinsfile")
+    assert (dms.facts.gpus, dms.facts.shm.size_bytes) == ("all", 64 * MiB)  # --runtime=nvidia
+
+
+def test_skypilot_tasks_follow_the_machine_unless_run_options_size_it(capsys):
+    [doc] = documents.parse((DATA / "real" / "skypilot" / "vllm-serve-openai-api-docker.yaml").read_text(), "t.yaml")
+    assert skypilot.is_task(doc.body)
+    [task] = skypilot.probe(doc)
+    assert (task.facts.shm.source, task.facts.gpus, task.facts.server.name) == ("host", "1", "vllm")  # type: ignore[union-attr]
+    sized = {"resources": {"image_id": "docker:x", "accelerators": "H100:8"}, "run": "python train.py",
+             "config": {"docker": {"run_options": ["--shm-size=16g"]}}}  # fmt: skip
+    [task] = skypilot.probe(documents.Document("t.yaml", 0, sized))
+    assert (task.facts.shm.size_bytes, task.facts.gpus) == (16 * GiB, "8")
+    assert not skypilot.is_task({"resources": {"limits": {"memory": "1Gi"}}})  # a chart's values are no task
+
+
+def test_slurm_pyxis_is_the_nodes_shm_and_says_what_to_check(tmp_path, capsys):
+    text = (
+        "#!/bin/bash\n#SBATCH --gres=gpu:8\n"
+        "srun -N 2 --container-image=nvcr.io#nvidia/pytorch:24.01-py3 \\\n  torchrun train.py\nsrun hostname\n"
+    )
+    [found] = shell.probe(text, "job.sbatch")
+    facts = found.facts
+    assert (facts.target.name, facts.shm.source, facts.gpus) == ("job.sbatch:3", "host", "8")
+    assert facts.ml_signs == ("image nvcr.io#nvidia/pytorch:24.01-py3", "command torchrun")
+    path = tmp_path / "job.sbatch"
+    path.write_text(text)
+    assert main(["lint", str(path), *LOADER, "--format", "json"]) == 0
+    [report] = json.loads(capsys.readouterr().out)["reports"]
+    assert report["verdict"] == "warn" and "srun df -h /dev/shm" in report["findings"][0]["message"]
