@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from functools import partial
 
 import click
 
@@ -24,18 +25,54 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         command: click.Command = importlib.import_module(f"shmdoctor.commands.{name}").command
-        command.epilog = f"Manual: docs/commands/{name}.md"  # the repository's manual (mkdocs.yml), a page a command
+        # its page of the manual, said where help is printed (the URL is read from the package's metadata)
+        command.format_epilog = partial(_manual, f"commands/{name}.md")  # type: ignore[method-assign]
+        if not any(p.name == "color" for p in command.params):
+            command.params.append(_color_option())  # `shmdoctor lint --color never` as well as before the command
         return command
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        _manual("index.md", ctx, formatter, "README.md is the way in")
+
+
+def _manual(page: str, ctx: click.Context, formatter: click.HelpFormatter, more: str = "") -> None:
+    from .manual import page as url
+
+    formatter.write_paragraph()
+    formatter.write(f"Manual: {url(page)}" + (f" ({more})" if more else "") + "\n")  # never wrapped: a URL
+
+
+COLORS = {"auto": None, "always": True, "never": False}  # Click's own: None colours a terminal only
+
+
+def _set_color(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.color = COLORS[value]  # what click.echo asks; a command's context takes its group's
+
+
+def _color_option() -> click.Option:
+    return click.Option(
+        ["--color"],
+        type=click.Choice(list(COLORS)),
+        expose_value=False,
+        is_eager=True,
+        callback=_set_color,
+        help="Colour the text: auto (a terminal, unless NO_COLOR is set), always, never.",
+    )
 
 
 @click.group(
     cls=LazyGroup,
+    invoke_without_command=True,  # bare `shmdoctor`: the help, exit 0
+    params=[_color_option()],
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    epilog="Manual: docs/index.md (README.md is the way in)",
 )
-@click.version_option(package_name="shmdoctor")
-def cli() -> None:
+@click.version_option(None, "-V", "--version", package_name="shmdoctor")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Will this PyTorch DataLoader fit in this container's /dev/shm? Facts, verdict and the exact fix."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 MAX_ERROR = 1000  # characters: a message quoting a huge value stays one readable line

@@ -21,6 +21,12 @@ from .prctl import reaping_orphans
 from .stop import Stopped, pending
 from .zygote import Zygote
 
+# torch from the package index is built for CUDA and pulls its libraries (gigabytes); PyTorch's own index has the CPU
+# build (docs/install.md)
+TORCH_CPU = (
+    "on a machine without a GPU, the CPU build first: pip install torch --index-url https://download.pytorch.org/whl/cpu"
+)
+
 Progress = Callable[[int, bool], AbstractContextManager[Callable[[Result], None]]]
 
 
@@ -119,7 +125,7 @@ def bench(request: Request, progress: Progress) -> Outcome:
     timeline.mark("command")  # Python, Click and shmdoctor's modules imported, the command line read
     name = device_name(request.device)
     if importlib.util.find_spec("torch") is None:  # located, not imported: that is the zygote's, once
-        raise UsageError("shmdoctor bench needs torch: pip install 'shmdoctor[bench]'")
+        raise UsageError(f"shmdoctor bench needs torch: pip install 'shmdoctor[bench]' ({TORCH_CPU})")
     with tempfile.TemporaryDirectory(prefix="shmdoctor-bench-") as tmp, reaping_orphans(), Zygote(tmp) as zygote:
         return _bench(request, progress, zygote, name, timeline)
 

@@ -22,6 +22,7 @@ from ..shm.removal import clean
 @click.option(
     "--path",
     "directory",
+    type=click.Path(),
     default=SHM,
     show_default=True,
     metavar="DIR",

@@ -14,7 +14,7 @@ from ..sizes import parse_size
 
 
 @click.command()
-@click.argument("log", required=False, metavar="[FILE|-]")
+@click.argument("log", required=False, type=click.Path(), metavar="[FILE|-]")
 @click.option("--container", metavar="NAME", help="A container's log tail and State (OOMKilled, ExitCode), read-only.")
 @click.option(
     "--tail", type=click.IntRange(1, 1_000_000), default=5000, show_default=True, help="Lines of --container's log."

@@ -22,6 +22,7 @@ TEXTFILE = "shmdoctor.prom"
 @click.option("--listen", metavar="ADDR:PORT", help="Serve /metrics there: 127.0.0.1:9787, :9787 (every address).")
 @click.option(
     "--textfile",
+    type=click.Path(),
     metavar="DIR",
     help=f"Write the metrics once to DIR/{TEXTFILE}, atomically, for node_exporter's textfile collector (cron).",
 )

@@ -11,7 +11,7 @@ from ..render import render
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, metavar="FILE|DIR|-...")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="FILE|DIR|-...")
 @click.option(
     "--swarm/--no-swarm",
     default=None,

@@ -30,7 +30,9 @@ from ..shm import sampling
     help="Seconds between scans of /proc for holders, made only when the usage changed (the costly part).",
 )
 @click.option("--duration", type=float, metavar="SECONDS", help="Stop after this long (default: until Ctrl-C).")
-@click.option("--path", "directory", default=SHM, show_default=True, metavar="DIR", help="The tmpfs to watch.")
+@click.option(
+    "--path", "directory", type=click.Path(), default=SHM, show_default=True, metavar="DIR", help="The tmpfs to watch."
+)
 @loader_options
 @click.option(
     "--format",

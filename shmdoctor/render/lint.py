@@ -8,7 +8,7 @@ import json
 from ..reports import Lint
 from . import schema_id
 from .json import report_dict
-from .text import fixes_by_target, table
+from .text import fixes_by_target, table, terminal_width, wrap
 
 
 def to_text(doc: Lint) -> str:
@@ -21,11 +21,13 @@ def to_text(doc: Lint) -> str:
     if doc.reports:
         fixes = fixes_by_target(list(doc.reports))
         out = [table(list(doc.reports), out[0])] + ([fixes] if fixes else [])
+    said = []
     if doc.passed_over:
-        out.append(f"passed over {len(doc.passed_over)} objects without a pod template: " + ", ".join(doc.passed_over))
-    out += [f"passed over {why}" for why in doc.files_passed_over]
-    out += [f"could not judge {why}" for why in doc.errors]
-    return "\n".join(out)
+        said.append(f"passed over {len(doc.passed_over)} objects without a pod template: " + ", ".join(doc.passed_over))
+    said += [f"passed over {why}" for why in doc.files_passed_over]
+    said += [f"could not judge {why}" for why in doc.errors]
+    columns = terminal_width()
+    return "\n".join(out + [line for one in said for line in wrap(one, columns, 4)])
 
 
 def to_json(doc: Lint) -> str:

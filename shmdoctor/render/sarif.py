@@ -17,6 +17,7 @@ from importlib import metadata
 from typing import Any
 from urllib.parse import quote, urljoin
 
+from ..manual import urls
 from ..model import Facts, Finding, Fix, Report, Severity
 from ..probe.documents import STDIN
 from ..reports import Audit, Lint, Reports
@@ -29,16 +30,6 @@ SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sar
 LEVELS: dict[Severity, str] = {"error": "error", "warning": "warning", "info": "note"}
 # The artifacts of targets that have no file: a relative URI code scanning accepts, said to be none in its description.
 NO_FILE = {"stdin": "shmdoctor-stdin", "audit": "shmdoctor-container-engine"}
-
-
-def _urls() -> dict[str, str]:
-    """[project.urls] of the installed package ({} where it is run from a tree that was never installed)."""
-    try:
-        pairs = metadata.metadata("shmdoctor").get_all("Project-URL") or []
-    except metadata.PackageNotFoundError:
-        return {}
-    labelled = (pair.partition(",") for pair in pairs)  # "Documentation, https://..."
-    return {label.strip(): url.strip() for label, _, url in labelled if url}
 
 
 def _version() -> str:
@@ -101,7 +92,7 @@ def _location(report: Report, doc: Reports) -> dict[str, Any]:
 
 
 def to_sarif(doc: Reports) -> str:
-    urls = _urls()
+    links = urls()
     index = {rule.id: i for i, rule in enumerate(catalogue())}
     results = []
     for report in doc.reports:
@@ -118,10 +109,10 @@ def to_sarif(doc: Reports) -> str:
     driver: dict[str, Any] = {
         "name": "shmdoctor",
         "version": _version(),
-        "rules": rule_descriptors(urls.get("Documentation")),
+        "rules": rule_descriptors(links.get("Documentation")),
     }
-    if urls.get("Homepage"):
-        driver["informationUri"] = urls["Homepage"]
+    if links.get("Homepage"):
+        driver["informationUri"] = links["Homepage"]
     run: dict[str, Any] = {"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints"}
     if isinstance(doc, Lint) and doc.errors:  # files that could not be judged: the run did not judge everything
         notes = [{"level": "error", "message": {"text": error}} for error in doc.errors]

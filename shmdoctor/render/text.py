@@ -5,6 +5,11 @@ The report puts the verdict and the fix first, then findings, facts and the need
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import sys
+import textwrap
+from collections.abc import Sequence
 
 import click
 
@@ -39,32 +44,42 @@ IPC_MODES: dict[IpcMode, str] = {
 
 
 def style(text: str, color: str, bold: bool = False) -> str:
-    return text if os.environ.get("NO_COLOR") else click.style(text, fg=color, bold=bold)
+    """Coloured, unless NO_COLOR is set and --color always was not given (click.echo then takes the codes off
+    where the output is no terminal, or --color never)."""
+    forced = click.get_current_context(silent=True)
+    if os.environ.get("NO_COLOR") and not (forced and forced.color):
+        return text
+    return click.style(text, fg=color, bold=bold)
 
 
-def fix_lines(fixes: list[Fix], facts: Facts) -> list[str]:
-    """Each fix said in the target's own form (render/forms.py), one it cannot say left out."""
+def fix_lines(fixes: list[Fix], facts: Facts, margin: int = 0) -> list[str]:
+    """Each fix said in the target's own form (render/forms.py), one it cannot say left out; `margin`: the columns
+    the caller puts before each line."""
     from . import forms  # imported where a report has a fix to say: check's fine report does without
 
     return said_lines(
-        [(forms.block(fix, facts), fix.summary, fix.caveat) for fix in fixes if forms.applies(fix, facts)]
+        [(forms.block(fix, facts), fix.summary, fix.caveat) for fix in fixes if forms.applies(fix, facts)], margin
     )
 
 
-def said_lines(said: list[tuple[str | None, str, str | None]]) -> list[str]:
+def said_lines(said: list[tuple[str | None, str, str | None]], margin: int = 0) -> list[str]:
     """'Fix  <body>  <why>' then ' or  ...' for (body, summary, caveat): a one-line body and its reason side by
-    side, a longer one as a block under its reason."""
+    side, a longer one as a block under its reason. Reasons wrap at spaces to the terminal's width, less `margin`."""
+    columns = terminal_width()
+    columns = columns - margin if columns else None
     out = []
     for i, (body, summary, caveat) in enumerate(said):
         lead = "Fix   " if i == 0 else " or   "
         why = summary + (f" (caveat: {caveat})" if caveat else "")
         if not body:
-            out.append(lead + why)
+            out += wrap(lead + why, columns, len(lead))
         elif "\n" in body:
-            out.append(lead + why + ":")
+            out += wrap(lead + why + ":", columns, len(lead))
             out.extend("        " + line for line in body.splitlines())
         else:
-            out.append(f"{lead}{body:<44}  {style(why, 'bright_black')}")
+            head = f"{lead}{body:<44}  "
+            first, *rest = beside(head, why, columns)
+            out += [head + style(first, "bright_black") if first else head.rstrip(), *rest]
     return out
 
 
@@ -173,22 +188,96 @@ def table(reports: list[Report], title: str) -> str:
                 forms.line(fix, r.facts) if fix else "-",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    columns = terminal_width()
     lines = [title]
-    for n, row in enumerate(rows):
-        cells = [cell.ljust(w) for cell, w in zip(row, widths)] + [row[-1]]
-        line = "  ".join(cells)
+    for n, row in enumerate(_fitted(rows, columns)):
         if n:
-            line = line.replace(row[0], style(row[0], _VERDICT_STYLE[reports[n - 1].verdict][1], True), 1)
-        lines.append(line)
+            row[0] = row[0].replace(rows[n][0], style(rows[n][0], _VERDICT_STYLE[reports[n - 1].verdict][1], True), 1)
+        lines += row
     for r in reports:
+        name = r.facts.target.name
         for f in r.findings:
             if f.severity != "info":
-                lines.append(
-                    f"  {r.facts.target.name}: {style(f.severity, _SEVERITY_STYLE[f.severity])} {f.id}: {f.message}"
-                )
-        lines.extend(f"  {r.facts.target.name}: note: {note}" for note in r.notes)
+                said = wrap(f"  {name}: {f.severity} {f.id}: {f.message}", columns, 4)
+                said[0] = said[0].replace(f": {f.severity} ", f": {style(f.severity, _SEVERITY_STYLE[f.severity])} ", 1)
+                lines += said
+        lines += [line for note in r.notes for line in wrap(f"  {name}: note: {note}", columns, 4)]
     return "\n".join(lines)
+
+
+def terminal_width() -> int | None:
+    """The columns of the terminal the text goes to (COLUMNS first, as shutil reads it); None where it goes to a
+    pipe or a file, which take lines whole."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+def beside(head: str, text: str, columns: int | None) -> list[str]:
+    """text after head, cut at spaces into the column head leaves of the terminal (the lines after the first start
+    under it); under head, indented 8, where head leaves less than MIN_CELL columns. The first is the text's part
+    alone, to go after head ("" where it all goes under head); the others are whole lines."""
+    if not columns or len(head) + len(text) <= columns:
+        return [text]
+    indent = len(head) if columns - len(head) >= MIN_CELL else 8
+    parts = textwrap.wrap(text, columns - indent, break_long_words=False, break_on_hyphens=False)
+    if indent < len(head):
+        return ["", *(" " * indent + part for part in parts)]
+    return [parts[0], *(" " * indent + part for part in parts[1:])]
+
+
+def wrap(line: str, columns: int | None, indent: int) -> list[str]:
+    """A line cut at spaces to fit `columns`, the lines after the first indented by `indent` spaces (a word longer
+    than a line stays whole: a name or a command is never cut); the line whole where columns is None."""
+    if not columns or len(line) <= columns:
+        return [line]
+    return textwrap.wrap(
+        line, columns, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False
+    ) or [line]
+
+
+FLEXIBLE = (1, 5)  # the table's columns that wrap to fit a terminal: the target's name and the fix
+MIN_CELL = 16  # columns a wrapped cell keeps, however narrow the terminal
+
+
+def _fitted(rows: Sequence[tuple[str, ...]], columns: int | None) -> list[list[str]]:
+    """Each row as its lines, its cells in columns two spaces apart. Where the table is wider than the terminal,
+    the target and the fix share what the other columns leave, each cell cut after a space, '/' or ':'."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    gaps = 2 * (len(widths) - 1)
+    if columns and sum(widths) + gaps > columns:
+        room = columns - gaps - sum(w for i, w in enumerate(widths) if i not in FLEXIBLE)
+        target, fix = widths[FLEXIBLE[0]], widths[FLEXIBLE[1]]
+        fix = min(fix, max(room - target, room // 2, MIN_CELL))
+        widths[FLEXIBLE[0]], widths[FLEXIBLE[1]] = min(target, max(room - fix, MIN_CELL)), fix
+    out = []
+    for row in rows:
+        cells = [_cut(cell, w) for cell, w in zip(row, widths)]
+        height = max(len(c) for c in cells)
+        out.append(
+            [
+                "  ".join((c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths)).rstrip()
+                for k in range(height)
+            ]
+        )
+    return out
+
+
+_BREAKS = re.compile(r"[^ /:]*[/:]+| +|[^ /:]+")  # a path's parts, a name's, words and the spaces between
+
+
+def _cut(cell: str, width: int) -> list[str]:
+    """A cell in lines of at most `width`, cut after a space, '/' or ':' (a part longer than a line stays whole)."""
+    if len(cell) <= width:
+        return [cell]
+    lines = [""]
+    for part in _BREAKS.findall(cell):
+        if lines[-1] and len(lines[-1]) + len(part.rstrip()) > width:
+            lines.append("")
+        if lines[-1] or not part.isspace():
+            lines[-1] += part
+    return [line.strip() for line in lines]
 
 
 def fixes_by_target(reports: list[Report]) -> str:
@@ -198,5 +287,5 @@ def fixes_by_target(reports: list[Report]) -> str:
         top = next((f for f in r.findings if f.severity != "info" and f.fixes), None)
         if top:
             out.append(f"\n{r.facts.target.name}  ({top.id})")
-            out.extend("  " + line for line in fix_lines(list(top.fixes), r.facts))
+            out.extend("  " + line for line in fix_lines(list(top.fixes), r.facts, margin=2))
     return "\n".join(out)

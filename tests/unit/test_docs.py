@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 import pytest
+import tomllib
 
 from shmdoctor.cli import COMMANDS, cli
 from tests.helpers import DOC_PAGES, REPO, doc_blocks, forked_cli
@@ -150,12 +151,15 @@ def test_each_help_names_its_manual_page():
     """`shmdoctor --help` names the manual's home, each command's help its own page; each page exists, is in the nav of
     mkdocs.yml, and has its exit codes and options."""
     nav = (REPO / "mkdocs.yml").read_text()
+    docs = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]["Documentation"]
+    assert docs.endswith("/docs/index.md")  # a pip user's manual is a URL, the pages beside it
     proc = forked_cli("--help")
-    assert proc.returncode == 0 and "Manual: docs/index.md" in proc.stdout
+    assert proc.returncode == 0 and f"Manual: {docs}" in proc.stdout
     for command in COMMANDS:
         page = f"docs/commands/{command}.md"
         proc = forked_cli(command, "--help")
-        assert proc.returncode == 0 and f"Manual: {page}" in proc.stdout, command
+        url = docs.removesuffix("index.md") + page.removeprefix("docs/")
+        assert proc.returncode == 0 and f"Manual: {url}" in proc.stdout, command
         assert (REPO / page).is_file() and f": {page.removeprefix('docs/')}\n" in nav
         assert all(f"\n## {part}\n" in (REPO / page).read_text() for part in ("Exit codes", "Options")), page
 

@@ -51,6 +51,41 @@ def test_bash_completes_commands_and_choices_through_the_script(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "words, cword",
+    [
+        ("shmdoctor lint tr", 2),
+        ("shmdoctor lint compose.yml tr", 3),
+        ("shmdoctor explain tr", 2),
+        ("shmdoctor exporter --textfile tr", 3),
+        ("shmdoctor watch --path tr", 3),
+        ("shmdoctor clean --path tr", 3),
+    ],
+)
+def test_bash_completes_file_names_for_every_path(tmp_path, words, cword):
+    """Each path a command takes asks bash for its own file-name completion (Click's "file" answer: the script turns
+    it into `compopt -o default`, which readline then completes from the working directory). compopt works only
+    under readline's completion, so a stand-in function says what the script asked of it."""
+    script = run_cli(env={"_SHMDOCTOR_COMPLETE": "bash_source"}).stdout
+    (tmp_path / "shmdoctor").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m shmdoctor "$@"\n')
+    (tmp_path / "shmdoctor").chmod(0o755)
+    (tmp_path / "complete.bash").write_text(script)
+    probe = (
+        'source ./complete.bash; compopt() {{ echo "compopt $*"; }}; '
+        "COMP_WORDS=({words}); COMP_CWORD={cword}; _shmdoctor_completion shmdoctor"
+    )
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
+
+    def asked(words: str, cword: int) -> list[str]:
+        command = probe.format(words=words, cword=cword)
+        proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.split()
+
+    assert asked(words, cword) == ["compopt", "-o", "default"]
+    assert asked("shmdoctor audit tr", 2) == []  # a container's name: no file names offered
+
+
+@pytest.mark.parametrize(
     "shell, words, expected",
     [
         ("zsh", "shmdoctor lint --fail-on ", ["plain", "error", "_", "plain", "warning", "_"]),
