@@ -23,8 +23,8 @@ from .zygote import Zygote
 
 # torch from the package index is built for CUDA and pulls its libraries (gigabytes); PyTorch's own index has the CPU
 # build (docs/install.md)
-TORCH_CPU = (
-    "on a machine without a GPU, the CPU build first: pip install torch --index-url https://download.pytorch.org/whl/cpu"
+TORCH_CPU = "on a machine without a GPU, the CPU build first: pip install torch --index-url " + (
+    "https://download.pytorch.org/whl/cpu"
 )
 
 Progress = Callable[[int, bool], AbstractContextManager[Callable[[Result], None]]]
