@@ -2,6 +2,7 @@
 the dose it prescribes there. The oracle is each case's own `cause` (what its thread says), never the catalogue.
 
     .venv/bin/python benchmarks/explain_corpus.py tests/data/explain/harvested.yaml [more.yaml ...] [--misses]
+    .venv/bin/python benchmarks/explain_corpus.py --as-pasted tests/data/explain/fourth-pass.yaml [--misses]
 
 A case is a dict: source, text, cause (a cause, a list, `none`, or `not-shm`: the place proves it is not /dev/shm),
 consumer, optional bytes_needed, optional where: {shm: SIZE, memory: SIZE, form: docker|kubernetes} (what the thread
@@ -17,11 +18,23 @@ its thread states given as `--shm-size` / `--where` (a case without `where`: as 
 - dose (cases stated shm-space or shm-missing): the first fix is a size in the place's own form (--shm-size=…,
   an emptyDir sizeLimit), above the /dev/shm it had and every size the text names, at least NCCL's two-rank need
   for NCCL; `asks` where no number can be known and the fix says the one thing to give for it.
+
+--as-pasted reads each text as its user pastes it (issue 35): the real CLI, `shmdoctor explain --format json` with the
+text on stdin, on this machine, whatever its /dev/shm; nothing of the thread's place is given. Scores:
+
+- right: the shared-memory causes of its diagnoses are the stated ones (none for `none` / `not-shm`), with the stated
+  consumer, and the exit code says the same (1 for a shared-memory death, 0 else);
+- missed: a stated shared-memory death read as none or not shared memory; false blame: a `none` / `not-shm` text
+  given a shared-memory cause;
+- dose (cases stated shm-space): the sizes its error findings' fixes name are above the /dev/shm the thread says it
+  had (else Docker's 64 MiB) and every size the text names, and at least NCCL's two-rank need for NCCL: `number`;
+  `asks` where no fix names a size.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -33,6 +46,7 @@ from shmdoctor.diagnose.place import Place, elsewhere
 from shmdoctor.model import Facts
 from shmdoctor.render import forms
 from shmdoctor.sizes import parse_size
+from tests.helpers import forked_cli
 
 
 def _listed(value) -> list[str]:
@@ -101,12 +115,76 @@ def dose(ex, facts: Facts, case: dict) -> str:
     return "asks" if any(fix.summary.startswith(s) for s in SIZED_BY.values()) else f"no number ({fix.summary!r})"
 
 
+def pasted(case: dict) -> dict:
+    """One text as its user pastes it into `shmdoctor explain` on this machine (the real CLI, JSON)."""
+    proc = forked_cli("explain", "--format", "json", input_text=case["text"], timeout=120)
+    out = {"source": case["source"], "code": proc.returncode}
+    if proc.returncode not in (0, 1):
+        return {**out, "right": False, "got": [f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}"], "dose": "-"}
+    doc = json.loads(proc.stdout)
+    shm = [d for d in doc["diagnoses"] if d["cause"] in SHM_CAUSES]
+    got = sorted({d["cause"] for d in shm}) or ["none"]
+    want = [c for c in _listed(case["cause"]) if c in SHM_CAUSES] or ["none"]
+    consumers = sorted({d["consumer"] for d in shm})
+    right = got == want and proc.returncode == (want != ["none"])
+    if want != ["none"] and "consumer" in case:
+        right &= consumers == _listed(case["consumer"])
+    out.update(right=right, got=got, consumers=consumers, missed=want != ["none"] and got == ["none"])
+    out["false_blame"] = want == ["none"] and got != ["none"]
+    out["dose"] = pasted_dose(doc, case) if "shm-space" in want else "-"
+    return out
+
+
+def pasted_dose(doc: dict, case: dict) -> str:
+    sizes = [
+        fix["shm_bytes"]
+        for finding in doc["findings"]
+        if finding["severity"] == "error"
+        for fix in finding["fixes"]
+        if fix["shm_bytes"]
+    ]
+    if not sizes:
+        return "asks"
+    floor = max(parse_size(str((case.get("where") or {}).get("shm", "64m"))), case.get("bytes_needed", 0))
+    if case.get("consumer") == "nccl":
+        floor = max(floor, NCCL_TWO - 1)
+    return "number" if min(sizes) > floor else f"wrong ({min(sizes)} B)"
+
+
+def report_pasted(path: Path, misses: bool) -> None:
+    cases = yaml.safe_load(path.read_text())
+    results = [pasted(c) for c in cases]
+    n = len(results)
+    deaths = [
+        r
+        for r, c in zip(results, cases, strict=True)
+        if {"shm-space", "shm-missing", "shm-leak"} & set(_listed(c["cause"]))
+    ]
+    others = [r for r, c in zip(results, cases, strict=True) if _listed(c["cause"]) in (["none"], ["not-shm"])]
+    doses = [r["dose"] for r in results if r["dose"] != "-"]
+    print(
+        f"{path} (as pasted here): {n} texts; right {sum(r['right'] for r in results)}/{n}; "
+        f"shared-memory deaths missed {sum(r['missed'] for r in deaths)}/{len(deaths)}; "
+        f"false blame {sum(r['false_blame'] for r in others)}/{len(others)}; "
+        f"dose {doses.count('number')}/{len(doses)} a size above what failed, {doses.count('asks')} ask"
+    )
+    if misses:
+        for r in results:
+            if not r["right"] or r["dose"] not in ("-", "number", "asks"):
+                got = f"{r['got']} {r.get('consumers', '')}"
+                print(f"  MISS {r['source'][:70]}: got {got} exit {r['code']} dose {r['dose']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--misses", action="store_true", help="print each case that misses")
+    parser.add_argument("--as-pasted", action="store_true", help="read each text as pasted on this machine (the CLI)")
     args = parser.parse_args(argv)
     for path in args.files:
+        if args.as_pasted:
+            report_pasted(path, args.misses)
+            continue
         results = [score(c) for c in yaml.safe_load(path.read_text())]
         n = len(results)
         cause = sum(r["cause"] for r in results)
