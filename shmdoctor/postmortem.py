@@ -6,7 +6,7 @@ from __future__ import annotations
 from .diagnose import BY_ID, Exit, Explanation, judge
 from .diagnose.place import elsewhere
 from .errors import ProbeError, UsageError
-from .limits import ENGINE_TIMEOUT
+from .limits import ENGINE_TIMEOUT, clip
 from .model import Form, Requirement
 from .probe import local, logs
 
@@ -76,7 +76,10 @@ def explain_container(
         try:
             return info, probed, engine.logs_tail(info["Id"], tail, CONTAINER_TAIL_BYTES, tty=tty), ""
         except ProbeError as e:  # a log driver that keeps nothing (none, syslog): its State still speaks
-            return info, probed, b"", f"its log could not be read ({e}): judged from its State alone"
+            log = host.get("LogConfig") if isinstance(host, dict) else None
+            driver = log.get("Type") if isinstance(log, dict) else None
+            why = f"the engine gave none, log driver {clip(str(driver), 40)!r}" if driver else str(e)
+            return info, probed, b"", f"its log could not be read ({why})"
 
     info, probed, text, unread = docker.with_engine(timeout, read)  # all of it within one deadline
     state = info.get("State")
@@ -85,9 +88,10 @@ def explain_container(
     if state.get("Status") in ("exited", "dead") or state.get("OOMKilled"):
         ended = Exit(state.get("ExitCode"), bool(state.get("OOMKilled")), seen_by="the engine (State.ExitCode)")
     scanner = scan_text(text)
-    notes = probed.notes + (unread or f"read the last {tail} lines of its log (lines are numbered within them)",)
+    read_note = f"{unread}: judged from its State alone" if unread else ""
+    notes = probed.notes + (read_note or f"read the last {tail} lines of its log (lines are numbered within them)",)
     source = f"container {docker.name_of(info)}"
-    return judge(
+    explanation = judge(
         scanner.diagnoses(),
         probed.facts,
         ended=ended,
@@ -97,3 +101,6 @@ def explain_container(
         clues=scanner.clues,
         gpus=gpus,
     )
+    if unread and not explanation.diagnoses:  # nothing read is no evidence of health: could not probe, exit 3
+        raise ProbeError(f"{source}: {unread}, and its State alone shows no failure: nothing to judge")
+    return explanation

@@ -50,6 +50,29 @@ def test_an_oom_killed_container_without_a_log_is_judged_from_its_state():
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
 
 
+@pytest.mark.parametrize(("command", "code"), [("exit 1", 1), ("exit 0", 0), ("exit 2", 2)])
+def test_a_container_whose_log_cannot_be_read_is_not_ok(command, code):
+    """`--log-driver none`, a State that shows no shared-memory failure (a failure, a success): nothing
+    was read, so nothing is OK; could not probe (3), the reason in one line."""
+    name = unique_name(f"explain-nolog-{code}")
+    try:
+        ran = subprocess.run(
+            ["docker", "run", "--name", name, "--network", "none", "--log-driver", "none", BUSYBOX, "sh", "-c",
+             f"echo 'RuntimeError: unable to allocate shared memory' >&2; {command}"],
+            capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert ran.returncode == code, ran.stderr
+        for fmt in ("text", "json"):
+            proc = run_cli("explain", "--container", name, "--format", fmt)
+            assert proc.returncode == 3 and proc.stdout == "", proc.stdout
+            assert proc.stderr == (
+                f"shmdoctor: error: container {name}: its log could not be read (the engine gave none, log driver "
+                "'none'), and its State alone shows no failure: nothing to judge\n"
+            )
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=120)
+
+
 @pytest.mark.parametrize(
     "tmpfs, user, code, signature, fix",
     [
