@@ -193,7 +193,7 @@ class Facts(Value):
     operator_fix: str | None = None
     server: Serving | None = None  # an inference server its command or image names (lint, audit)
     # Where its fix is written, where the probe knows better than the runtime: a devcontainer's runArgs, a CI job's
-    # container options, a Jenkins agent's args (render/forms.py's form_of otherwise)
+    # container options, a Jenkins agent's args, a Terraform resource's HCL (render/forms.py's form_of otherwise)
     form: Form | None = None
 
 
@@ -271,6 +271,7 @@ Form = Literal[
     "github-actions",
     "gitlab-runner",
     "jenkins",
+    "terraform",
 ]
 
 

@@ -43,10 +43,11 @@ def command(paths, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **l
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources as their operators
     shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
     pods, the docker / podman / nerdctl run commands of shell scripts and Makefiles, devcontainers, CI container
-    jobs (GitHub Actions, GitLab), Jenkins docker agents, SkyPilot tasks, Slurm's pyxis containers. One report per
-    service, container or command.
+    jobs (GitHub Actions, GitLab), Jenkins docker agents, SkyPilot tasks, Slurm's pyxis containers, Terraform
+    resources (ECS, Batch, kubernetes_*, docker_container; --fix shows their change, never writes HCL). One report
+    per service, container or command.
 
-    Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod and scripts (--no-scripts: not), hidden
+    Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod, *.tf and scripts (--no-scripts: not), hidden
     folders skipped but .devcontainer and .github; files that define none are passed over with why (a script without
     a run command unsaid); one that cannot be judged (a bad value) is an error line and exit 2, every other file
     still judged; '-' reads stdin. The loader and consumer options apply to the targets that look like they use

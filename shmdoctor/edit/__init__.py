@@ -26,6 +26,11 @@ from ..reports import Lint
 from . import editors, write
 from .patch import Unpatchable, patch
 
+# Forms --fix shows and does not write, with why.
+SHOWN = {
+    "terraform": "Terraform's HCL is not rewritten: its expressions, modules and formatting would not survive it",
+}
+
 
 @dataclass(frozen=True)
 class FileFix:
@@ -123,6 +128,12 @@ def _fix_file(path: str, text: str, reports: list[Report]) -> FileFix:
         else:
             todo.append((report, fix))
     after = text
+    if todo and SHOWN.get(reports[0].facts.form or ""):
+        why = SHOWN[reports[0].facts.form or ""]
+        for report, fix in todo:
+            said = forms.line(fix, report.facts)
+            printed.append(f"{report.facts.target.name}: not written ({why}): change it by hand: {said}")
+        todo = []
     if todo:
         try:
             if path.endswith(quadlet.SUFFIX):

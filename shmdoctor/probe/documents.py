@@ -21,7 +21,7 @@ from ..limits import MAX_DEPTH, MAX_DIGITS, MAX_JSON_BYTES, MAX_NODES, MAX_YAML_
 from ..model import Facts, Target
 from .regular import open_regular
 
-SUFFIXES = (".yml", ".yaml", ".json", ".container", ".pod")  # .container, .pod: Podman Quadlet units
+SUFFIXES = (".yml", ".yaml", ".json", ".container", ".pod", ".tf")  # .container, .pod: Quadlet units; .tf: Terraform
 STDIN = "<stdin>"
 TEMPLATES = tuple(f"{s}{t}" for s in SUFFIXES for t in (".j2", ".jinja", ".jinja2", ".tpl"))  # said, not read
 # Scripts, read for their docker / podman / nerdctl run commands: by suffix, by name, or (without a suffix) by a

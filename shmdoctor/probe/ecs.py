@@ -17,6 +17,7 @@ from ..limits import MAX_BYTES, MAX_DIGITS, shown
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm
 from ..sizes import MiB
 from .documents import Definition, Document, target
+from .unknown import Unknown
 from .workload import idle, ml_signs, serving
 
 FARGATE_IGNORES = "Fargate does not support linuxParameters.sharedMemorySize"
@@ -24,8 +25,9 @@ MAX_CONTAINERS = 1000  # containers of one file, every definition and node range
 
 
 def _list(value: Any, what: str, where: str) -> list:
-    """A field that is a list in ECS's and Batch's schema (absent: empty), or a one-line UsageError."""
-    if value is None:
+    """A field that is a list in ECS's and Batch's schema (absent, or set when deployed: empty), or a one-line
+    UsageError."""
+    if value is None or isinstance(value, Unknown):
         return []
     if not isinstance(value, list):
         raise UsageError(f"{where}: {what} must be a list, not {type(value).__name__}")
@@ -33,7 +35,7 @@ def _list(value: Any, what: str, where: str) -> list:
 
 
 def _object(value: Any, what: str, where: str) -> dict:
-    if value is None:
+    if value is None or isinstance(value, Unknown):
         return {}
     if not isinstance(value, dict):
         raise UsageError(f"{where}: {what} must be an object, not {type(value).__name__}")
@@ -59,8 +61,9 @@ def _definitions(body: Any) -> list[tuple[str, dict]]:
 
 
 def _mib(value: Any, what: str, where: str) -> int | None:
-    """A size in MiB as ECS writes it (an integer, or a string of one for the task's memory) -> bytes."""
-    if value in (None, ""):
+    """A size in MiB as ECS writes it (an integer, or a string of one for the task's memory) -> bytes; None where
+    it is not given or set when deployed (a Terraform variable, a CloudFormation !Ref)."""
+    if value in (None, "") or isinstance(value, Unknown):
         return None
     text = str(value).strip()
     if isinstance(value, bool) or not (text.isascii() and text.isdigit()) or len(text) > MAX_DIGITS:
@@ -90,6 +93,9 @@ class _Container:
                 size = _mib(mount.get("size"), "linuxParameters.tmpfs size", self.where)
                 options = [str(o) for o in _list(mount.get("mountOptions"), "tmpfs mountOptions", self.where)]
                 return Shm.unmeasured(size, "tmpfs", f"linuxParameters.tmpfs at {SHM}", "ro" in options), Ipc("private")
+        if isinstance(self.ipc_mode, Unknown):
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (ipcMode is {self.ipc_mode}, set when it is deployed)")
+            return Shm.unmeasured(None, "unknown", f"ipcMode: {self.ipc_mode}"), Ipc("unknown")
         if self.ipc_mode == "none":
             return Shm(False, None, None, None, "none", "ipcMode: none"), Ipc("none")
         if self.ipc_mode == "task" and not self.fargate:  # the agent joins each container to its pause container's
@@ -101,7 +107,11 @@ class _Container:
         if self.ipc_mode == "host" and not self.fargate:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (ipcMode: host uses the instance's {SHM}, not in the definition)")
             return Shm.unmeasured(None, "host-ipc", "ipcMode: host (the instance's /dev/shm)"), Ipc("host")
-        asked = _mib(self.params.get("sharedMemorySize"), "linuxParameters.sharedMemorySize", self.where)
+        written = self.params.get("sharedMemorySize")
+        asked = _mib(written, "linuxParameters.sharedMemorySize", self.where)
+        if isinstance(written, Unknown) and not self.fargate:
+            unreadable.append(f"{SHM_SIZE_UNKNOWN} (linuxParameters.sharedMemorySize is {written}, set when deployed)")
+            return Shm.unmeasured(None, "docker-shm", f"linuxParameters.sharedMemorySize: {written}"), Ipc("private")
         if self.fargate:
             detail = f"{FARGATE_IGNORES} ({asked // MiB})" if asked else "Fargate's /dev/shm, the runtime's 64 MiB"
             return Shm.unmeasured(ENGINE_DEFAULT_SHM, "runtime-shm", detail), Ipc("private")

@@ -15,7 +15,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from . import azureml, ci, compose, devcontainer, documents, ecs, jenkins, kubernetes, quadlet, shell, skypilot
+from . import (
+    azureml,
+    ci,
+    compose,
+    devcontainer,
+    documents,
+    ecs,
+    jenkins,
+    kubernetes,
+    quadlet,
+    shell,
+    skypilot,
+    terraform,
+)
 from .documents import Definition, Document
 
 FORMATS = (
@@ -173,6 +186,14 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
     text = documents.text(name)
     out.digests[source] = documents.digest(text)
     before = len(out.definitions), len(out.objects)
+    if source.endswith(terraform.SUFFIXES):  # HCL, or Terraform's JSON syntax
+        found, passed_over = terraform.read(text, source)
+        out.definitions.extend(found)
+        out.files.extend(passed_over)
+        out.sources.extend([source] if found else [])
+        if not found and not passed_over:
+            out.files.append(f"{source}: no resource that runs a container ({terraform.RESOURCES})")
+        return
     if source.endswith(quadlet.SUFFIX) or (source == documents.STDIN and quadlet.is_unit(text)):  # INI, not YAML
         out.definitions.extend(quadlet.probe(text, source))
         out.sources.append(source)

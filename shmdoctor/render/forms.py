@@ -6,6 +6,7 @@ never these strings."""
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from ..model import SHM, Facts, Fix, Form
@@ -236,6 +237,43 @@ def _jenkins(fix: Fix, facts: Facts) -> Statements:
     return (f"args '{' '.join(flags)}'  # agent {{ docker {{ ... }} }}, or .inside('...')",) if flags else ()
 
 
+def _terraform(fix: Fix, facts: Facts) -> Statements:
+    """A Terraform resource's arguments, in HCL, by what it creates: an ECS or Batch container's keys inside its
+    jsonencode (sizes in MiB), a kubernetes_* pod's blocks, a docker_container's arguments (sizes in MiB)."""
+    if facts.runtime in ("ecs", "batch"):
+        host = ('ipc_mode = "host"  # the resource\'s argument; EC2 only',) if fix.ipc == "host" else ()
+        said = tuple(_hcl_object(s) for s in FORMS[facts.runtime](fix, facts) if not s.startswith('"ipcMode"'))
+        return host + said + ("# in the container's definition",) * bool(said)
+    if facts.runtime == "kubernetes":
+        out: Statements = ("host_ipc = true  # the pod's spec",) if fix.ipc == "host" else ()
+        if fix.shm_bytes:
+            size = k8s_quantity(fix.shm_bytes)
+            out += (
+                f'volume {{ name = "dshm" empty_dir {{ medium = "Memory" size_limit = "{size}" }} }}  # the pod spec',
+                f'volume_mount {{ name = "dshm" mount_path = "{SHM}" }}  # the container that runs the loader',
+            )
+        if fix.memory_bytes:
+            out += (
+                f'resources {{ limits = {{ memory = "{k8s_quantity(fix.memory_bytes)}" }} }}  # the same container',
+            )
+        return out + tuple(f'env {{ name = "{n}" value = "{v}" }}' for n, v in fix.env)
+    out = (f'ipc_mode = "{fix.ipc}"',) if fix.ipc else ()
+    if fix.shm_bytes:
+        size = docker_size(fix.shm_bytes)
+        out += (f'tmpfs = {{ "{SHM}" = "size={size}" }}',) if _tmpfs(facts) else (f"shm_size = {_mib(fix.shm_bytes)}",)
+    out += (f"memory = {_mib(fix.memory_bytes)}",) if fix.memory_bytes else ()
+    out += (f"env = [{', '.join(f'{chr(34)}{n}={v}{chr(34)}' for n, v in fix.env)}]",) if fix.env else ()
+    return out
+
+
+def _hcl_object(statement: str) -> str:
+    """'"key": {"a": 1}' (JSON, as the ECS form says it) -> 'key = { a = 1 }' (an HCL object), comments kept."""
+    code, _, comment = statement.partition("  # ")
+    code = re.sub(r'"([A-Za-z_][A-Za-z0-9_]*)": ', r"\1 = ", code)
+    code = re.sub(r"\{(?=\S)", "{ ", re.sub(r"(?<=\S)\}", " }", code)).replace(", ", ", ")
+    return code + (f"  # {comment}" if comment else "")
+
+
 FORMS: dict[Form, Callable[[Fix, Facts], Statements]] = {
     "shell": _shell,
     "docker": _run("docker"),
@@ -251,6 +289,7 @@ FORMS: dict[Form, Callable[[Fix, Facts], Statements]] = {
     "github-actions": _github_actions,
     "gitlab-runner": _gitlab_runner,
     "jenkins": _jenkins,
+    "terraform": _terraform,
 }
 
 
