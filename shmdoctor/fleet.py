@@ -83,13 +83,15 @@ def lint(
     fail_on: Severity,
     scripts: bool = True,
     names: tuple[str, ...] = (),
+    compose_files: tuple[str, ...] = (),
 ) -> Lint:
     """The compose services, Kubernetes workload containers and run commands defined in paths (files, directories,
-    '-'); `scripts`: a folder's scripts are read too; `names`: the targets the loader applies to (--workload), else
-    those that look like they use /dev/shm (workload.selection)."""
+    '-'), and the compose stack `compose_files` (as compose's -f); `scripts`: a folder's scripts are read too;
+    `names`: the targets the loader applies to (--workload), else those that look like they use /dev/shm
+    (workload.selection)."""
     from .probe import files  # lazy: PyYAML is imported only here
 
-    inputs = files.read(list(paths), swarm, env_file, scripts)
+    inputs = files.read(list(paths), swarm, env_file, scripts, compose_files)
     workload.validate()  # a bad command line is refused before a file is read
     found = inputs.definitions
     skipped = selection([d.facts for d in found], names) if workload.given else [""] * len(found)

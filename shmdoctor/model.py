@@ -84,14 +84,27 @@ def _values(value: Value) -> tuple[object, ...]:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class Place(Value):
+    """A place in a file that lint read: another file of a compose set that defines part of a target, or where
+    --fix writes its fix."""
+
+    file: str
+    line: int | None
+    why: str  # what is there, in words
+    name: str = ""  # the service's name there (a compose set: --fix writes into that service)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Target(Value):
     """What is judged: this machine, a container, a compose service or a Kubernetes workload."""
 
     kind: Literal["local", "container", "service", "workload"]
     name: str
     id: str | None = None
-    file: str | None = None  # lint: the file that defines it, as given or found ("<stdin>" for stdin)
-    line: int | None = None  # and the line its definition starts on (None: JSON keeps no lines)
+    file: str | None = None  # lint: the file that set the judged value, as given or found ("<stdin>" for stdin)
+    line: int | None = None  # and its line, else the line its definition starts on (None: JSON keeps no lines)
+    related: tuple[Place, ...] = ()  # lint: the other files and lines of a compose set that define it
+    fix_at: Place | None = None  # lint --fix on a compose set: the file and service the fix is written into
 
 
 @dataclass(frozen=True, eq=False, repr=False)

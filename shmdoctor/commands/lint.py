@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import UsageError
 from ..exits import ExitCode
 from ..fleet import lint
 from ..options import consumer_options, loader_options, output_options, selection_option, workload
@@ -11,7 +12,16 @@ from ..render import render
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(), metavar="FILE|DIR|-...")
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="FILE|DIR|-...")
+@click.option(
+    "--compose-file",
+    "compose_files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="A compose file of one stack, as compose's own -f (repeat it: each file merged over the ones before). "
+    "The stack is judged besides the paths given; its files are not read again alone in them.",
+)
 @click.option(
     "--swarm/--no-swarm",
     default=None,
@@ -39,7 +49,7 @@ from ..render import render
 @consumer_options
 @selection_option
 @output_options("lint")
-def command(paths, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **loader) -> int:
+def command(paths, compose_files, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **loader) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources as their operators
     shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
     pods, the docker / podman / nerdctl run commands of shell scripts and Makefiles, devcontainers, CI container
@@ -55,6 +65,13 @@ def command(paths, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **l
     names; --fix writes into no other. A workload's own label or annotation
     `shmdoctor.loader: "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.
 
+    Compose files are read as compose reads them, each service reported once: in a directory, compose.yaml (or
+    docker-compose.yml) with its compose.override.yaml, or the files COMPOSE_FILE names in the .env beside them;
+    include: and extends: resolved; --compose-file FILE... as one stack. A compose file named alone is read alone (as
+    `docker compose -f FILE`); an override read alone is exit 2, naming its base. A finding points at the file and
+    line that set the value. --fix writes into that file, or into the stack's own override where that file is read
+    by another stack of the run too (a value inherited through extends: into the service itself).
+
     \b
     shmdoctor lint docker-compose.yml k8s/ --batch-size 100 --num-workers 4 --sample-bytes 1MiB
     helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
@@ -62,6 +79,8 @@ def command(paths, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **l
     shmdoctor lint docker-compose.yml k8s/ --batch-size 100 --num-workers 4 --sample-bytes 1MiB --fix
     aws ecs describe-task-definition --task-definition train | shmdoctor lint - --batch-size 64 --num-workers 8
     """
+    if not paths and not compose_files:
+        raise UsageError("lint needs a FILE, a DIR, '-' or --compose-file FILE")
     again = lambda: lint(  # noqa: E731
         paths,
         swarm=swarm,
@@ -70,6 +89,7 @@ def command(paths, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **l
         fail_on=fail_on,
         scripts=scripts,
         names=names,
+        compose_files=compose_files,
     )
     doc = again()
     if not (fix or diff):

@@ -85,7 +85,7 @@ def fix_files(doc: Lint, given: Sequence[str]) -> list[FileFix]:
     by_file: dict[str, list[Report]] = {}
     for report in doc.reports:
         if report.verdict != "ok":
-            path = report.facts.target.file or ""
+            path = _written_in(report)
             if path == documents.STDIN:
                 raise UsageError("lint --fix writes files: give the file, not stdin")
             by_file.setdefault(path, []).append(report)
@@ -110,6 +110,13 @@ def fix_files(doc: Lint, given: Sequence[str]) -> list[FileFix]:
             continue
         out.append(_fix_file(path, text, reports))
     return out
+
+
+def _written_in(report: Report) -> str:
+    """The file a target's fix goes into: a compose set's service where lint placed it (the file that sets the
+    value, else its own override), else the file that defines it."""
+    target = report.facts.target
+    return target.fix_at.file if target.fix_at else target.file or ""
 
 
 def _refused(path: str, why: str) -> FileFix:
@@ -179,7 +186,7 @@ def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
         facts, name = report.facts, report.facts.target.name
         for index, body in docs:
             if compose.is_compose(body) and facts.runtime == "compose":
-                service = name[len(path) + 1 :]
+                service = facts.target.fix_at.name if facts.target.fix_at else name[len(path) + 1 :]
                 if service in body["services"]:
                     return editors.compose(body["services"], service, fix, facts)
             elif facts.runtime == "kubernetes" and kubernetes.is_manifest(body):

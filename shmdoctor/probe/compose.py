@@ -19,16 +19,30 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import UsageError
 from ..limits import MAX_INTERPOLATION_DEPTH, MAX_IPC_CHAIN
 from ..loader import LOADER_LABEL
-from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm, ShmSource, Swarm
+from ..model import (
+    ENGINE_DEFAULT_SHM,
+    SHM,
+    SHM_SIZE_UNKNOWN,
+    Facts,
+    Flag,
+    Ipc,
+    Memory,
+    Place,
+    Shm,
+    ShmSource,
+    Swarm,
+    Target,
+)
 from ..sizes import parse_size, parse_tmpfs_size
-from .documents import Definition, Document, target, where
+from . import compose_merge, compose_sets
+from .documents import Definition, Document, line_of, where
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
@@ -37,7 +51,10 @@ _BRACED = re.compile(r"([_a-zA-Z][_a-zA-Z0-9]*)(?:(:?[-?+])(.*))?\Z", re.S)
 
 
 def is_compose(body: Any) -> bool:
-    return isinstance(body, dict) and isinstance(body.get("services"), dict) and "kind" not in body
+    """A compose file: services, or only `include:` (its services are the included files')."""
+    if not isinstance(body, dict) or "kind" in body:
+        return False
+    return isinstance(body.get("services"), dict) or (isinstance(body.get("include"), list) and "services" not in body)
 
 
 def meant_for_swarm(body: dict) -> bool:
@@ -160,7 +177,7 @@ class _Service:
 
     def __init__(self, doc: Document, name: str, body: Any, environ: Mapping[str, str]):
         if not isinstance(body, dict):
-            raise UsageError(f"{where(doc.source, body)}: service {name!r} is not a mapping")
+            raise UsageError(f"{_where(doc, body)}: service {name!r} is not a mapping")
         self.doc, self.name, self.body, self.environ = doc, name, body, environ
         self.unset: set[str] = set()  # variables read here that the environment does not set
 
@@ -204,7 +221,7 @@ class _Service:
         return limits if isinstance(limits, dict) else {}
 
     def error(self, message: str) -> UsageError:
-        return UsageError(f"{where(self.doc.source, self.body)}: service {self.name!r}: {message}")
+        return UsageError(f"{_where(self.doc, self.body)}: service {self.name!r}: {message}")
 
 
 def _tmpfs_bytes(svc: _Service, options: str, written: str) -> int | None:
@@ -297,12 +314,38 @@ def _gpu_request(device: dict) -> bool:
     return bool(said & NVIDIA_CAPABILITIES) or device.get("driver") == "nvidia"
 
 
+def _where(doc: Document, node: Any) -> str:
+    """file:line of a node, in the file of the set it was read from."""
+    return where(getattr(node, "source", None) or doc.source, node)
+
+
+Environ = Mapping[str, str] | Callable[[str], Mapping[str, str]]  # one environment, or a file's
+
+
+@dataclass(frozen=True)
+class InSet:
+    """Where a compose set's services sit: the files whose services are the set's own (its files and the included,
+    as real paths), and whether a file is read by more than one set of the run (--fix then writes into the set's
+    own override)."""
+
+    files: tuple[str, ...]  # the set's own, in order: one for a file read alone
+    read: tuple[str, ...]  # every file read for it (included and extended files too)
+    homes: frozenset[str]
+    shared: Callable[[str], bool]
+
+
 class ComposeFile:
-    def __init__(self, doc: Document, swarm: bool | None = None, environ: Mapping[str, str] | None = None):
-        self.doc = doc
+    def __init__(
+        self, doc: Document, swarm: bool | None = None, environ: Environ | None = None, in_set: InSet | None = None
+    ):
+        self.doc, self.in_set = doc, in_set
         self.swarm = meant_for_swarm(doc.body) if swarm is None else swarm
         environ = os.environ if environ is None else environ
-        self.services = {name: _Service(doc, str(name), body, environ) for name, body in doc.body["services"].items()}
+        self.services = {}
+        for name, body in (doc.body.get("services") or {}).items():
+            home = self.home(str(name), body)
+            env = environ(home[0]) if callable(environ) else environ  # compose: the .env of that file's project
+            self.services[name] = _Service(doc, str(name), body, env)
         self.by_container_name = {
             str(s.get("container_name")): s for s in self.services.values() if s.get("container_name")
         }
@@ -423,6 +466,39 @@ class ComposeFile:
                         return value.strip()
         return None
 
+    def home(self, name: str, body: Any) -> tuple[str, int | None]:
+        """The file and line that define the service in the set: the first of its own files (not a service it
+        extends from another file), else where it was read."""
+        own = [(f, line) for f, line, n in compose_merge.parts(body) if n == name and self._own(f)]
+        return own[0] if own else (getattr(body, "source", None) or self.doc.source, line_of(body))
+
+    def _own(self, path: str) -> bool:
+        return self.in_set is None or os.path.realpath(path) in self.in_set.homes
+
+    def places(self, svc: _Service, shm: Shm) -> tuple[tuple[str, int | None], tuple[Place, ...], Place | None]:
+        """(the file and line that set the judged value, the service's other parts, where --fix writes) of a
+        service made of several mappings (a compose set, extends); its own definition alone otherwise."""
+        parts, home = compose_merge.parts(svc.body), self.home(svc.name, svc.body)
+        if len(parts) < 2 and (self.in_set is None or len(self.in_set.read) < 2):  # a file read alone: as ever
+            return (home[0], line_of(svc.body)), (), None
+        key = _judged_key(svc.body, shm)
+        origin = compose_merge.origins(svc.body).get(key) if key else None
+        primary = origin[:2] if origin else home
+        set_by = (origin[0], origin[2]) if origin else (home[0], svc.name)  # the file, and the service there
+        related = tuple(
+            Place(f, line, _part_why(svc.name, n, f, self.doc.source), n) for f, line, n in parts if (f, n) != set_by
+        )
+        own = [(f, line, n) for f, line, n in parts if n == svc.name and self._own(f)] or parts
+        shared = self.in_set.shared if self.in_set is not None else (lambda _: False)
+        mine = next((p for p in own if (p[0], p[2]) == set_by), None)
+        if mine is not None and not shared(mine[0]):
+            at, why = mine, "the file that sets it" if origin else "the file that defines the service"
+        elif mine is not None:
+            at, why = own[-1], f"the set's own last file ({mine[0]} is read by other sets of this run too)"
+        else:
+            at, why = own[-1], f"the service itself (the value is inherited from service {set_by[1]!r} through extends)"
+        return primary, related, Place(at[0], at[1], why, at[2] or svc.name)
+
     def definition(self, svc: _Service) -> Definition:
         unreadable: list[str] = []
         shm, ipc = self.shm(svc, unreadable)
@@ -432,8 +508,18 @@ class ComposeFile:
                 f"the variables {', '.join(sorted(svc.unset))} (not set here: compose would substitute an empty string)"
             )
         flags = self.flags(svc)
+
+        (file, line), related, fix_at = self.places(svc, shm)
         facts = Facts(
-            target=target("service", self.doc.source, svc.name, svc.body, id=svc.get("container_name")),
+            target=Target(
+                "service",
+                f"{self.home(svc.name, svc.body)[0]}:{svc.name}",
+                svc.get("container_name"),
+                file=file,
+                line=line,
+                related=related,
+                fix_at=fix_at,
+            ),
             shm=shm,
             ipc=ipc,
             memory=memory,
@@ -446,13 +532,57 @@ class ComposeFile:
             flags=flags,
             swarm=swarm,
         )
-        return Definition(facts, self.loader_spec(svc), where(self.doc.source, svc.body))
+        return Definition(facts, self.loader_spec(svc), _where(self.doc, svc.body))
+
+    def check_whole(self) -> None:
+        """A service with neither image nor build is an override's: compose refuses it without its base (exit 2,
+        naming the base)."""
+        partial = [s.name for s in self.services.values() if not s.body.get("image") and not s.body.get("build")]
+        alone = self.in_set is None or len(self.in_set.files) == 1
+        if not partial and not (alone and compose_sets.is_override(self.doc.source)):
+            return
+        what = f"service {partial[0]!r} has neither image nor build" if partial else "named as an override"
+        if not alone:
+            raise UsageError(f"{_where(self.doc, self.services[partial[0]].body)}: {what}, in any file of its set")
+        raise UsageError(f"{self.doc.source}: {what}: an override, read over its base: {_base_needed(self.doc.source)}")
 
 
-def probe(doc: Document, swarm: bool | None = None, environ: Mapping[str, str] | None = None) -> list[Definition]:
-    """One Definition per service of a compose document, in the file's order; variables from `environ` (this
-    process's environment by default)."""
-    compose = ComposeFile(doc, swarm, environ)
+def _judged_key(body: Any, shm: Shm) -> str | None:
+    """The service key that decides its /dev/shm."""
+    if shm.detail.startswith("tmpfs:"):
+        return "tmpfs"
+    if shm.detail.startswith("volumes:"):
+        return "volumes"
+    if shm.source in ("host-ipc", "none") or shm.detail.startswith("ipc:"):
+        return "ipc"
+    return "shm_size" if shm.source == "docker-shm" and "shm_size" in body else None
+
+
+def _part_why(name: str, part_name: str, path: str, first: str) -> str:
+    if part_name and part_name != name:
+        return f"service {part_name!r}, which {name!r} extends"
+    return f"service {name!r} in {'the set' + chr(39) + 's first file' if path == first else 'a later file of the set'}"
+
+
+def _base_needed(path: str) -> str:
+    """The base an override needs, as a command: the folder's default compose file where there is one."""
+    directory = os.path.dirname(path)
+    base = next(
+        (os.path.join(directory, n) for n in compose_sets.DEFAULT_FILES if os.path.isfile(os.path.join(directory, n))),
+        None,
+    )
+    if base is None:
+        return f"shmdoctor lint --compose-file BASE --compose-file {path} (BASE: the compose file it overrides)"
+    return f"shmdoctor lint --compose-file {base} --compose-file {path} (or lint the folder {directory or '.'})"
+
+
+def probe(
+    doc: Document, swarm: bool | None = None, environ: Environ | None = None, in_set: InSet | None = None
+) -> list[Definition]:
+    """One Definition per service of a compose document (a file, or a set read as one), in the file's order;
+    variables from `environ` (this process's environment by default, or a file's)."""
+    compose = ComposeFile(doc, swarm, environ, in_set)
     if not compose.services:
         raise UsageError(f"{where(doc.source, doc.body)}: services: is empty: nothing to judge")
+    compose.check_whole()
     return [compose.definition(svc) for svc in compose.services.values()]

@@ -36,9 +36,32 @@ class Unparsable(UsageError):
 
 
 class Node(dict):
-    """A YAML mapping with the line it starts on (1-based)."""
+    """A YAML mapping with the file it was read from, the line it starts on (1-based) and each key's line."""
 
     line: int | None = None
+    source: str | None = None
+    key_lines: dict[Any, int] = {}  # noqa: RUF012 (never written: each parsed mapping gets its own)
+
+
+class Tagged:
+    """A value under compose's `!reset` or `!override` tag (compose-go's merge): `!reset` takes the key away from
+    what the files before set, `!override` replaces it instead of merging. Resolved by probe/compose_merge."""
+
+    __slots__ = ("tag", "value")
+
+    def __init__(self, tag: str, value: Any):
+        self.tag, self.value = tag, value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tagged) and (self.tag, self.value) == (other.tag, other.value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{self.tag} {self.value!r}"
+
+
+COMPOSE_TAGS = ("!reset", "!override")
 
 
 def with_changes(mapping: dict, **changes: Any) -> dict:
@@ -70,7 +93,7 @@ class Document:
     body: Any
 
 
-def _yaml_loader():
+def _yaml_loader(source: str | None = None):
     import yaml  # lazy: only lint reads YAML
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -90,10 +113,23 @@ def _yaml_loader():
                     key_node.start_mark,
                 )
         out = Node(pairs)
-        out.line = node.start_mark.line + 1
+        out.line, out.source = node.start_mark.line + 1, source
+        out.key_lines = {key: key_node.start_mark.line + 1 for (key_node, _), (key, _) in zip(node.value, pairs)}
         return out
 
+    def tagged(loader, node):
+        if isinstance(node, yaml.MappingNode):
+            value = mapping(loader, node)
+        elif isinstance(node, yaml.SequenceNode):
+            value = loader.construct_sequence(node, deep=True)
+        else:  # the scalar as plain YAML would read it: `!override 1g`, `!reset null`
+            plain = yaml.ScalarNode(loader.resolve(yaml.ScalarNode, node.value, (True, False)), node.value)
+            value = loader.construct_object(plain)
+        return Tagged(node.tag, value)
+
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    for tag in COMPOSE_TAGS:
+        Loader.add_constructor(tag, tagged)
     return yaml, Loader
 
 
@@ -112,7 +148,7 @@ def parse(text: str, source: str) -> list[Document]:
             f"{source}: {_mib(len(text))} of YAML is more than the {_mib(MAX_YAML_BYTES)} shmdoctor reads "
             f"(JSON is read up to {_mib(MAX_JSON_BYTES)}: kubectl get ... -o json)"
         )
-    yaml, loader = _yaml_loader()
+    yaml, loader = _yaml_loader(source)
     try:
         _check_yaml(yaml, loader, text, source)
         bodies = list(yaml.load_all(text, Loader=loader))

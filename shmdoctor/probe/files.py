@@ -19,6 +19,7 @@ from . import (
     azureml,
     ci,
     compose,
+    compose_sets,
     devcontainer,
     documents,
     ecs,
@@ -117,12 +118,15 @@ class _Environments:
         return ChainMap(os.environ, self.read[path])
 
 
-def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into: Inputs) -> bool:
+def _definitions(
+    doc: Document, swarm: bool | None, environ: _Environments, into: Inputs, sets: compose_sets.Sets | None = None
+) -> bool:
     """The document's targets into `into`; False when it is no format lint knows."""
     if azureml.is_job(doc.body):  # first: a job's `services:` (Jupyter, TensorBoard) are no compose services
         into.definitions.extend(azureml.probe(doc))
     elif compose.is_compose(doc.body):
-        into.definitions.extend(compose.probe(doc, swarm, environ(doc.source)))
+        sets = sets or compose_sets.Sets()
+        _compose(sets.single(doc), swarm, environ, into, sets)
     elif ecs.is_task_definition(doc.body):
         into.definitions.extend(ecs.probe(doc))
     elif ci.is_workflow(doc.body):
@@ -142,31 +146,59 @@ def _definitions(doc: Document, swarm: bool | None, environ: _Environments, into
     return True
 
 
-def read(paths: list[str], swarm: bool | None = None, env_file: str | None = None, scripts: bool = True) -> Inputs:
-    """Every target of every input (files, directories, '-'), and what was passed over. One input that is a file:
-    UsageError (exit 2) when it cannot be read or holds a bad value in a definition. Several, or a directory: such a
-    file is one of `errors` and every other file is judged (as ruff and eslint do). UsageError too when no input
-    defines anything and none was in error."""
-    out, environ = Inputs(), _Environments(env_file)
-    single = len(paths) == 1 and (paths[0] == "-" or not os.path.isdir(paths[0]))
+def _compose(
+    loaded: compose_sets.Loaded, swarm: bool | None, environ: _Environments, into: Inputs, sets: compose_sets.Sets
+) -> None:
+    """A compose file or set, read as one document: one definition per service, as compose would run it."""
+    in_set = compose.InSet(loaded.files, loaded.read, loaded.homes, sets.shared)
+    into.definitions.extend(compose.probe(loaded.document, swarm, environ, in_set))
+    into.sources.extend(f for f in loaded.read[1:] if f not in into.sources)
+
+
+def read(
+    paths: list[str],
+    swarm: bool | None = None,
+    env_file: str | None = None,
+    scripts: bool = True,
+    compose_files: tuple[str, ...] = (),
+) -> Inputs:
+    """Every target of every input (files, directories, '-'), and what was passed over; compose files in sets, as
+    compose reads them (probe/compose_sets: a folder's default files, COMPOSE_FILE, `compose_files` as `-f`). One
+    input that is a file: UsageError (exit 2) when it cannot be read or holds a bad value in a definition. Several,
+    or a directory: such a file is one of `errors` and every other file is judged (as ruff and eslint do).
+    UsageError too when no input defines anything and none was in error."""
+    out, environ, sets = Inputs(), _Environments(env_file), compose_sets.Sets(compose_files)
+    inputs = len(paths) + bool(compose_files)
+    single = inputs == 1 and (not paths or paths[0] == "-" or not os.path.isdir(paths[0]))
+    found = []
     for path in paths:
         try:
-            names = list(documents.files(path, scripts))
+            found.append((path, list(documents.files(path, scripts))))
         except UsageError as e:  # no such path, an empty or too deep directory
-            if len(paths) == 1:
+            if inputs == 1:
                 raise
             out.errors.append(str(e))
-            continue
-        for name in names:
-            before = len(out.definitions), len(out.objects), len(out.files), len(out.sources)
-            try:
-                _read_file(name, swarm, environ, out, named=name == path)
-            except UsageError as e:
-                if single:
-                    raise
-                del out.definitions[before[0] :], out.objects[before[1] :], out.files[before[2] :]
-                del out.sources[before[3] :]
-                out.errors.append(str(e))
+    try:
+        units = sets.plan(found)
+    except UsageError as e:  # a COMPOSE_FILE naming no file
+        if single:
+            raise
+        out.errors.append(str(e))
+        units = [name for _, names in found for name in names]
+    for unit in units:
+        before = len(out.definitions), len(out.objects), len(out.files), len(out.sources)
+        try:
+            if isinstance(unit, compose_sets.ComposeSet):
+                _compose(sets.load(unit.files), swarm, environ, out, sets)
+                out.sources.append(unit.files[0])
+            else:
+                _read_file(unit, swarm, environ, out, sets, named=unit in paths)
+        except UsageError as e:
+            if single:
+                raise
+            del out.definitions[before[0] :], out.objects[before[1] :], out.files[before[2] :]
+            del out.sources[before[3] :]
+            out.errors.append(str(e))
     if out.errors:
         return out
     if not out.sources:
@@ -176,7 +208,9 @@ def read(paths: list[str], swarm: bool | None = None, env_file: str | None = Non
     return out
 
 
-def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Inputs, named: bool = True) -> None:
+def _read_file(
+    name: str, swarm: bool | None, environ: _Environments, out: Inputs, sets: compose_sets.Sets, named: bool = True
+) -> None:
     """One file's targets into `out`, or why it is passed over; UsageError when it cannot be judged. A script found
     in a folder with no run command in it is passed over unsaid (`named`: given on the command line, it is said)."""
     source = documents.STDIN if name == "-" else name
@@ -224,7 +258,7 @@ def _read_file(name: str, swarm: bool | None, environ: _Environments, out: Input
         return
     try:
         parsed = documents.parse(text, source)
-        unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out)]
+        unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out, sets)]
     except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
         hint = helm_hint(text, source) or placeholder_hint(text, source)
         if hint is None and (not isinstance(e, documents.Unparsable) or _CLAIMED.search(text)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ..model import Facts, Finding, Fix, Report
+from ..model import Facts, Finding, Fix, Report, Target
 from . import forms
 
 _NAMES: dict[type, tuple[str, ...]] = {}  # each dataclass's field names, in order
@@ -36,6 +36,14 @@ def fix_dict(fix: Fix, facts: Facts) -> dict[str, Any]:
     }
 
 
+def target_dict(target: Target) -> dict[str, Any]:
+    return {
+        **flat(target),
+        "related": [flat(p) for p in target.related],
+        "fix_at": flat(target.fix_at) if target.fix_at else None,
+    }
+
+
 def finding_dict(f: Finding, facts: Facts) -> dict[str, Any]:
     return {**flat(f), "fixes": [fix_dict(fix, facts) for fix in f.fixes]}
 
@@ -44,7 +52,7 @@ def report_dict(report: Report) -> dict[str, Any]:
     facts, need = report.facts, report.requirement
     return {
         "verdict": report.verdict,
-        "target": flat(facts.target),
+        "target": target_dict(facts.target),
         "shm": flat(facts.shm),
         "ipc": flat(facts.ipc),
         "memory": flat(facts.memory),
