@@ -160,6 +160,8 @@ def _fix_file(path: str, text: str, reports: list[Report]) -> FileFix:
             printed.append(f"{names}: not written: {e} (the fix is printed in lint's report)")
             written.clear()
             after = text
+    if text.count("\n") == text.count("\r\n") > 0:  # a file saved with CRLF: the lines written end as its others
+        after = re.sub(r"(?<!\r)\n", "\r\n", after)
     return FileFix(path, text, after, tuple(written), tuple(printed))
 
 

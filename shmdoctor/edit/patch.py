@@ -56,7 +56,10 @@ def patch(original: str, before: str, after: str) -> str:
         if start < done or (i1 < i2 and end - start != i2 - i1):
             raise Unpatchable(f"the change at line {i1 + 1} does not sit in one place of the file")
         shift = _indent(o[where[near]]) - _indent(b[near])
-        out += o[done:start] + [_shifted(line, shift) for line in a[j1:j2]]
+        new = [_shifted(line, shift) for line in a[j1:j2]]
+        if end - start == len(new):  # lines changed one for one: each keeps its comment where the file had it
+            new = [_spaced(old, line) for old, line in zip(o[start:end], new)]
+        out += o[done:start] + new
         done = end
     text = "".join(out + o[done:])
     for old, new in swaps:  # where the file holds that text once, and only there
@@ -68,6 +71,17 @@ def patch(original: str, before: str, after: str) -> str:
 
 def _shifted(line: str, shift: int) -> str:
     return " " * max(0, _indent(line) + shift) + line.lstrip(" ") if line.strip() else line
+
+
+def _spaced(old: str, new: str) -> str:
+    """new, with the spacing `old` has before the comment both end with (a dump aligns comments its own way)."""
+    body = new.rstrip("\r\n")
+    for at in (i for i, c in enumerate(old) if c == "#" and i and old[i - 1] in " \t"):
+        comment = old[at:].rstrip("\r\n")
+        if body.endswith(comment) and body[: -len(comment)][-1:] in (" ", "\t"):
+            code, gap = body[: -len(comment)].rstrip(), old[:at][len(old[:at].rstrip()) :]
+            return code + gap + comment + new[len(body) :]
+    return new
 
 
 def _leads(line: str, added: str) -> bool:

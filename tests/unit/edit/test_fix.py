@@ -41,8 +41,8 @@ services:
 """
     code, after = fix(tmp_path, "docker-compose.yml", text)
     assert code == 1
-    assert "    shm_size: '1536m' # too small\n" in after  # its quotes and its comment
-    assert after.replace("    shm_size: '1536m' # too small\n", "    shm_size: '64m'   # too small\n") == text
+    assert "    shm_size: '1536m'   # too small\n" in after  # its quotes, its comment and the spacing before it
+    assert after.replace("'1536m'   # too small", "'64m'   # too small") == text
     err = capsys.readouterr().err
     assert "shared: not written: service shared is the anchor &shared" in err  # shared: its users are not changed
     assert "variable: not written: shm_size is ${SHM:-64m}, set from a variable" in err
@@ -216,3 +216,29 @@ spec:
 """
     code, after = fix(tmp_path, "pod.yaml", text)  # 512 MiB of memory caps the 32 GiB: the limit is what grows
     assert code == 1 and after == text.replace("{memory: 512Mi}", "{memory: 1536Mi}")
+
+
+def test_a_crlf_file_keeps_crlf_on_every_line_it_changes_or_adds(tmp_path):
+    """A file saved on Windows: the lines --fix writes end as the file's others do, in every format."""
+    compose = "services:\n  a:\n    image: pytorch/pytorch   # the image\n"
+    compose += "  b:\n    image: vllm/vllm\n    shm_size: 64m  # b\n"
+    fixed = compose.replace("  # the image\n", "  # the image\n    shm_size: 1536m\n").replace("64m  # b", "1536m  # b")
+    pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: c\n      image: x\n"
+    task = '{\n  "family": "t",\n  "containerDefinitions": [\n'
+    task += '    {\n      "name": "c",\n      "image": "x"\n    }\n  ]\n}\n'
+    unit = "[Container]\nImage=pytorch/pytorch\n"
+    for name, text in (("compose.yml", compose), ("pod.yaml", pod), ("task.json", task), ("t.container", unit)):
+        crlf = text.replace("\n", "\r\n")
+        path = tmp_path / name
+        path.write_bytes(crlf.encode())
+        assert main(["lint", str(path), "--fix", *LOADER]) == 1
+        after = path.read_bytes().decode()
+        assert after.count("\n") == after.count("\r\n") > crlf.count("\n"), (name, after)
+    assert (tmp_path / "compose.yml").read_bytes().decode() == fixed.replace("\n", "\r\n")
+
+
+def test_the_spacing_before_an_edited_lines_comment_stays(tmp_path):
+    text = "services:\n  a:\n    image: pytorch/pytorch\n    shm_size: 64m        # aligned\n    ipc: none # close\n"
+    code, after = fix(tmp_path, "compose.yml", text)
+    assert code == 1
+    assert after == text.replace("64m        #", "1536m        #").replace("none #", "private #")
