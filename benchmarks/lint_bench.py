@@ -1,6 +1,9 @@
-"""How fast lint reads a large cluster dump and a large multi-document manifest: prints figures, asserts nothing.
+"""How fast lint reads a large cluster dump and a large multi-document manifest, and how much more `--fix` and
+`--diff` take on a compose file of many failing services (each has a comment on the line --fix changes): prints
+figures, asserts nothing. The promise (issue 38): --fix at most 3x plain lint of the same file, and 10x the services
+at most 12x the time.
 
-.venv/bin/python benchmarks/lint_bench.py [PODS]
+.venv/bin/python benchmarks/lint_bench.py [PODS] [SERVICES]
 """
 
 from __future__ import annotations
@@ -23,6 +26,36 @@ def timed(args: list[str]) -> float:
     with contextlib.redirect_stdout(io.StringIO()):
         main(args)
     return time.perf_counter() - start
+
+
+def services(count: int) -> str:
+    return "services:\n" + "".join(
+        f"  svc{i}:\n    image: pytorch/pytorch   # the image\n    shm_size: '64m'   # too small\n"
+        f"    environment:\n      RANK: '{i}'\n"
+        for i in range(count)
+    )
+
+
+def fixing(count: int) -> float:
+    """Plain lint, --diff and --fix of one compose file of `count` failing services; --fix on a fresh copy each time."""
+    loader = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
+    times = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "compose.yml"
+        text = services(count)
+        for label, extra in (("lint", []), ("--diff", ["--diff"]), ("--fix", ["--fix"])):
+            runs = []
+            for _ in range(3):
+                path.write_text(text)
+                with contextlib.redirect_stderr(io.StringIO()):
+                    runs.append(timed(["lint", str(path), *loader, *extra]))
+            times[label] = min(runs)
+    ratios = {label: times[label] / times["lint"] for label in times}
+    print(
+        f"compose, {count:>5} services  lint {times['lint']:6.2f} s  --diff {times['--diff']:6.2f} s "
+        f"({ratios['--diff']:4.1f}x)  --fix {times['--fix']:6.2f} s ({ratios['--fix']:4.1f}x)"
+    )
+    return times["--fix"]
 
 
 def run(pods: int) -> None:
@@ -53,3 +86,6 @@ def run(pods: int) -> None:
 
 if __name__ == "__main__":
     run(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    small, large = fixing(count), fixing(10 * count)
+    print(f"--fix of 10x the services: {large / small:.1f}x the time")

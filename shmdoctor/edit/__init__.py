@@ -6,7 +6,6 @@ written is said with why, and the fix is printed instead."""
 
 from __future__ import annotations
 
-import difflib
 import io
 import json
 import os
@@ -23,7 +22,7 @@ from ..probe import azureml, ci, compose, devcontainer, documents, ecs, jenkins,
 from ..probe.runargs import Arg
 from ..render import forms
 from ..reports import Lint
-from . import editors, write
+from . import editors, matching, write
 from .patch import Unpatchable, patch
 
 # Forms --fix shows and does not write, with why.
@@ -44,7 +43,7 @@ class FileFix:
     def diff(self) -> str:
         before, after = self.before.splitlines(keepends=True), self.after.splitlines(keepends=True)
         name = self.path.lstrip("/")
-        lines = difflib.unified_diff(before, after, f"a/{name}", f"b/{name}")
+        lines = matching.unified_diff(before, after, f"a/{name}", f"b/{name}")
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 

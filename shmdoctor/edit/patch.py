@@ -5,7 +5,7 @@ indentation the file gives its neighbour. The caller parses the result again bef
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
+from .matching import Matcher
 
 
 class Unpatchable(Exception):
@@ -24,13 +24,13 @@ def patch(original: str, before: str, after: str) -> str:
     if bare:
         o[-1] += "\n"
     where: dict[int, int] = {}  # a line of `before` -> the same line of `original`
-    stripped = SequenceMatcher(None, [line.strip() for line in b], [line.strip() for line in o], autojunk=False)
+    stripped = Matcher([line.strip() for line in b], [line.strip() for line in o])
     for tag, i1, i2, j1, _ in stripped.get_opcodes():
         if tag == "equal":
             where.update((i1 + k, j1 + k) for k in range(i2 - i1))
     out, done, seen = [], 0, 0  # lines of `original` already copied, of `before` already changed
     swaps = []  # one line changed that the file writes inside a longer one ({"sharedMemorySize": 512} inline)
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, b, a, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in Matcher(b, a).get_opcodes():
         if tag == "equal":
             continue
         if tag == "insert":  # added at the end of a block: above the blank lines and comments of what follows
@@ -56,10 +56,10 @@ def patch(original: str, before: str, after: str) -> str:
         if start < done or (i1 < i2 and end - start != i2 - i1):
             raise Unpatchable(f"the change at line {i1 + 1} does not sit in one place of the file")
         shift = _indent(o[where[near]]) - _indent(b[near])
-        new = [_shifted(line, shift) for line in a[j1:j2]]
-        if end - start == len(new):  # lines changed one for one: each keeps its comment where the file had it
-            new = [_spaced(old, line) for old, line in zip(o[start:end], new)]
-        out += o[done:start] + new
+        changed = [_shifted(line, shift) for line in a[j1:j2]]
+        if end - start == len(changed):  # lines changed one for one: each keeps its comment where the file had it
+            changed = [_spaced(old, line) for old, line in zip(o[start:end], changed)]
+        out += o[done:start] + changed
         done = end
     text = "".join(out + o[done:])
     for old, new in swaps:  # where the file holds that text once, and only there
