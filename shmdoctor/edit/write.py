@@ -99,12 +99,12 @@ def _replace(dir_fd: int, name: str, fd: int, status: os.stat_result, before: by
         except PermissionError:  # an owner or an attribute it may not give: the file keeps its own, in place
             raise _InPlace from None
         os.fsync(temporary)
-        if named is None:
-            named = PREFIX + secrets.token_hex(6)
-            os.link(f"/proc/self/fd/{temporary}", named, dst_dir_fd=dir_fd, follow_symlinks=True)
         _unchanged(fd, before)
         if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_ino != status.st_ino:
             raise NotWritten("it changed since lint read it")  # another editor's save renamed over it
+        if named is None:  # named the instant before the rename: the one moment a SIGKILL would leave it
+            named = PREFIX + secrets.token_hex(6)
+            os.link(f"/proc/self/fd/{temporary}", named, dst_dir_fd=dir_fd, follow_symlinks=True)
         try:
             os.replace(named, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except OSError as e:
