@@ -91,6 +91,23 @@ def _location(report: Report, doc: Reports) -> dict[str, Any]:
     }
 
 
+def _related(report: Report) -> dict[str, Any]:
+    """relatedLocations: the other files of a compose set that define the target, and what each holds."""
+    places = report.facts.target.related
+    if not places:
+        return {}
+    return {
+        "relatedLocations": [
+            {
+                "id": i,
+                "physicalLocation": {"artifactLocation": {"uri": _uri(p.file)}, "region": {"startLine": p.line or 1}},
+                "message": {"text": p.why},
+            }
+            for i, p in enumerate(places)
+        ]
+    }
+
+
 def to_sarif(doc: Reports) -> str:
     links = urls()
     index = {rule.id: i for i, rule in enumerate(catalogue())}
@@ -104,6 +121,7 @@ def to_sarif(doc: Reports) -> str:
                     "level": LEVELS[finding.severity],
                     "message": {"text": _message(finding, report.facts)},
                     "locations": [_location(report, doc)],
+                    **_related(report),
                 }
             )
     driver: dict[str, Any] = {

@@ -196,3 +196,16 @@ def test_a_file_that_could_not_be_judged_is_a_failed_execution_notification(tmp_
     assert invocation["executionSuccessful"] is False
     [note] = invocation["toolExecutionNotifications"]
     assert note["level"] == "error" and note["message"]["text"].startswith(f"{tmp_path}/bad.yml:3: service 'trainer'")
+
+
+def test_a_compose_set_finding_is_at_the_file_that_set_the_value_with_the_others_related():
+    """tests/data/compose-sets/pair: serve's 64m is the override's (line 7); the base's definition is related."""
+    sarif, _, _ = lint("tests/data/compose-sets/pair", *LOADER)
+    [result] = [r for r in sarif["runs"][0]["results"] if "serve" in r["locations"][0]["logicalLocations"][0]["name"]]
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "tests/data/compose-sets/pair/compose.override.yaml"},
+        "region": {"startLine": 7},
+    }
+    [related] = result["relatedLocations"]
+    assert related["physicalLocation"]["artifactLocation"]["uri"] == "tests/data/compose-sets/pair/compose.yaml"
+    assert related["physicalLocation"]["region"]["startLine"] == 11 and "serve" in related["message"]["text"]
