@@ -29,6 +29,7 @@ from . import (
     shell,
     skypilot,
     terraform,
+    trainjob,
 )
 from .documents import Definition, Document
 
@@ -58,6 +59,8 @@ class Inputs:
     sources: list[str] = field(default_factory=list)  # the files read as definitions
     errors: list[str] = field(default_factory=list)  # 'file[:line]: why' of a file that could not be judged
     digests: dict[str, str] = field(default_factory=dict)  # each file's text as read (documents.digest)
+    trainjobs: list[Document] = field(default_factory=list)  # judged once every runtime of the run is read
+    runtimes: dict[tuple[str, str], dict] = field(default_factory=dict)  # (kind, name) -> a Trainer runtime
 
 
 def helm_hint(text: str, source: str) -> str | None:
@@ -137,7 +140,11 @@ def _definitions(
         into.definitions.extend(ci.probe_gitlab(doc))
     elif skypilot.is_task(doc.body):
         into.definitions.extend(skypilot.probe(doc))
+    elif trainjob.is_trainjob(doc.body):
+        into.trainjobs.append(doc)  # its runtime may come in a later file
     elif kubernetes.is_manifest(doc.body):
+        if trainjob.is_runtime(doc.body):
+            into.runtimes[(doc.body["kind"], str((doc.body.get("metadata") or {}).get("name")))] = doc.body
         found, skipped = kubernetes.probe(doc)
         into.definitions.extend(found)
         into.objects.extend(f"{doc.source}:{name}" for name in skipped)
@@ -199,13 +206,33 @@ def read(
             del out.definitions[before[0] :], out.objects[before[1] :], out.files[before[2] :]
             del out.sources[before[3] :]
             out.errors.append(str(e))
+    _trainjobs(out, single)
     if out.errors:
         return out
     if not out.sources:
         raise UsageError(_nothing(out.files))
     if not out.definitions and not out.objects:  # `kubectl get pods -o json` of no pod: never "0 services ... ok"
+        if out.trainjobs:  # why its TrainJob was not judged
+            raise UsageError(_nothing(out.files))
         raise UsageError(f"{', '.join(out.sources)}: no service, workload or object in it: nothing to judge")
     return out
+
+
+def _trainjobs(out: Inputs, single: bool) -> None:
+    """Each TrainJob judged as its runtime's trainer pod (this run's runtime, else the one Kubeflow ships)."""
+    for doc in out.trainjobs:
+        pod, note = trainjob.resolve(doc, out.runtimes)
+        if pod is None:
+            out.files.append(note)
+            continue
+        try:
+            found, _ = kubernetes.probe(pod)
+        except UsageError as e:
+            if single:
+                raise
+            out.errors.append(str(e))
+            continue
+        out.definitions.extend(trainjob.renamed(found, doc, note))
 
 
 def _read_file(
