@@ -9,6 +9,7 @@ from ..exits import ExitCode
 from ..fleet import lint
 from ..options import consumer_options, loader_options, output_options, selection_option, workload
 from ..render import render
+from ..render.lint import diffs_json
 
 
 @click.command()
@@ -38,7 +39,12 @@ from ..render import render
     help="Write the fix that sizes /dev/shm or memory into each failing or warning target's file (comments and "
     "layout kept), then lint again. Exit 1 when a file changed or still fails.",
 )
-@click.option("--diff", is_flag=True, help="Print --fix's changes as a unified diff; write nothing.")
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Print --fix's changes as a unified diff (--format json: lint's document with each file's patch); write "
+    "nothing. Exit as lint's, 1 too where a file would change.",
+)
 @click.option(
     "--scripts/--no-scripts",
     default=True,
@@ -91,30 +97,33 @@ def command(paths, compose_files, swarm, env_file, fix, diff, scripts, names, fm
         names=names,
         compose_files=compose_files,
     )
+    if diff and fmt not in ("text", "json"):
+        raise UsageError(f"--diff prints a patch as text or json, not {fmt}")
     doc = again()
     if not (fix or diff):
         click.echo(render(doc, fmt))
         return doc.exit_code
     from .. import edit  # lazy: ruamel.yaml only where a file is written
 
-    changes = edit.fix_files(doc, paths)
-    changed = [c for c in changes if c.after != c.before]
+    changes = edit.fix_files(doc, (*paths, *compose_files))
+    changed = any(c.after != c.before for c in changes)
     refused = False
     for change in changes:
         for line in change.printed:
             click.echo(f"shmdoctor lint --fix: {line}", err=True)
-        if diff:
-            click.echo(change.diff(), nl=False)
-            continue
-        why = edit.written(change) if change.refused or change.after != change.before else ""
+        why = change.refused or (edit.written(change) if fix and change.after != change.before else "")
         if why:  # this file is left as it was; the others are still written
             click.echo(f"shmdoctor: error: {change.path}: not written: {why}", err=True)
             refused = True
-            continue
-        for line in change.written:
-            click.echo(f"shmdoctor lint --fix: fixed {line}", err=True)
-    if diff:
-        return ExitCode.FINDING if changed else ExitCode.OK
+        elif fix:
+            for line in change.written:
+                click.echo(f"shmdoctor lint --fix: fixed {line}", err=True)
+    code = max(ExitCode.FINDING if changed else ExitCode.OK, ExitCode.USAGE if refused else ExitCode.OK)
+    if diff:  # what lint says of the files as they are, with the patch that --fix would write
+        for why in doc.errors:
+            click.echo(f"shmdoctor lint: could not judge {why}", err=True)
+        click.echo(diffs_json(doc, changes) if fmt == "json" else "".join(c.diff() for c in changes), nl=fmt == "json")
+        return max(doc.exit_code, code)
     doc = again() if changed else doc  # the files as they are now: the new verdict
     click.echo(render(doc, fmt))
-    return max(doc.exit_code, ExitCode.FINDING if changed else ExitCode.OK, ExitCode.USAGE if refused else ExitCode.OK)
+    return max(doc.exit_code, code)

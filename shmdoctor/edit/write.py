@@ -27,8 +27,11 @@ class _InPlace(Exception):
 
 
 def within(path: str, given: Iterable[str]) -> bool:
-    """The file a path reaches (links followed) is one of the paths given or inside one of them."""
+    """No link leads out: the path names its file without one, or the file it reaches is one of the paths given
+    or inside one of them (a compose file's include: outside them is read through no link: it is written)."""
     real = os.path.realpath(path)
+    if real == os.path.abspath(path):
+        return True
     return any(os.path.commonpath([real, root]) == root for root in map(os.path.realpath, given))
 
 

@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..reports import Lint
 from . import schema_id
 from .json import report_dict
 from .text import fixes_by_target, table, terminal_width, wrap
+
+if TYPE_CHECKING:
+    from ..edit import FileFix
 
 
 def to_text(doc: Lint) -> str:
@@ -30,15 +35,30 @@ def to_text(doc: Lint) -> str:
     return "\n".join(out + [line for one in said for line in wrap(one, columns, 4)])
 
 
+def _document(doc: Lint) -> dict[str, Any]:
+    return {
+        "schema": schema_id(doc.kind),
+        "verdict": doc.verdict,
+        "passed_over": list(doc.passed_over),
+        "files_passed_over": list(doc.files_passed_over),
+        "errors": list(doc.errors),
+        "reports": [report_dict(r) for r in doc.reports],
+    }
+
+
 def to_json(doc: Lint) -> str:
-    return json.dumps(
+    return json.dumps(_document(doc), indent=2)
+
+
+def diffs_json(doc: Lint, changes: Sequence[FileFix]) -> str:
+    """lint --diff --format json: lint's document with `diffs`, the patch --fix would write into each file."""
+    diffs = [
         {
-            "schema": schema_id(doc.kind),
-            "verdict": doc.verdict,
-            "passed_over": list(doc.passed_over),
-            "files_passed_over": list(doc.files_passed_over),
-            "errors": list(doc.errors),
-            "reports": [report_dict(r) for r in doc.reports],
-        },
-        indent=2,
-    )
+            "file": c.path,
+            "patch": c.diff(),
+            "written": list(c.written) if not c.refused else [],
+            "not_written": list(c.printed) + ([f"{c.path}: {c.refused}"] if c.refused else []),
+        }
+        for c in changes
+    ]
+    return json.dumps({**_document(doc), "diffs": diffs}, indent=2)

@@ -11,7 +11,7 @@ import shutil
 import sys
 
 from shmdoctor.cli import main
-from tests.helpers import DATA
+from tests.helpers import DATA, validate
 
 LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 900 MiB: 1.5 GiB with the margin
 
@@ -197,7 +197,8 @@ def test_the_projects_own_definitions_every_written_target_re_lints_ok(tmp_path,
     main(["lint", str(tmp_path), "--format", "json", *need])
     verdicts = {r["target"]["name"]: r["verdict"] for r in json.loads(capsys.readouterr().out)["reports"]}
     assert {name: verdicts[name] for name in fixed} == dict.fromkeys(fixed, "ok")
-    assert main(["lint", str(tmp_path), "--diff", *need]) == 0  # nothing left to write
+    assert main(["lint", str(tmp_path), "--diff", *need]) == 1  # Swarm's and Fargate's FAILs stay: lint's exit
+    assert capsys.readouterr().out == ""  # and nothing left to write
 
 
 def test_a_sizelimit_capped_by_the_pods_memory_is_never_made_smaller(tmp_path):
@@ -242,3 +243,43 @@ def test_the_spacing_before_an_edited_lines_comment_stays(tmp_path):
     code, after = fix(tmp_path, "compose.yml", text)
     assert code == 1
     assert after == text.replace("64m        #", "1536m        #").replace("none #", "private #")
+
+
+FARGATE = '{"jobDefinitionName": "t", "type": "container", "platformCapabilities": ["FARGATE"],\n'
+FARGATE += '"containerProperties": {"image": "pytorch/pytorch", "command": ["torchrun", "train.py"]}}\n'
+
+
+def test_diff_exits_as_lint_a_fail_it_cannot_fix_is_1_a_file_it_cannot_judge_2(tmp_path, capsys):
+    """--diff hides nothing: Fargate's FAIL (no size to write) is exit 1; a folder with a bad file is exit 2, the
+    bad file said, the other's diff shown."""
+    (tmp_path / "fargate.json").write_text(FARGATE)
+    assert main(["lint", str(tmp_path / "fargate.json"), "--diff", *LOADER]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "Fargate cannot size /dev/shm" in err
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "bad.yml").write_text("services:\n  t:\n    image: x\n    shm_size: lots\n")
+    (folder / "good.yml").write_text("services:\n  t:\n    image: pytorch/pytorch\n")
+    assert main(["lint", str(folder), "--diff", *LOADER]) == 2
+    out, err = capsys.readouterr()
+    assert out.endswith("+    shm_size: 1536m\n") and f"could not judge {folder / 'bad.yml'}" in err
+
+
+def test_diff_as_json_is_lints_document_with_the_patch_of_each_file(tmp_path, capsys):
+    (tmp_path / "compose.yml").write_text("services:\n  t:\n    image: pytorch/pytorch\n")
+    (tmp_path / "fargate.json").write_text(FARGATE)
+    assert main(["lint", str(tmp_path), "--diff", "--format", "json", *LOADER]) == 1
+    doc = validate(json.loads(capsys.readouterr().out))
+    assert doc["verdict"] == "fail" and len(doc["reports"]) == 2
+    compose, fargate = sorted(doc["diffs"], key=lambda d: d["file"])
+    assert compose["file"] == str(tmp_path / "compose.yml") and compose["patch"].endswith("+    shm_size: 1536m\n")
+    assert compose["written"] == [f"{tmp_path / 'compose.yml'}:t: shm_size: 1536m"] and compose["not_written"] == []
+    assert fargate["patch"] == "" and "Fargate cannot size /dev/shm" in fargate["not_written"][0]
+    assert (tmp_path / "compose.yml").read_text() == "services:\n  t:\n    image: pytorch/pytorch\n"
+
+
+def test_diff_in_sarif_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "compose.yml").write_text("services:\n  t:\n    image: pytorch/pytorch\n")
+    assert main(["lint", str(tmp_path / "compose.yml"), "--diff", "--format", "sarif", *LOADER]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "shmdoctor: error: --diff prints a patch as text or json, not sarif\n"
