@@ -24,7 +24,7 @@ from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm
 from ..sizes import format_size, parse_quantity
 from . import operators, workflows
-from .documents import Definition, Document, line_of, target, where
+from .documents import Definition, Document, line_of, target, where, with_changes
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
@@ -63,14 +63,29 @@ def _boolean(value: Any, what: str, source: str, node: Any) -> bool:
     raise UsageError(f"{where(source, node)}: {what} must be true or false, not {type(value).__name__} {value!r}"[:300])
 
 
-def objects(body: dict) -> Iterator[dict]:
-    """The object itself, or the items of a List (`kubectl get ... -o json`), recursively."""
-    if body.get("kind") == "List" or (body["kind"].endswith("List") and isinstance(body.get("items"), list)):
-        for item in body["items"] if isinstance(body.get("items"), list) else []:
-            if is_manifest(item):
-                yield from objects(item)
-    else:
+def objects(body: dict, kindless: list[str] | None = None) -> Iterator[dict]:
+    """The object itself, or the items of a List, recursively: a `<Kind>List` (what the API server and `kubectl get
+    --raw` return) gives its items its kind and apiVersion, which they do not repeat; a `List` (`kubectl get -o
+    json`) holds objects of any kind, each saying its own: one without is said in `kindless` and passed over."""
+    kind = body["kind"]
+    if kind != "List" and not (kind.endswith("List") and isinstance(body.get("items"), list)):
         yield body
+        return
+    items = body.get("items") if isinstance(body.get("items"), list) else []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        if kind != "List" and not isinstance(item.get("kind"), str):
+            item = with_changes(
+                item, kind=kind.removesuffix("List"), apiVersion=item.get("apiVersion", body.get("apiVersion"))
+            )
+        if is_manifest(item):
+            yield from objects(item, kindless)
+        elif kindless is not None:
+            name = (item.get("metadata") or {}).get("name") if isinstance(item.get("metadata"), dict) else None
+            kindless.append(
+                f"List item {index + 1}{f' ({name})' if name else ''}: no kind (a List's items each say theirs)"
+            )
 
 
 def pod_templates(
@@ -309,7 +324,7 @@ def probe(doc: Document) -> tuple[list[Definition], list[str]]:
     """(one Definition per container of every pod template, 'Kind/name' of the objects passed over)."""
     found: list[Definition] = []
     passed_over: list[str] = []
-    for obj in objects(doc.body):
+    for obj in objects(doc.body, passed_over):
         templates, created = _pods(obj), workflows.manifests(obj, doc.source)
         for manifest in created:  # what an Argo resource template creates: the workflow is judged through it
             more, skipped = probe(manifest)

@@ -275,3 +275,23 @@ def test_every_pod_of_a_real_custom_resource_with_its_own_names(source, expected
     found, passed_over = workloads((REAL / source).read_text(), source)
     assert {name: d.facts.shm.size_bytes for name, d in found.items()} == expected
     assert passed_over == (["ConfigMap/ray-code"] if "kuberay" in source else [])
+
+
+def test_an_api_list_gives_its_items_its_kind_and_a_generic_list_keeps_theirs():
+    """A `<Kind>List` (the API server's, `kubectl get --raw`) does not repeat its kind in its items; a `List`
+    (`kubectl get -o json`) holds objects of any kind, each saying its own."""
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "pytorch/pytorch"}]}}
+    deployment = {"metadata": {"name": "d"}, "spec": {"template": {"spec": pod["spec"]}}}
+    for body, names in [
+        (
+            {"apiVersion": "v1", "kind": "PodList", "items": [pod, pod | {"metadata": {"name": "q"}}]},
+            ["Pod/p", "Pod/q"],
+        ),
+        ({"apiVersion": "apps/v1", "kind": "DeploymentList", "items": [deployment]}, ["Deployment/d"]),
+        ({"apiVersion": "v1", "kind": "List", "items": [pod | {"kind": "Pod", "apiVersion": "v1"}]}, ["Pod/p"]),
+    ]:
+        found, skipped = kubernetes.probe(documents.Document("x.json", 0, body))
+        assert [d.facts.target.name.split(":", 1)[1] for d in found] == names and skipped == []
+    generic = {"apiVersion": "v1", "kind": "List", "items": [pod]}
+    found, skipped = kubernetes.probe(documents.Document("x.json", 0, generic))
+    assert found == [] and skipped == ["List item 1 (p): no kind (a List's items each say theirs)"]
