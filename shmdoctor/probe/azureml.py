@@ -24,10 +24,17 @@ def is_job(body: Any) -> bool:
     return body.get("type") in (*JOB_TYPES, "pipeline") and "command" in body and "environment" in body
 
 
+# A pipeline's control flow nodes: they run no container (their blocks are other steps of the pipeline)
+CONTROL_NODES = ("if_else", "do_while", "parallel_for")
+
+
 def _jobs(body: dict, name: str) -> list[tuple[str, dict]]:
-    """(name, job) for the job itself, or each step of a pipeline."""
+    """(name, job) for the job itself, or each step of a pipeline (not its control flow nodes)."""
     if body.get("type") == "pipeline" and isinstance(body.get("jobs"), dict):
-        return [(f"{name}/{step}", job) for step, job in body["jobs"].items() if isinstance(job, dict)]
+        steps = body["jobs"].items()
+        return [
+            (f"{name}/{s}", job) for s, job in steps if isinstance(job, dict) and job.get("type") not in CONTROL_NODES
+        ]
     return [(name, body)]
 
 

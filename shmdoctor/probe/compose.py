@@ -437,7 +437,11 @@ class ComposeFile:
         deploy = svc.body.get("deploy")
         resources = deploy.get("resources") if isinstance(deploy, dict) else None
         reservations = resources.get("reservations") if isinstance(resources, dict) else None
-        devices = reservations.get("devices") if isinstance(reservations, dict) else None
+        devices = (
+            svc.expand(reservations.get("devices"), "deploy.resources.reservations.devices")[0]
+            if isinstance(reservations, dict)
+            else None
+        )  # device_ids: ['${GPU_ID:-0}'] as compose substitutes it
         for device in devices if isinstance(devices, list) else []:
             if isinstance(device, dict) and _gpu_request(device):
                 ids, count = device.get("device_ids"), device.get("count")

@@ -42,6 +42,19 @@ def test_a_pipelines_steps_are_each_judged():
     assert {name: f.shm.size_bytes for name, f in found.items()} == {"p/prep": None, "p/train": 8 * GiB}
 
 
+def test_a_pipelines_control_flow_nodes_run_no_container_and_are_not_judged():
+    """Azure ML's if_else (condition, true_block, false_block) and do_while only route to other steps."""
+    found = jobs(
+        "$schema: https://azuremlschemas.azureedge.net/latest/pipelineJob.schema.json\ntype: pipeline\n"
+        "display_name: p\njobs:\n  check: {type: command, command: python check.py, environment: e}\n"
+        "  train: {type: command, command: python train.py, environment: e, resources: {shm_size: 8g}}\n"
+        "  branch: {type: if_else, condition: '${{parent.jobs.check.outputs.ok}}', "
+        "true_block: '${{parent.jobs.train}}'}\n"
+        "  loop: {type: do_while, body: '${{parent.jobs.train}}', condition: done, limits: {max_iteration_count: 3}}\n"
+    )
+    assert sorted(found) == ["p/check", "p/train"]
+
+
 def test_the_real_example_job_has_no_shm_size_and_says_so():
     [found] = files.read([str(DATA / "real" / "azureml-cifar-distributed-job.yml")]).definitions
     assert found.facts.shm.size_bytes is None and "set it for your loader" in found.facts.unreadable[0]

@@ -335,3 +335,10 @@ def test_a_bad_env_file_line_names_file_and_line_not_its_text(text):
     with pytest.raises(UsageError) as e:
         compose.parse_env_file("OK=1\n" + text, "/x/.env")
     assert str(e.value).startswith("/x/.env:2: not a KEY=VALUE line") and "hunter2" not in str(e.value)
+
+
+def test_gpu_device_ids_are_read_as_compose_substitutes_them():
+    """device_ids: ['${GPU_ID:-0}'] is GPU 0 where GPU_ID is unset (compose's default), not the text."""
+    facts = one("deploy:\n  resources:\n    reservations:\n      devices:\n"
+                "        - {driver: nvidia, device_ids: ['${GPU_ID:-0}'], capabilities: [gpu]}")  # fmt: skip
+    assert facts.gpus == "0"
