@@ -71,8 +71,8 @@ def objects(body: dict, kindless: list[str] | None = None) -> Iterator[dict]:
     if kind != "List" and not (kind.endswith("List") and isinstance(body.get("items"), list)):
         yield body
         return
-    items = body.get("items") if isinstance(body.get("items"), list) else []
-    for index, item in enumerate(items):
+    items = body.get("items")
+    for index, item in enumerate(items if isinstance(items, list) else []):
         if not isinstance(item, dict):
             continue
         if kind != "List" and not isinstance(item.get("kind"), str):
