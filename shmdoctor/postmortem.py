@@ -35,6 +35,8 @@ def explain_log(
             scanner = logs.scan(f)
     except TimeoutError:
         raise ProbeError(f"{source}: the log did not end within --timeout {timeout:g} s") from None
+    except OSError as e:  # a file that opens but does not read: /proc/self/mem (EIO), /proc/self/clear_refs (EINVAL)
+        raise UsageError(f"{source}: cannot read: {e.strerror or e}") from None
     if here:
         facts = local.probe()
         note = "facts are of this machine or container (--here): the log is said to come from here"

@@ -415,6 +415,8 @@ class Engine:
             raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
         except (self._errors.DockerException, OSError) as e:
             raise ProbeError(f"the Docker engine at {self.host} failed: {_reason(e)}") from None
+        except (ValueError, RecursionError):  # its answer not JSON, or nested past Python's recursion limit
+            raise ProbeError(f"the Docker engine at {self.host} answered with JSON shmdoctor cannot read") from None
 
     def list(self, filters: dict[str, list[str]], include_exited: bool) -> list[tuple[str, str]]:
         """One round trip: (id, name) of the containers to audit."""

@@ -141,6 +141,10 @@ class SocketAPI:
             data = json.loads(body) if body else None
         except ValueError:
             raise DockerException(f"the answer to GET {url[:80]} is not JSON") from None
+        except RecursionError:  # C's decoder keeps Python's recursion limit: [[[[... 100,000 deep
+            raise DockerException(
+                f"the engine answered GET {url.split('?')[0][:80]} with JSON nested deeper than shmdoctor reads"
+            ) from None
         if status >= 400:
             message = data.get("message") if isinstance(data, dict) else None
             error = NotFound if status == 404 else APIError

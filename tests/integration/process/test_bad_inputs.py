@@ -639,6 +639,8 @@ CASES = [
     ("explain: a directory as the log", ["explain", "{d}"], {}, USAGE, "a directory is not a regular file"),
     ("explain: /dev/zero", ["explain", "/dev/zero"], {}, USAGE, "/dev/zero: cannot read: a device is not a regular"),
     ("explain: a FIFO", ["explain", "{d}/fifo.yml"], {}, USAGE, "fifo.yml: cannot read: a FIFO is not a regular"),
+    ("explain: /proc/self/mem (EIO)", ["explain", "/proc/self/mem"], {}, USAGE, "mem: cannot read: Input/output error"),
+    ("explain: /proc/self/clear_refs", ["explain", "/proc/self/clear_refs"], {}, USAGE, "read: Invalid argument"),
     ("explain: a log and a container", ["explain", "x.log", "--container", "c"], {}, USAGE, "not both"),
     ("explain: --tail zero", ["explain", "--container", "c", "--tail", "0"], {}, USAGE, "--tail"),
     ("explain: --container ''", ["explain", "--container", ""], {}, USAGE, "--container: give a container's name"),
@@ -743,6 +745,13 @@ ENGINE_CASES = [
         PROBE,
         "answered the inspect of " + "b" * 64 + " with something else",
     ),
+    (
+        "an engine that lists JSON nested 100,000 deep",
+        ["audit"],
+        {"DOCKER_HOST": "{engine:nested}"},
+        PROBE,
+        "answered GET /containers/json with JSON nested deeper than",
+    ),
     ("a timeout of 1e10 s", ["audit", "--timeout", "1e10"], NO_ENGINE, USAGE, "--timeout must be a number of seconds"),
     ("a timeout of nan s", ["audit", "--timeout", "nan"], NO_ENGINE, USAGE, "--timeout must be a number of seconds"),
 ]
@@ -784,6 +793,7 @@ class FakeEngine(http.server.BaseHTTPRequestHandler):
     inspects: dict = {}
     trickle = False
     log_frame = 0  # bytes of one log frame (its header claims 4 GiB), then a bus error's line
+    raw_listing = b""  # the list of containers as these bytes, where json.dumps cannot write them (too deep)
 
     def do_GET(self):
         path = self.path.split("?")[0]
@@ -796,7 +806,7 @@ class FakeEngine(http.server.BaseHTTPRequestHandler):
             body = self.listing
         else:  # /containers/<id>/json
             body = self.inspects.get(path.split("/")[-2])
-        data = json.dumps(body).encode()
+        data = self.raw_listing if self.raw_listing and path.endswith("/containers/json") else json.dumps(body).encode()
         head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
         try:
             if not self.trickle:
@@ -838,6 +848,7 @@ ENGINES = {
     ),
     "list-is-a-mapping": dict(listing={}),
     "list-is-null": dict(listing=None),
+    "nested": dict(raw_listing=b"[" * 100_000 + b"]" * 100_000),
     "hostile-names": dict(
         listing=[{"Id": "f" * 64, "Names": ["/evil\x1b]0;pwned\x07\x1b[2J"]}],
         inspects={"f" * 64: {**INSPECT, "Id": "f" * 64, "Name": "/evil\x1b]0;pwned\x07\x1b[2J"}},
