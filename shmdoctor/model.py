@@ -285,6 +285,7 @@ Form = Literal[
     "gitlab-runner",
     "jenkins",
     "terraform",
+    "cloudformation",
 ]
 
 

@@ -28,6 +28,8 @@ from .patch import Unpatchable, patch
 # Forms --fix shows and does not write, with why.
 SHOWN = {
     "terraform": "Terraform's HCL is not rewritten: its expressions, modules and formatting would not survive it",
+    "cloudformation": "a CloudFormation template is not rewritten: a value may come from a Parameter, a Mapping or "
+    "an !If, set where it comes from",
 }
 
 

@@ -20,6 +20,7 @@ from ..errors import UsageError
 from ..limits import MAX_DEPTH, MAX_DIGITS, MAX_JSON_BYTES, MAX_NODES, MAX_YAML_BYTES
 from ..model import Facts, Target
 from .regular import open_regular
+from .unknown import Unknown
 
 SUFFIXES = (".yml", ".yaml", ".json", ".container", ".pod", ".tf")  # .container, .pod: Quadlet units; .tf: Terraform
 STDIN = "<stdin>"
@@ -93,7 +94,9 @@ class Document:
     body: Any
 
 
-def _yaml_loader(source: str | None = None):
+def _yaml_loader(source: str | None = None, unknown_tags: bool = False):
+    """PyYAML's safe loader with lines on mappings; `unknown_tags`: any local tag (CloudFormation's !Ref, !Sub, ...)
+    read as an Unknown value, said as written, instead of an error."""
     import yaml  # lazy: only lint reads YAML
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -130,11 +133,23 @@ def _yaml_loader(source: str | None = None):
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     for tag in COMPOSE_TAGS:
         Loader.add_constructor(tag, tagged)
+    if unknown_tags:
+
+        def unknown(loader, suffix, node):
+            if isinstance(node, yaml.ScalarNode):
+                value = node.value
+            else:  # !If [cond, a, b], !Join [...]: its scalars as written
+                items = node.value if isinstance(node, yaml.SequenceNode) else []
+                value = "[" + ", ".join(i.value if isinstance(i, yaml.ScalarNode) else "..." for i in items) + "]"
+            return Unknown(f"!{suffix} {value}"[:200])
+
+        Loader.add_multi_constructor("!", unknown)  # after compose's own: those win
     return yaml, Loader
 
 
-def parse(text: str, source: str) -> list[Document]:
+def parse(text: str, source: str, unknown_tags: bool = False) -> list[Document]:
     """All documents of one input; empty documents (a trailing `---`) are dropped. UsageError with file:line.
+    `unknown_tags`: YAML's local tags (`!Ref x`) are Unknown values, not errors.
     Bounded: JSON up to MAX_JSON_BYTES, YAML up to MAX_YAML_BYTES, nesting up to MAX_DEPTH, MAX_NODES values once
     YAML's aliases are expanded, numbers of MAX_DIGITS digits, no NaN or Infinity, no lone surrogate."""
     if source.endswith(".json") or (source == STDIN and text.lstrip()[:1] in ("{", "[")):
@@ -148,7 +163,7 @@ def parse(text: str, source: str) -> list[Document]:
             f"{source}: {_mib(len(text))} of YAML is more than the {_mib(MAX_YAML_BYTES)} shmdoctor reads "
             f"(JSON is read up to {_mib(MAX_JSON_BYTES)}: kubectl get ... -o json)"
         )
-    yaml, loader = _yaml_loader(source)
+    yaml, loader = _yaml_loader(source, unknown_tags)
     try:
         _check_yaml(yaml, loader, text, source)
         bodies = list(yaml.load_all(text, Loader=loader))

@@ -76,7 +76,8 @@ def _mib(value: Any, what: str, where: str) -> int | None:
 def _requirement(container: dict, kind: str, where: str) -> str | None:
     for req in _list(container.get("resourceRequirements"), "resourceRequirements", where):
         if isinstance(req, dict) and req.get("type") == kind:
-            return str(req.get("value"))
+            value = req.get("value")
+            return value if isinstance(value, Unknown) else str(value)
     return None
 
 

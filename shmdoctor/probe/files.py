@@ -18,6 +18,7 @@ from ..errors import UsageError
 from . import (
     azureml,
     ci,
+    cloudformation,
     compose,
     compose_sets,
     devcontainer,
@@ -99,6 +100,8 @@ def _unknown(doc: Document) -> str:
     if ci.is_workflow(doc.body):
         return f"{doc.source}: a GitHub Actions workflow with no job container: its jobs run on the runner itself"
     document = f" (document {doc.index + 1})" if doc.index else ""
+    if cloudformation.is_template(doc.body):
+        return f"{doc.source}: a CloudFormation template without {' or '.join(cloudformation.KINDS)}"
     return f"{documents.where(doc.source, doc.body)}: not {FORMATS}{document}"
 
 
@@ -132,6 +135,11 @@ def _definitions(
         _compose(sets.single(doc), swarm, environ, into, sets)
     elif ecs.is_task_definition(doc.body):
         into.definitions.extend(ecs.probe(doc))
+    elif cloudformation.is_template(doc.body):
+        found, passed_over = cloudformation.probe(doc)
+        into.definitions.extend(found)
+        into.objects.extend(f"{doc.source}:{name}" for name in passed_over)
+        return bool(found or passed_over)  # else: a template of other resources, passed over as one (_unknown)
     elif ci.is_workflow(doc.body):
         found = ci.probe_workflow(doc)
         into.definitions.extend(found)
@@ -284,7 +292,7 @@ def _read_file(
         )
         return
     try:
-        parsed = documents.parse(text, source)
+        parsed = documents.parse(text, source, unknown_tags=cloudformation.looks_like(text))
         unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out, sets)]
     except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
         hint = helm_hint(text, source) or placeholder_hint(text, source)

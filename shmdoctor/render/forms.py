@@ -266,6 +266,23 @@ def _terraform(fix: Fix, facts: Facts) -> Statements:
     return out
 
 
+def _cloudformation(fix: Fix, facts: Facts) -> Statements:
+    """A task or job definition's Properties in CloudFormation's words: PascalCase keys, YAML flow style."""
+    host = ("IpcMode: host  # the task definition's Properties; EC2 only",) if fix.ipc == "host" else ()
+    host = host if facts.runtime == "ecs" else ()  # a Batch job has no IPC mode: no host /dev/shm there
+    own = _ecs if facts.runtime == "ecs" else _batch
+    said = tuple(_pascal(s) for s in own(fix, facts) if not s.startswith('"ipcMode"'))
+    where = "ContainerDefinitions' item" if facts.runtime == "ecs" else "ContainerProperties (or a node's Container)"
+    return host + said + (f"# in the container's {where}",) * bool(said)
+
+
+def _pascal(statement: str) -> str:
+    """'"linuxParameters": {"sharedMemorySize": 1536}' -> 'LinuxParameters: {SharedMemorySize: 1536}'."""
+    code, _, comment = statement.partition("  # ")
+    code = re.sub(r'"([a-z])([A-Za-z0-9]*)": ', lambda m: f"{m.group(1).upper()}{m.group(2)}: ", code)
+    return code + (f"  # {comment}" if comment else "")
+
+
 def _hcl_object(statement: str) -> str:
     """'"key": {"a": 1}' (JSON, as the ECS form says it) -> 'key = { a = 1 }' (an HCL object), comments kept."""
     code, _, comment = statement.partition("  # ")
@@ -290,6 +307,7 @@ FORMS: dict[Form, Callable[[Fix, Facts], Statements]] = {
     "gitlab-runner": _gitlab_runner,
     "jenkins": _jenkins,
     "terraform": _terraform,
+    "cloudformation": _cloudformation,
 }
 
 
