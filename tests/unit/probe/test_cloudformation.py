@@ -29,7 +29,7 @@ def by_name(doc: dict) -> dict:
 
 
 def test_yaml_with_tags_batch_single_and_multinode_and_an_ecs_task():
-    code, doc = lint_json(str(DATA / "platforms" / "cloudformation-batch.yaml"))
+    code, doc = lint_json(str(DATA / "iac" / "cloudformation-batch.yaml"))
     reports = by_name(doc)
     assert set(reports) == {"TrainJob", "Multi/0:", "Task/web"}  # the S3 bucket is passed over
     train = reports["TrainJob"]
@@ -109,7 +109,7 @@ def test_real_templates(file, names):
 
 def test_fix_is_shown_in_the_templates_words_and_not_written(tmp_path):
     path = tmp_path / "stack.yaml"
-    shutil.copy(DATA / "platforms" / "cloudformation-batch.yaml", path)
+    shutil.copy(DATA / "iac" / "cloudformation-batch.yaml", path)
     before = path.read_text()
     proc = forked_cli("lint", str(path), *SEED, "--fix")
     assert path.read_text() == before and proc.returncode == 1
