@@ -41,10 +41,13 @@ class Operator:
     source: str  # repository: file: function
     shape: Shape | None = None  # None: the pod runs as its template says
     fix: str = ""  # where a /dev/shm fix goes, in the operator's own terms
+    via: tuple[tuple[str, str], ...] = ()  # an operator over another's: (what each step makes, the source line)
 
     def assumed(self) -> str:
-        """What the report says it assumed: the operator, the releases read, what it adds (docs/operators.md)."""
-        return f"{self.name} ({self.versions}) {self.adds}"
+        """What the report says it assumed: the operator, the releases read, what it adds (docs/operators.md); for
+        a chain, each resource it becomes first."""
+        chain = "".join(f"becomes a {made} ({line}), " for made, line in self.via)
+        return f"{self.name} ({self.versions}) {chain}{self.adds}"
 
 
 def _mounts_shm(container: dict) -> bool:
@@ -142,20 +145,62 @@ def _trainer_flux(obj: dict, path: tuple[str, ...], holder: Any, spec: dict) -> 
 
 NOTHING = "adds nothing to /dev/shm, IPC or memory: the pod runs as its template says"
 
+KUBERAY_ADDS = (
+    "mounts a memory-backed emptyDir at /dev/shm in the Ray container, sized from its memory limit, else its "
+    "request; not where that container mounts /dev/shm, nor (v1.6.0 on) where rayStartParams sets plasma-directory"
+)
+KUBERAY_FIX = (
+    "KubeRay sizes its /dev/shm from the Ray container's memory limit (else its request): raise it, or mount "
+    "your own emptyDir at /dev/shm in the group's template (KubeRay then adds none)"
+)
+KUBERAY_SOURCE = (
+    "ray-project/kuberay ray-operator/controllers/ray/common/pod.go: BuildPod, addEmptyDir, makeEmptyDirVolume, "
+    "findMemoryReqOrLimit"
+)
+# AIBrix (vllm-project/aibrix e3e10f9e, v0.7): a RayClusterFleet makes RayClusterReplicaSets of its template, and a
+# RayClusterReplicaSet makes RayClusters of its template's spec, which KubeRay turns into pods.
+AIBRIX_REPLICA_SET = (
+    "RayClusterReplicaSet",
+    "pkg/controller/rayclusterfleet/rayclusterfleet_controller.go createNewReplicaSet: Template: d.Spec.Template",
+)
+AIBRIX_RAY_CLUSTER = (
+    "RayCluster, run by KubeRay",
+    "pkg/controller/rayclusterreplicaset/rayclusterreplicaset_utils.go constructRayCluster: "
+    "Spec: replicaset.Spec.Template.Spec",
+)
+
 OPERATORS: tuple[Operator, ...] = (
     Operator(
         "KubeRay",
         "ray.io",
         ("RayCluster", "RayJob", "RayService"),
         "v0.3.0 to v1.7",
-        "mounts a memory-backed emptyDir at /dev/shm in the Ray container, sized from its memory limit, else its "
-        "request; not where that container mounts /dev/shm, nor (v1.6.0 on) where rayStartParams sets "
-        "plasma-directory",
-        "ray-project/kuberay ray-operator/controllers/ray/common/pod.go: BuildPod, addEmptyDir, makeEmptyDirVolume, "
-        "findMemoryReqOrLimit",
+        KUBERAY_ADDS,
+        KUBERAY_SOURCE,
         _kuberay,
-        "KubeRay sizes its /dev/shm from the Ray container's memory limit (else its request): raise it, or mount "
-        "your own emptyDir at /dev/shm in the group's template (KubeRay then adds none)",
+        KUBERAY_FIX,
+    ),
+    Operator(
+        "AIBrix",
+        "orchestration.aibrix.ai",
+        ("RayClusterFleet",),
+        "v0.7; KubeRay v0.3.0 to v1.7",
+        KUBERAY_ADDS,
+        KUBERAY_SOURCE,
+        _kuberay,
+        KUBERAY_FIX,
+        via=(AIBRIX_REPLICA_SET, AIBRIX_RAY_CLUSTER),
+    ),
+    Operator(
+        "AIBrix",
+        "orchestration.aibrix.ai",
+        ("RayClusterReplicaSet",),
+        "v0.7; KubeRay v0.3.0 to v1.7",
+        KUBERAY_ADDS,
+        KUBERAY_SOURCE,
+        _kuberay,
+        KUBERAY_FIX,
+        via=(AIBRIX_RAY_CLUSTER,),
     ),
     Operator(
         "KServe",

@@ -96,6 +96,19 @@ def test_the_report_says_which_row_it_assumed():
         assert definition.facts.operator_fix and "KubeRay sizes its /dev/shm" in definition.facts.operator_fix
 
 
+@pytest.mark.parametrize("kind, nest, steps", [("RayClusterFleet", "    ", 2), ("RayClusterReplicaSet", "    ", 1)])
+def test_aibrix_becomes_a_raycluster_that_kuberay_shapes_judged_at_the_end_of_the_chain(kind, nest, steps):
+    """A RayClusterFleet's template becomes a RayClusterReplicaSet's (createNewReplicaSet), whose spec becomes a
+    RayCluster's (constructRayCluster): the pod is KubeRay's, its /dev/shm the Ray container's memory limit."""
+    text = RAY_HEAD.format(kind=kind, params="{}", resources=LIMIT, mounts="", volumes="[]", nest=nest)
+    text = text.replace("spec:\n      headGroupSpec", "spec:\n  template:\n    spec:\n      headGroupSpec", 1)
+    found, _ = workloads(text.replace("ray.io/v1", "orchestration.aibrix.ai/v1alpha1"))
+    head = next(d for n, d in found.items() if n.endswith("/ray-head"))
+    assert head.facts.shm.size_bytes == 12 * GiB and head.facts.shm.detail.startswith("added by KubeRay")
+    (note,) = head.notes
+    assert note.count("becomes a ") == steps and "constructRayCluster" in note and "KubeRay" in note
+
+
 def test_every_row_names_its_source_and_releases():
     for row in operators.OPERATORS:
         assert row.kinds and row.group and row.versions and row.adds
