@@ -31,6 +31,26 @@ Every finding a report lists names one of these rules by its stable ID; `--fail-
 links to its section here. The `bench-*` rules judge what a [bench](commands/bench.md) sweep measured; the others
 judge the facts of a container, a definition or this machine.
 
+**Ignoring a rule.** For one workload, a comment on its line or the line above it (a compose service's key, a
+container's `- name:`, a Quadlet unit's, a script's `docker run` line), or its `shmdoctor.ignore` label (compose,
+Docker, Podman) or annotation (a Kubernetes pod template's or object's), as `shmdoctor.loader` is given
+(`tests/data/suppress/` has each):
+
+<!-- illustrative -->
+```yaml
+services:
+  # shmdoctor: ignore=default-shm,probe-incomplete
+  trainer:
+    image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+```
+
+For a whole command, `--ignore RULE` and `--select RULE` (repeatable or comma-separated, as ruff spells them; on
+`check`, `audit`, `lint` and `exporter`): `--select` judges by those rules only, `--ignore` leaves its rules out. A
+finding so left out is never dropped: it stays in the report marked as ignored and by what (text: `ignored RULE by
+...`; JSON: `suppressed: {by, kind}`, `kind` `inSource` for a comment, label or annotation, `external` for the
+command line; SARIF: the result's `suppressions`), and counts for neither the verdict nor the exit code. A rule that
+does not exist is bad input: one line, exit 2.
+
 | ID | severity | fires when |
 |---|---|---|
 """

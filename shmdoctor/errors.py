@@ -45,6 +45,6 @@ class InsufficientSharedMemoryError(ShmDoctorError):
         self.report = report
         from .render import forms
 
-        fix = next((x for f in report.findings if f.severity == "error" for x in f.fixes if x.sets), None)
+        fix = next((x for f in report.active if f.severity == "error" for x in f.fixes if x.sets), None)
         hint = f"; fix: {forms.line(fix, report.facts)}" if fix else ""
         super().__init__(report.headline() + hint)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from . import suppress
 from .errors import UsageError
 from .limits import ENGINE_TIMEOUT, MAX_TIMEOUT, seconds
 from .model import Facts, Report, Severity
@@ -44,7 +45,8 @@ def audit(
         if key not in judged:
             judged[key] = judge_labelled(key[0], workload, p.loader_label, fail_on, p.notes, skipped=skip)
         report = judged[key]
-        return replace(report, facts=replace(report.facts, target=p.facts.target))
+        ignore = suppress.in_source([], None, p.ignore_label, f"container {p.facts.target.name}")
+        return suppress.mark(replace(report, facts=replace(report.facts, target=p.facts.target)), ignore)
 
     reports = tuple(map(one, probed, skipped))
     return Audit(reports, engine=docker.address(), exec=exec_df, include_exited=include_exited)
@@ -96,7 +98,9 @@ def lint(
     found = inputs.definitions
     skipped = selection([d.facts for d in found], names) if workload.given else [""] * len(found)
     reports = tuple(
-        judge_labelled(d.facts, workload, d.loader_spec, fail_on, d.notes, at=d.loader_at, skipped=skip)
+        suppress.mark(
+            judge_labelled(d.facts, workload, d.loader_spec, fail_on, d.notes, at=d.loader_at, skipped=skip), d.ignore
+        )
         for d, skip in zip(found, skipped)
     )
     return Lint(

@@ -311,13 +311,24 @@ class Fix(Value):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class Suppression(Value):
+    """Why a finding does not count: by whom, in words ("# shmdoctor: ignore=... at FILE:LINE", "its
+    shmdoctor.ignore label", "--ignore", "not in --select"), and SARIF's kind: inSource (the definition's own
+    comment, label or annotation) or external (the command line, a config file)."""
+
+    by: str
+    kind: Literal["inSource", "external"]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Finding(Value):
-    """A rule's verdict on one target, with its fixes."""
+    """A rule's verdict on one target, with its fixes; a suppressed one stays, marked, and counts for nothing."""
 
     id: str
     severity: Severity
     message: str
     fixes: tuple[Fix, ...] = ()
+    suppressed: Suppression | None = None
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -332,8 +343,13 @@ class Report(Value):
     notes: tuple[str, ...] = field(default=())
 
     @property
+    def active(self) -> tuple[Finding, ...]:
+        """The findings that count: all but the suppressed (which the documents still list, marked)."""
+        return tuple(f for f in self.findings if f.suppressed is None)
+
+    @property
     def verdict(self) -> Verdict:
-        worst = max((SEVERITY_RANK[f.severity] for f in self.findings), default=-1)  # none: below even info
+        worst = max((SEVERITY_RANK[f.severity] for f in self.active), default=-1)  # none: below even info
         if worst >= SEVERITY_RANK[self.fail_on]:
             return "fail"
         return "warn" if worst >= SEVERITY_RANK["warning"] else "ok"
@@ -344,7 +360,7 @@ class Report(Value):
 
     def headline(self) -> str:
         """The finding that decides the verdict, or what was found fine."""
-        top = next((f for f in self.findings if f.severity != "info"), None)
+        top = next((f for f in self.active if f.severity != "info"), None)
         if top:
             return top.message
         shm = self.facts.shm

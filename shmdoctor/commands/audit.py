@@ -8,6 +8,7 @@ from ..fleet import audit
 from ..limits import ENGINE_TIMEOUT
 from ..options import consumer_options, loader_options, output_options, selection_option, workload
 from ..render import render
+from ..suppress import rule_options, selected, selection
 
 
 @click.command()
@@ -44,7 +45,10 @@ from ..render import render
 @consumer_options
 @selection_option
 @output_options("audit")
-def command(containers, filters, include_exited, exec_df, timeout, names, fmt, fail_on, **loader) -> int:
+@rule_options
+def command(
+    containers, filters, include_exited, exec_df, timeout, names, ignore, select, fmt, fail_on, **loader
+) -> int:
     """Every running container (or those named), from the host, through the Docker engine (DOCKER_HOST).
 
     A container's label shmdoctor.loader=batch_size=100,num_workers=4,sample_bytes=1MiB overrides the loader
@@ -66,6 +70,7 @@ def command(containers, filters, include_exited, exec_df, timeout, names, fmt, f
         timeout=timeout,
         names=names,
     )
+    doc = selected(doc, selection(ignore, select))
     click.echo(render(doc, fmt))
     click.echo(
         "note: "

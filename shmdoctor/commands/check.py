@@ -8,13 +8,15 @@ from ..options import consumer_options, loader_options, output_options, workload
 from ..probe import local
 from ..render import render
 from ..rules import judge
+from ..suppress import rule_options, selected, selection
 
 
 @click.command()
 @loader_options
 @consumer_options
 @output_options("check")
-def command(fmt, fail_on, **loader) -> int:
+@rule_options
+def command(ignore, select, fmt, fail_on, **loader) -> int:
     """Where /dev/shm comes from, its size and use, the IPC mode and memory limit; with a loader, whether it fits.
 
     \b
@@ -25,6 +27,6 @@ def command(fmt, fail_on, **loader) -> int:
     spec = workload(**loader)
     spec.validate()  # a bad command line is refused before anything is read
     facts = local.probe()
-    report = judge(facts, spec.requirement(facts), fail_on=fail_on)
+    report = selected(judge(facts, spec.requirement(facts), fail_on=fail_on), selection(ignore, select))
     click.echo(render(report, fmt))
     return report.exit_code

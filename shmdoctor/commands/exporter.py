@@ -14,6 +14,7 @@ from ..exporter import serve as serving
 from ..exporter.collect import Collector
 from ..exporter.inventory import EngineInventory, ProcInventory, engine_socket_missing
 from ..options import loader_options, loader_spec, selection_option
+from ..suppress import rule_options, selection
 
 TEXTFILE = "shmdoctor.prom"
 
@@ -64,7 +65,8 @@ TEXTFILE = "shmdoctor.prom"
 )
 @loader_options
 @selection_option
-def command(listen, textfile, source, timeout, interval, refresh, max_targets, names, **loader) -> int:
+@rule_options
+def command(listen, textfile, source, timeout, interval, refresh, max_targets, names, ignore, select, **loader) -> int:
     """/dev/shm size and use, memory limit, loader need, findings and leaked segments of the host and every
     running container, as Prometheus metrics. Read-only: nothing runs inside a container; use is read from the host
     through /proc/<pid>/root/dev/shm (root, in the host's PID namespace). A container's shmdoctor.loader label
@@ -94,6 +96,7 @@ def command(listen, textfile, source, timeout, interval, refresh, max_targets, n
         max_targets=max_targets,
         engine=engine,
         names=names,
+        rules=selection(ignore, select),
     )
     from ..render import metrics  # prometheus_client: only this command imports it
 

@@ -10,6 +10,8 @@ from ..fleet import lint
 from ..options import consumer_options, loader_options, output_options, selection_option, workload
 from ..render import render
 from ..render.lint import diffs_json
+from ..reports import Lint
+from ..suppress import rule_options, selected, selection
 
 
 @click.command()
@@ -54,8 +56,11 @@ from ..render.lint import diffs_json
 @loader_options
 @consumer_options
 @selection_option
+@rule_options
 @output_options("lint")
-def command(paths, compose_files, swarm, env_file, fix, diff, scripts, names, fmt, fail_on, **loader) -> int:
+def command(
+    paths, compose_files, swarm, env_file, fix, diff, scripts, names, ignore, select, fmt, fail_on, **loader
+) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources as their operators
     shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
     pods, the docker / podman / nerdctl run commands of shell scripts and Makefiles, devcontainers, CI container
@@ -87,16 +92,20 @@ def command(paths, compose_files, swarm, env_file, fix, diff, scripts, names, fm
     """
     if not paths and not compose_files:
         raise UsageError("lint needs a FILE, a DIR, '-' or --compose-file FILE")
-    again = lambda: lint(  # noqa: E731
-        paths,
-        swarm=swarm,
-        env_file=env_file,
-        workload=workload(**loader),
-        fail_on=fail_on,
-        scripts=scripts,
-        names=names,
-        compose_files=compose_files,
-    )
+
+    def again() -> Lint:
+        found = lint(
+            paths,
+            swarm=swarm,
+            env_file=env_file,
+            workload=workload(**loader),
+            fail_on=fail_on,
+            scripts=scripts,
+            names=names,
+            compose_files=compose_files,
+        )
+        return selected(found, selection(ignore, select))
+
     if diff and fmt not in ("text", "json"):
         raise UsageError(f"--diff prints a patch as text or json, not {fmt}")
     doc = again()

@@ -54,7 +54,7 @@ def sizing(report: Report) -> Fix | None:
     or memory without the host's IPC, the largest of each; None when there is none."""
     shm = memory = 0
     ipc = None
-    for finding in report.findings:
+    for finding in report.active:
         if finding.severity == "info":
             continue
         fix = next((f for f in finding.fixes if (f.shm_bytes or f.memory_bytes) and f.ipc != "host"), None)
@@ -71,7 +71,7 @@ def sizing(report: Report) -> Fix | None:
 
 def _why_not(report: Report) -> str:
     """A target with nothing --fix can write: the fix its verdict has instead, said as the file would."""
-    top = next((f for f in report.findings if f.severity != "info"), None)
+    top = next((f for f in report.active if f.severity != "info"), None)
     fix = next((x for x in top.fixes if forms.applies(x, report.facts)), None) if top else None
     if fix is None:
         return f"nothing to write: {top.message}" if top else "nothing to write"

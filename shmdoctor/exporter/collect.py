@@ -16,6 +16,7 @@ from ..loader import LoaderSpec
 from ..model import SHM, Report, Severity
 from ..probe import docker, procfs
 from ..shm.removal import creators_visible, unheld
+from ..suppress import Selection, mark
 from ..workload import Workload, selection
 from .inventory import Entry, Inventory, host_entry
 from .model import Scrape, Target
@@ -35,7 +36,9 @@ class Collector:
         engine: bool,
         proc: str = "/proc",
         names: tuple[str, ...] = (),
+        rules: Selection | None = None,
     ) -> None:
+        self.rules = rules or Selection()  # --ignore, --select
         self.inventory, self.workload, self.fail_on, self.names = inventory, Workload(loader), fail_on, names
         self.timeout, self.max_targets, self.engine, self.proc = timeout, max_targets, engine, proc
         # With an engine, the host's own /dev/shm is a target beside the containers (/proc scans include it).
@@ -74,7 +77,7 @@ class Collector:
         report = self._judged.get(key) or judge_labelled(
             probed.facts, self.workload, probed.loader_label, self.fail_on, probed.notes, skipped=skipped
         )
-        judged[key] = report
+        judged[key] = report = mark(report, selection=self.rules)
         return Target(report, entry.labels, self._leaked(entry))
 
     def _leaked(self, entry: Entry) -> int | None:

@@ -41,6 +41,7 @@ from ..model import (
     Target,
 )
 from ..sizes import parse_size, parse_tmpfs_size
+from ..suppress import IGNORE_LABEL
 from . import compose_merge, compose_sets
 from .documents import Definition, Document, line_of, where
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
@@ -457,16 +458,17 @@ class ComposeFile:
         ipc = svc.get("ipc")
         return Swarm(ignored_shm_size=svc.size_of("shm_size"), ignored_ipc=str(ipc) if ipc else None)
 
-    def loader_spec(self, svc: _Service) -> str | None:
-        """The shmdoctor.loader label as written (not interpolated: its error messages quote it)."""
+    def loader_spec(self, svc: _Service, name: str = LOADER_LABEL) -> str | None:
+        """The shmdoctor.loader label (or another of shmdoctor's) as written (not interpolated: its error messages
+        quote it)."""
         deploy = svc.body.get("deploy")
         for labels in (svc.body.get("labels"), deploy.get("labels") if isinstance(deploy, dict) else None):
-            if isinstance(labels, dict) and labels.get(LOADER_LABEL):
-                return str(labels[LOADER_LABEL])
+            if isinstance(labels, dict) and labels.get(name):
+                return str(labels[name])
             if isinstance(labels, list):
                 for label in labels:
                     key, _, value = str(label).partition("=")
-                    if key.strip() == LOADER_LABEL:
+                    if key.strip() == name:
                         return value.strip()
         return None
 
@@ -536,7 +538,12 @@ class ComposeFile:
             flags=flags,
             swarm=swarm,
         )
-        return Definition(facts, self.loader_spec(svc), _where(self.doc, svc.body))
+        return Definition(
+            facts,
+            self.loader_spec(svc),
+            _where(self.doc, svc.body),
+            ignore_label=self.loader_spec(svc, IGNORE_LABEL),
+        )
 
     def check_whole(self) -> None:
         """A service with neither image nor build is an override's: compose refuses it without its base (exit 2,

@@ -25,6 +25,7 @@ from ..limits import ENGINE_TIMEOUT, MAX_BYTES, clip
 from ..loader import LOADER_LABEL
 from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
+from ..suppress import IGNORE_LABEL
 from .deadline import concurrently, within
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
@@ -44,6 +45,7 @@ class Probed:
     notes: tuple[str, ...] = ()
     image: str | None = None  # Config.Image: the image as the container was started from it
     pid: int | None = None  # State.Pid of a running container, as the engine host's PID namespace sees it
+    ignore_label: str | None = None  # its shmdoctor.ignore label, as written
 
 
 def name_of(info: Inspect) -> str:
@@ -217,6 +219,7 @@ def facts_from_inspect(
         unreadable=(f"{SHM_SIZE_UNKNOWN} ({shm.detail})",) if shm.present and shm.size_bytes is None else (),
     )
     label = _dict(config.get("Labels")).get(LOADER_LABEL)
+    ignore = _dict(config.get("Labels")).get(IGNORE_LABEL)
     image, pid = config.get("Image"), state.get("Pid") if state.get("Running") is True else None
     return Probed(
         facts,
@@ -224,6 +227,7 @@ def facts_from_inspect(
         tuple(notes),
         image if isinstance(image, str) else None,
         pid if isinstance(pid, int) and pid > 0 else None,
+        ignore_label=None if ignore is None else str(ignore),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from ..errors import UsageError
 from ..limits import MAX_DEPTH, MAX_DIGITS, MAX_JSON_BYTES, MAX_NODES, MAX_YAML_BYTES
 from ..model import Facts, Target
+from ..suppress import Ignore
 from .regular import open_regular
 from .unknown import Unknown
 
@@ -377,3 +378,5 @@ class Definition:
     loader_spec: str | None = None
     loader_at: str = ""  # file:line of the spec, for its error message
     notes: tuple[str, ...] = ()  # what was assumed to read it (the operator that shapes its pod), for the report
+    ignore_label: str | None = None  # its shmdoctor.ignore label or annotation, as written
+    ignore: Ignore | None = None  # the rules it ignores (that label, or a comment at its line): files.read fills it

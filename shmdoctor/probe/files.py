@@ -12,8 +12,9 @@ import os
 import re
 from collections import ChainMap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from .. import suppress
 from ..errors import UsageError
 from . import (
     azureml,
@@ -205,6 +206,7 @@ def read(
         try:
             if isinstance(unit, compose_sets.ComposeSet):
                 _compose(sets.load(unit.files), swarm, environ, out, sets)
+                out.definitions[before[0] :] = _ignoring_in_set(out.definitions[before[0] :])
                 out.sources.append(unit.files[0])
             else:
                 _read_file(unit, swarm, environ, out, sets, named=unit in paths)
@@ -254,6 +256,48 @@ def _read_file(
         return
     text = documents.text(name)
     out.digests[source] = documents.digest(text)
+    first = len(out.definitions)
+    _read_text(text, source, name, swarm, environ, out, sets, named)
+    out.definitions[first:] = ignoring(out.definitions[first:], text, source)
+
+
+def ignoring(definitions: list[Definition], text: str, source: str) -> list[Definition]:
+    """Each definition with the rules it ignores: its `# shmdoctor: ignore=` comment (on its line or the line
+    above) or its shmdoctor.ignore label; UsageError where one names a rule that does not exist."""
+    lines = text.splitlines()
+    return [
+        replace(
+            d,
+            ignore=suppress.in_source(
+                lines if d.facts.target.file == source else [], d.facts.target.line, d.ignore_label, source
+            ),
+        )
+        for d in definitions
+    ]
+
+
+def _ignoring_in_set(definitions: list[Definition]) -> list[Definition]:
+    """ignoring() for a compose set's services, each at the file and line that defines it (a file read once)."""
+    texts: dict[str, str] = {}
+    out = []
+    for d in definitions:
+        file = d.facts.target.file or ""
+        if file and file != documents.STDIN and file not in texts:
+            texts[file] = documents.text(file)
+        out += ignoring([d], texts.get(file, ""), file)
+    return out
+
+
+def _read_text(
+    text: str,
+    source: str,
+    name: str,
+    swarm: bool | None,
+    environ: _Environments,
+    out: Inputs,
+    sets: compose_sets.Sets,
+    named: bool,
+) -> None:
     before = len(out.definitions), len(out.objects)
     if source.endswith(terraform.SUFFIXES):  # HCL, or Terraform's JSON syntax
         found, passed_over = terraform.read(text, source)

@@ -23,6 +23,7 @@ from ..errors import UsageError
 from ..loader import LOADER_LABEL
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm
 from ..sizes import format_size, parse_quantity
+from ..suppress import IGNORE_LABEL
 from . import operators, workflows
 from .documents import Definition, Document, line_of, target, where, with_changes
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
@@ -250,12 +251,13 @@ class _Pod:
             )
         return Shm.unmeasured(size, "k8s-emptydir", detail)
 
-    def loader_spec(self) -> tuple[str | None, Any]:
+    def loader_spec(self, name: str = LOADER_LABEL) -> tuple[str | None, Any]:
+        """The pod template's shmdoctor.loader annotation or label (or another of shmdoctor's), else the object's."""
         for meta in (self.template.get("metadata"), self.obj.get("metadata")):
             for key in ("annotations", "labels"):
                 values = (meta if isinstance(meta, dict) else {}).get(key) or {}
-                if isinstance(values, dict) and values.get(LOADER_LABEL):
-                    return str(values[LOADER_LABEL]), values
+                if isinstance(values, dict) and values.get(name):
+                    return str(values[name]), values
         return None, None
 
     def named(self) -> list[tuple[str, dict]]:
@@ -297,7 +299,7 @@ class _Pod:
             )
             assumed = (f"assumed {self.operator.assumed()}",) if self.operator else ()
             at_spec = where(self.doc.source, at if line_of(at) else self.template)
-            out.append(Definition(facts, spec, at_spec, notes=assumed))
+            out.append(Definition(facts, spec, at_spec, notes=assumed, ignore_label=self.loader_spec(IGNORE_LABEL)[0]))
         return out
 
 

@@ -45,7 +45,11 @@ def target_dict(target: Target) -> dict[str, Any]:
 
 
 def finding_dict(f: Finding, facts: Facts) -> dict[str, Any]:
-    return {**flat(f), "fixes": [fix_dict(fix, facts) for fix in f.fixes]}
+    return {
+        **flat(f),
+        "fixes": [fix_dict(fix, facts) for fix in f.fixes],
+        "suppressed": flat(f.suppressed) if f.suppressed else None,
+    }
 
 
 def report_dict(report: Report) -> dict[str, Any]:

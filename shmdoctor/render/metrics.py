@@ -69,7 +69,7 @@ def _samples(target: Target, size, used, limit, need, finding, leaked, oom) -> N
         limit.add_metric(labels, facts.memory.limit_bytes)
     if report.requirement is not None:
         need.add_metric(labels, report.requirement.bytes)
-    for f in report.findings:
+    for f in report.active:
         finding.add_metric([*labels, f.id, f.severity], 1)
     if target.leaked_bytes is not None:
         leaked.add_metric(labels, target.leaked_bytes)

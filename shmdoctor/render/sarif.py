@@ -114,16 +114,18 @@ def to_sarif(doc: Reports) -> str:
     results = []
     for report in doc.reports:
         for finding in report.findings:
-            results.append(
-                {
-                    "ruleId": finding.id,
-                    "ruleIndex": index[finding.id],
-                    "level": LEVELS[finding.severity],
-                    "message": {"text": _message(finding, report.facts)},
-                    "locations": [_location(report, doc)],
-                    **_related(report),
-                }
-            )
+            result: dict[str, Any] = {
+                "ruleId": finding.id,
+                "ruleIndex": index[finding.id],
+                "level": LEVELS[finding.severity],
+                "message": {"text": _message(finding, report.facts)},
+                "locations": [_location(report, doc)],
+                **_related(report),
+            }
+            if finding.suppressed:  # listed, and code scanning shows it dismissed
+                said = finding.suppressed
+                result["suppressions"] = [{"kind": said.kind, "status": "accepted", "justification": said.by}]
+            results.append(result)
     driver: dict[str, Any] = {
         "name": "shmdoctor",
         "version": _version(),

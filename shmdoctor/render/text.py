@@ -99,7 +99,7 @@ def report(report: Report) -> str:
     label, color = _VERDICT_STYLE[report.verdict]
     out = [f"{style(label, color, bold=True)}  {report.headline()}"]
 
-    top = next((f for f in report.findings if f.severity != "info" and f.fixes), None)
+    top = next((f for f in report.active if f.severity != "info" and f.fixes), None)
     if top:
         out.append("")
         out.extend(fix_lines(list(top.fixes), report.facts))
@@ -108,6 +108,9 @@ def report(report: Report) -> str:
         out.append("\nFindings")
         for f in report.findings:
             message = "(the verdict above)" if f.message == report.headline() else f.message
+            if f.suppressed:
+                out.append(f"  {'ignored':<8}{f.id:<16} by {f.suppressed.by}: {message}")
+                continue
             out.append(f"  {style(f'{f.severity:<8}', _SEVERITY_STYLE[f.severity])}{f.id:<16} {message}")
 
     out.extend(facts_lines(report))
@@ -175,9 +178,7 @@ def table(reports: list[Report], title: str) -> str:
 
     rows = [("VERDICT", "TARGET", "SHM", "IPC", "NEED", "FIX")]
     for r in reports:
-        fix = next(
-            (fx for f in r.findings if f.severity != "info" for fx in f.fixes if forms.applies(fx, r.facts)), None
-        )
+        fix = next((fx for f in r.active if f.severity != "info" for fx in f.fixes if forms.applies(fx, r.facts)), None)
         rows.append(
             (
                 _VERDICT_STYLE[r.verdict][0],
@@ -197,7 +198,9 @@ def table(reports: list[Report], title: str) -> str:
     for r in reports:
         name = r.facts.target.name
         for f in r.findings:
-            if f.severity != "info":
+            if f.suppressed:
+                lines += wrap(f"  {name}: ignored {f.id} by {f.suppressed.by}", columns, 4)
+            elif f.severity != "info":
                 said = wrap(f"  {name}: {f.severity} {f.id}: {f.message}", columns, 4)
                 said[0] = said[0].replace(f": {f.severity} ", f": {style(f.severity, _SEVERITY_STYLE[f.severity])} ", 1)
                 lines += said
@@ -284,7 +287,7 @@ def fixes_by_target(reports: list[Report]) -> str:
     """lint: each target's fix in full, in its own language (a compose or manifest snippet does not fit a table)."""
     out = []
     for r in reports:
-        top = next((f for f in r.findings if f.severity != "info" and f.fixes), None)
+        top = next((f for f in r.active if f.severity != "info" and f.fixes), None)
         if top:
             out.append(f"\n{r.facts.target.name}  ({top.id})")
             out.extend("  " + line for line in fix_lines(list(top.fixes), r.facts, margin=2))
