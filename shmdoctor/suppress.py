@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from .errors import UsageError
-from .model import Report, Suppression
+from .model import Report, Suppression, Value
 
 IGNORE_LABEL = "shmdoctor.ignore"
 COMMENT = re.compile(r"#\s*shmdoctor:\s*ignore\s*=\s*([^\s#]*)")
@@ -40,8 +40,8 @@ def rule_ids(text: str, where: str) -> frozenset[str]:
     return frozenset(ids)
 
 
-@dataclass(frozen=True)
-class Ignore:
+@dataclass(frozen=True, eq=False, repr=False)
+class Ignore(Value):
     """The rules one workload's own comment, label or annotation ignores, and where that is said."""
 
     rules: frozenset[str]
@@ -72,8 +72,8 @@ def _around(lines: list[str], line: int | None) -> list[int]:
     return [line, line - 1, line - 2] if keyed else [line, line - 1]
 
 
-@dataclass(frozen=True)
-class Selection:
+@dataclass(frozen=True, eq=False, repr=False)
+class Selection(Value):
     """The command's rules: --select (None: all of them) less --ignore."""
 
     ignore: frozenset[str] = frozenset()
@@ -98,6 +98,8 @@ def mark(report: Report, ignore: Ignore | None = None, selection: Selection | No
         elif why is None and selection is not None and selection.why(f.id):
             why = Suppression(str(selection.why(f.id)), "external")
         findings.append(f if why is f.suppressed else replace(f, suppressed=why))
+    if all(a is b for a, b in zip(findings, report.findings)):
+        return report  # the same report: audit's replicas share one judgement
     return replace(report, findings=tuple(findings))
 
 
