@@ -281,7 +281,8 @@ def read(text: str, source: str) -> tuple[list[Definition], list[str]]:
         except documents.Unparsable as e:
             raise UsageError(str(e)) from None  # a .tf is Terraform's: one that does not parse is an error
     found, passed_over = probe(body, source)
-    return [replace(d, facts=replace(d.facts, form="terraform")) for d in found], passed_over
+    said = [f"{source}: {why}" for why in passed_over]  # each names its resource; the file first, as lint's lines do
+    return [replace(d, facts=replace(d.facts, form="terraform")) for d in found], said
 
 
 def _from_json(body: Any, source: str) -> Node:

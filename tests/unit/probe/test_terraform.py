@@ -113,8 +113,8 @@ resource "aws_ecs_task_definition" "b" {
     )
     found, passed_over = terraform.read(text, str(tmp_path / "main.tf"))
     assert passed_over == [
-        "aws_ecs_task_definition.a: container_definitions is module.container.json_map_encoded_list, known when "
-        "Terraform runs"
+        f"{tmp_path / 'main.tf'}: aws_ecs_task_definition.a: container_definitions is "
+        "module.container.json_map_encoded_list, known when Terraform runs"
     ]
     [b] = found  # file(...) of a JSON file beside it is read
     assert b.facts.shm.size_bytes == GiB
