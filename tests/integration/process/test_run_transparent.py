@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import termios
+import time
 
 import pytest
 
@@ -285,3 +286,24 @@ def test_a_read_only_dev_shm_is_said_in_the_opening_facts():
     assert first.startswith(b"shmdoctor run: /dev/shm 16 MiB") and b"READ-ONLY" in first, first
     writable = _own_shm("size=16m", *RUN, "--", "true")
     assert b"READ-ONLY" not in writable.stderr
+
+
+def test_ctrl_c_at_a_terminal_kills_run_too_so_that_a_shell_loop_stops():
+    """The terminal sends SIGINT to its foreground group, the command's: run does not forward it, it sees the
+    command die of it, and dies of it in turn (a shell loop around it stops); bash tells that from an exit 130."""
+    pid, master = pty.fork()
+    if pid == 0:
+        os.execv(sys.executable, [*RUN, "--", sys.executable, "-c", WAITS])
+    out, end = b"", time.monotonic() + WAIT
+    while not out.strip().splitlines()[1:] and select.select([master], [], [], max(0, end - time.monotonic()))[0]:
+        out += os.read(master, 4096)  # the facts line, then the command's pid: it waits for its signal
+    os.write(master, b"\x03")
+    fd = os.pidfd_open(pid)
+    try:
+        if not select.select([fd], [], [], WAIT)[0]:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        os.close(fd)
+        os.close(master)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT, (status, out)

@@ -190,3 +190,61 @@ def test_different_loaders_at_once_add_up(pin):
     held = 0 if pin else 1
     assert need.bytes == (8 + held) * 100 * MiB + (4 + held) * 50 * MiB
     assert need.loader == train and len(need.breakdown) == 2
+
+
+# sys.stderr copied where run leaves its terminal to the child: a real child, its stream untouched, the copy read back.
+WRITES = """
+import os, sys
+sys.stderr.write("before the fork\\n")
+if os.fork() == 0:
+    print("from the worker", file=sys.stderr)
+    os._exit(0)
+os.wait()
+print(type(sys.stderr).__name__, sys.stderr.fileno(), sys.stderr.encoding, flush=True)
+raise RuntimeError("the last words")
+"""
+
+
+def test_sys_stderr_is_copied_per_process_and_the_stream_is_left_as_it_was(tmp_path):
+    env = instrument.environment(str(tmp_path), {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, stderr=True)
+    proc = subprocess.run([sys.executable, "-c", WRITES], env=env, capture_output=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == b"StderrCopy 2 utf-8\n"  # its descriptor and encoding, delegated
+    assert proc.stderr.startswith(b"before the fork\nfrom the worker\nTraceback")  # the stream got every byte
+    text, total = instrument.stderr_copy(str(tmp_path), 2**20)
+    assert total == len(proc.stderr) and text.endswith(b"RuntimeError: the last words\n")
+    # process by process, the one that wrote last at the end
+    assert b"from the worker\n" in text and text.index(b"from the worker") < text.index(b"before the fork")
+    assert len(list(tmp_path.glob("*.err"))) == 2
+
+
+def test_without_the_variable_sys_stderr_is_not_wrapped(tmp_path):
+    proc = child(tmp_path, "import sys; print(type(sys.stderr).__name__)")
+    assert proc.stdout == b"TextIOWrapper\n" and not list(tmp_path.glob("*.err"))
+
+
+def test_the_copy_is_read_back_bounded_last_writer_last_and_never_waits(tmp_path):
+    (tmp_path / "10.err.old").write_bytes(b"a" * 100)
+    (tmp_path / "10.err").write_bytes(b"b" * 100)
+    os.utime(tmp_path / "10.err", ns=(1, 1))
+    os.utime(tmp_path / "10.err.old", ns=(1, 1))
+    (tmp_path / "20.err").write_bytes(b"the end\n")  # written last
+    os.mkfifo(tmp_path / "30.err")  # a FIFO the child made: never opened
+    (tmp_path / "40.err").symlink_to("/etc/passwd")  # a link: never followed
+    assert instrument.stderr_copy(str(tmp_path), 1000) == (b"a" * 100 + b"b" * 100 + b"the end\n", 208)
+    assert instrument.stderr_copy(str(tmp_path), 58) == (b"b" * 50 + b"the end\n", 208)  # the last 58 bytes
+
+
+def test_a_process_that_writes_past_the_cap_keeps_its_last_two_parts(tmp_path, monkeypatch):
+    monkeypatch.setattr(site, "STDERR_CAP", 10)
+
+    class Sink:
+        def write(self, text):
+            return len(text)
+
+    copy = site.StderrCopy(Sink(), str(tmp_path))
+    for i in range(7):
+        copy.write(f"line {i}\n")  # 7 bytes each: a part holds one
+    os.close(copy._fd)
+    pid = os.getpid()
+    assert (tmp_path / f"{pid}.err").read_text() == "line 6\n"
+    assert (tmp_path / f"{pid}.err.old").read_text() == "line 5\n"
