@@ -133,7 +133,9 @@ def stderr_copy(folder: str, cap: int) -> tuple[bytes, int]:
                     last[pid] = max(last.get(pid, 0), st.st_mtime_ns)
     parts: list[bytes] = []
     budget = cap
-    for pid in sorted(last, key=last.__getitem__, reverse=True):  # the last writer first, while the budget lasts
+    # the last writer first, while the budget lasts; within one tick of the clock, the eldest (the lowest pid, the
+    # parent of workers it outlives) counts as the later
+    for pid in sorted(last, key=lambda p: (last[p], -int(p) if p.isdigit() else 0), reverse=True):
         for name in (f"{pid}.err", f"{pid}.err.old"):
             take = min(budget, sizes.get(name, 0))
             if take <= 0:
