@@ -100,6 +100,8 @@ def _unknown(doc: Document) -> str:
         return f"{doc.source}: a Helm chart's values: render the chart: {RENDER}"
     if ci.is_workflow(doc.body):
         return f"{doc.source}: a GitHub Actions workflow with no job container: its jobs run on the runner itself"
+    if ci.is_gitlab(doc.body, doc.source):
+        return f"{doc.source}: a GitLab CI file with no job of its own (its jobs come from its include:)"
     document = f" (document {doc.index + 1})" if doc.index else ""
     if cloudformation.is_template(doc.body):
         return f"{doc.source}: a CloudFormation template without {' or '.join(cloudformation.KINDS)}"
@@ -131,6 +133,10 @@ def _definitions(
     """The document's targets into `into`; False when it is no format lint knows."""
     if azureml.is_job(doc.body):  # first: a job's `services:` (Jupyter, TensorBoard) are no compose services
         into.definitions.extend(azureml.probe(doc))
+    elif ci.is_gitlab(doc.body, doc.source):  # before compose: a GitLab file's `include:` is no compose include
+        found = ci.probe_gitlab(doc)
+        into.definitions.extend(found)
+        return bool(found)  # no job of its own (all in its include:): _unknown says so
     elif compose.is_compose(doc.body):
         sets = sets or compose_sets.Sets()
         _compose(sets.single(doc), swarm, environ, into, sets)
@@ -145,8 +151,6 @@ def _definitions(
         found = ci.probe_workflow(doc)
         into.definitions.extend(found)
         return bool(found)  # no job container: its jobs run on the runner (_unknown says so)
-    elif ci.is_gitlab(doc.body, doc.source):
-        into.definitions.extend(ci.probe_gitlab(doc))
     elif skypilot.is_task(doc.body):
         into.definitions.extend(skypilot.probe(doc))
     elif trainjob.is_trainjob(doc.body):

@@ -126,3 +126,12 @@ def test_real_workflows_fix_and_lint_ok(tmp_path, capsys, name):
     assert main(["lint", str(tmp_path / name), *LOADER]) in (0, 1)
     changed = (tmp_path / name).read_text() != (REAL / name).read_text()
     assert changed == (name == "trl-tests.yml")  # diffusers' --ipc host is not written over
+
+
+def test_a_gitlab_file_whose_jobs_are_all_included_is_passed_over_not_read_as_compose(capsys):
+    """Megatron-LM's .gitlab-ci.yml: `include:` lists its stage files, as compose's `include:` would."""
+    path = DATA / "real" / "gitlab" / "megatron-lm" / ".gitlab-ci.yml"
+    assert main(["lint", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"shmdoctor: error: {path}: a GitLab CI file with no job of its own (its jobs come from its include:)\n"
+    )
