@@ -57,3 +57,8 @@ if ! have shmdoctor-test/ray:1; then  # Ray 2.60 (CPU) over the python image: it
     -t shmdoctor-test/ray:1 -f "$HERE/ray.Dockerfile" "$ctx"
   rm -rf "$ctx"
 fi
+
+if ! have shmdoctor-test/apps:1; then  # Debian's postgresql and chromium: other consumers of /dev/shm, for real
+  docker build -q --network host --build-arg BASE=shmdoctor-test/debian:bookworm \
+    -t shmdoctor-test/apps:1 -f "$HERE/apps.Dockerfile" "$HERE"
+fi

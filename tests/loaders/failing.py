@@ -4,6 +4,8 @@ seed [--batches N --workers W --step S]  the seed article's loader (batch 100 x 
      [--fill]                             first step: until the whole prefetch is in /dev/shm (or a worker died)
 fds [--tensors N]                         each batch a list of N small tensors: one descriptor each (ancdata)
 sigbus [--mib N]                          a file in /dev/shm, ftruncated and touched past what the tmpfs has: SIGBUS
+loader-sigbus [--mib N]                   a DataLoader whose worker does the same (PyTorch before 2.10 sized its
+                                          batches' segments so): the worker dies of SIGBUS, the loader says so
 ignore-term [--seconds S | --until-line]  ignores SIGTERM, prints 'ignoring SIGTERM' when one comes, exits 0 after S
                                           (or once a line comes on stdin: the test says when, no clock to race)
 handle-term                               exits 0 on SIGTERM, printing 'got SIGTERM'
@@ -74,16 +76,37 @@ def fds(args) -> None:
 
 
 def sigbus(args) -> None:
+    _touch_shm(args.mib)
+    print("no bus error", flush=True)
+
+
+def loader_sigbus(args) -> None:
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Batches(Dataset):
+        def __len__(self) -> int:
+            return 8
+
+        def __getitem__(self, idx: int):
+            _touch_shm(args.mib)
+            return torch.zeros(1)
+
+    for _batch in DataLoader(Batches(), batch_size=1, num_workers=2):
+        pass
+    print("no bus error", flush=True)
+
+
+def _touch_shm(mib: int) -> None:
     path = f"/dev/shm/sdt-sigbus-{os.getpid()}"
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     os.unlink(path)
-    size = args.mib * 2**20
+    size = mib * 2**20
     os.ftruncate(fd, size)  # sparse: no page is taken yet, as PyTorch before 2.10 did
     m = mmap.mmap(fd, size)
-    print(f"touching {args.mib} MiB of /dev/shm", flush=True)
+    print(f"touching {mib} MiB of /dev/shm", flush=True)
     for off in range(0, size, mmap.PAGESIZE):
         m[off] = 1  # past the tmpfs's size: SIGBUS
-    print("no bus error", flush=True)
 
 
 def ignore_term(args) -> None:
@@ -121,7 +144,9 @@ def count_int(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["seed", "fds", "sigbus", "ignore-term", "handle-term", "count-int"])
+    ap.add_argument(
+        "mode", choices=["seed", "fds", "sigbus", "loader-sigbus", "ignore-term", "handle-term", "count-int"]
+    )
     ap.add_argument("--batches", type=int, default=12)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--prefetch", type=int, default=2)
@@ -136,6 +161,7 @@ def main() -> None:
         "seed": seed,
         "fds": fds,
         "sigbus": sigbus,
+        "loader-sigbus": loader_sigbus,
         "ignore-term": ignore_term,
         "handle-term": handle_term,
         "count-int": count_int,
