@@ -286,6 +286,7 @@ Form = Literal[
     "jenkins",
     "terraform",
     "cloudformation",
+    "nomad",
 ]
 
 

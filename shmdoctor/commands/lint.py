@@ -65,11 +65,11 @@ def command(
     shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
     pods, the docker / podman / nerdctl run commands of shell scripts and Makefiles, devcontainers, CI container
     jobs (GitHub Actions, GitLab), Jenkins docker agents, SkyPilot tasks, Slurm's pyxis containers, Terraform
-    resources (ECS, Batch, kubernetes_*, docker_container; --fix shows their change, never writes HCL). One report
-    per service, container or command.
+    resources (ECS, Batch, kubernetes_*, docker_container), CloudFormation templates (ECS, Batch), Nomad docker tasks
+    (--fix shows the change of these three, never writes it). One report per service, container or command.
 
-    Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod, *.tf and scripts (--no-scripts: not), hidden
-    folders skipped but .devcontainer and .github; files that define none are passed over with why (a script without
+    Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod, *.tf, *.nomad and scripts (--no-scripts:
+    not), hidden folders skipped but .devcontainer and .github; files that define none are passed over with why (a script without
     a run command unsaid); one that cannot be judged (a bad value) is an error line and exit 2, every other file
     still judged; '-' reads stdin. The loader and consumer options apply to the targets that look like they use
     /dev/shm (an ML image or command, GPUs, an inference server; all when none does), or to those --workload

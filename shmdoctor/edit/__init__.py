@@ -30,6 +30,7 @@ SHOWN = {
     "terraform": "Terraform's HCL is not rewritten: its expressions, modules and formatting would not survive it",
     "cloudformation": "a CloudFormation template is not rewritten: a value may come from a Parameter, a Mapping or "
     "an !If, set where it comes from",
+    "nomad": "a Nomad job's HCL is not rewritten: its variables and templates would not survive it",
 }
 
 

@@ -23,7 +23,8 @@ from ..suppress import Ignore
 from .regular import open_regular
 from .unknown import Unknown
 
-SUFFIXES = (".yml", ".yaml", ".json", ".container", ".pod", ".tf")  # .container, .pod: Quadlet units; .tf: Terraform
+# .container, .pod: Quadlet units; .tf: Terraform; .nomad, .nomad.hcl: Nomad jobs
+SUFFIXES = (".yml", ".yaml", ".json", ".container", ".pod", ".tf", ".nomad", ".nomad.hcl")
 STDIN = "<stdin>"
 TEMPLATES = tuple(f"{s}{t}" for s in SUFFIXES for t in (".j2", ".jinja", ".jinja2", ".tpl"))  # said, not read
 # Scripts, read for their docker / podman / nerdctl run commands: by suffix, by name, or (without a suffix) by a

@@ -27,6 +27,7 @@ from . import (
     ecs,
     jenkins,
     kubernetes,
+    nomad,
     quadlet,
     shell,
     skypilot,
@@ -303,6 +304,12 @@ def _read_text(
     named: bool,
 ) -> None:
     before = len(out.definitions), len(out.objects)
+    if source.endswith(nomad.SUFFIXES):  # HCL: a job's docker tasks
+        found, passed_over = nomad.read(text, source)
+        out.definitions.extend(found)
+        out.files.extend(passed_over if passed_over or found else [f"{source}: no docker task in this job file"])
+        out.sources.extend([source] if found else [])
+        return
     if source.endswith(terraform.SUFFIXES):  # HCL, or Terraform's JSON syntax
         found, passed_over = terraform.read(text, source)
         out.definitions.extend(found)

@@ -223,6 +223,7 @@ def _docker(address: str, resource: Block, source: str) -> tuple[list[Definition
         size = shm.size_bytes
         detail = f"shm_size: {size // MiB}" if size else "no shm_size: the engine's default"
         shm = replace(shm, size_bytes=size or ENGINE_DEFAULT_SHM, detail=detail)
+        unreadable = ()  # unset is the daemon's default, known
     elif shm.source in ("host-ipc", "host"):
         how = "ipc_mode host" if shm.source == "host-ipc" else f"a bind of the Docker host's {SHM}"
         shm = replace(shm, detail=f"{how} (the Docker host's {SHM})")

@@ -283,6 +283,14 @@ def _pascal(statement: str) -> str:
     return code + (f"  # {comment}" if comment else "")
 
 
+def _nomad(fix: Fix, facts: Facts) -> Statements:
+    """A Nomad docker task: shm_size in bytes and ipc_mode in its config block, memory in MB in its resources."""
+    out: Statements = (f'ipc_mode = "{fix.ipc}"  # the task\'s config block',) if fix.ipc else ()
+    out += (f"shm_size = {fix.shm_bytes}  # the task's config block, in bytes",) if fix.shm_bytes else ()
+    out += (f"memory = {_mib(fix.memory_bytes)}  # the task's resources block, in MB",) if fix.memory_bytes else ()
+    return out + ((f"env {{ {' '.join(f'{n} = {chr(34)}{v}{chr(34)}' for n, v in fix.env)} }}",) if fix.env else ())
+
+
 def _hcl_object(statement: str) -> str:
     """'"key": {"a": 1}' (JSON, as the ECS form says it) -> 'key = { a = 1 }' (an HCL object), comments kept."""
     code, _, comment = statement.partition("  # ")
@@ -308,6 +316,7 @@ FORMS: dict[Form, Callable[[Fix, Facts], Statements]] = {
     "jenkins": _jenkins,
     "terraform": _terraform,
     "cloudformation": _cloudformation,
+    "nomad": _nomad,
 }
 
 
