@@ -69,8 +69,8 @@ def command(
     (--fix shows the change of these three, never writes it). One report per service, container or command.
 
     Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod, *.tf, *.nomad and scripts (--no-scripts:
-    not), hidden folders skipped but .devcontainer and .github; files that define none are passed over with why (a script without
-    a run command unsaid); one that cannot be judged (a bad value) is an error line and exit 2, every other file
+    not), hidden folders skipped but .devcontainer and .github; files that define none are passed over with why (a
+    script without a run command unsaid); one that cannot be judged (a bad value) is an error line and exit 2, every other file
     still judged; '-' reads stdin. The loader and consumer options apply to the targets that look like they use
     /dev/shm (an ML image or command, GPUs, an inference server; all when none does), or to those --workload
     names; --fix writes into no other. A workload's own label or annotation
