@@ -70,11 +70,11 @@ def command(
 
     Directories are searched for *.yml, *.yaml, *.json, *.container, *.pod, *.tf, *.nomad and scripts (--no-scripts:
     not), hidden folders skipped but .devcontainer and .github; files that define none are passed over with why (a
-    script without a run command unsaid); one that cannot be judged (a bad value) is an error line and exit 2, every other file
-    still judged; '-' reads stdin. The loader and consumer options apply to the targets that look like they use
-    /dev/shm (an ML image or command, GPUs, an inference server; all when none does), or to those --workload
-    names; --fix writes into no other. A workload's own label or annotation
-    `shmdoctor.loader: "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.
+    script without a run command unsaid); one that cannot be judged (a bad value) is an error line and exit 2, every
+    other file still judged; '-' reads stdin. The loader and consumer options apply to the targets that look like they
+    use /dev/shm (an ML image or command, GPUs, an inference server; all when none does), or to those --workload names;
+    --fix writes into no other. A workload's own label or annotation `shmdoctor.loader:
+    "batch_size=100,num_workers=4,sample_bytes=1MiB"` overrides the loader options for it.
 
     Compose files are read as compose reads them, each service reported once: in a directory, compose.yaml (or
     docker-compose.yml) with its compose.override.yaml, or the files COMPOSE_FILE names in the .env beside them;
