@@ -50,6 +50,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("lint", "text"): "shmdoctor.render.lint:to_text",
     ("lint", "json"): "shmdoctor.render.lint:to_json",
     ("lint", "sarif"): "shmdoctor.render.sarif:to_sarif",
+    ("lint", "github"): "shmdoctor.render.github:to_github",
+    ("audit", "github"): "shmdoctor.render.github:to_github",
     ("clean", "text"): "shmdoctor.render.clean:to_text",
     ("clean", "json"): "shmdoctor.render.clean:to_json",
     ("watch.start", "text"): "shmdoctor.render.watch:start_text",
@@ -69,7 +71,7 @@ RENDERERS: dict[tuple[str, str], str] = {
 
 def formats(kind: str) -> tuple[str, ...]:
     """The formats a kind renders to."""
-    return FORMATS + (("sarif",) if kind in SARIF_KINDS else ())
+    return FORMATS + (("sarif", "github") if kind in SARIF_KINDS else ())
 
 
 def schema_id(kind: str) -> str:

@@ -108,6 +108,27 @@ def test_the_git_commit_itself_is_blocked_then_made(project, pre_commit_home):
     assert git("log", "--format=%s", cwd=project).stdout.split("\n")[0] == "trainer, sized"
 
 
+def test_without_args_the_hook_still_blocks_a_trainer_on_the_default(project, pre_commit_home):
+    """docs/ci.md's config with its `args` line removed, as most repositories adopt a hook: no loader is known, the
+    trainer on the engine's 64 MiB default is default-shm (a warning), and the hook's own --fail-on warning stops the
+    commit with it; the sized file passes."""
+    config = project / ".pre-commit-config.yaml"
+    lines = config.read_text().splitlines(keepends=True)
+    config.write_text("".join(line for line in lines if not line.lstrip().startswith("args:")))
+    assert "args:" not in config.read_text() and "id: shmdoctor-lint\n" in config.read_text()
+    (project / "docker-compose.yml").write_text(BAD)
+    assert git("add", "-A", cwd=project).returncode == 0
+    blocked = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    assert re.search(r"shmdoctor lint\.+Failed", blocked.stdout), blocked.stdout
+    assert "docker-compose.yml:trainer: warning default-shm: /dev/shm is the default 64 MiB" in blocked.stdout
+
+    (project / "docker-compose.yml").write_text(FIXED)
+    assert git("add", "-A", cwd=project).returncode == 0
+    passed = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
 @pytest.mark.parametrize(
     "path, judged",
     [
