@@ -68,3 +68,15 @@ def test_an_unknown_format_or_kind_is_a_key_error_not_a_guess():
         render.renderer("check", "yaml")
     with pytest.raises(KeyError):
         render.renderer("nothing", "text")
+
+
+def test_docs_json_md_validates_a_document_with_its_two_line_registry():
+    """docs/json.md's block, run as written on what lint printed: every $ref resolves from the shipped schemas."""
+    from tests.helpers import DATA, doc_blocks, forked_cli
+
+    (block,) = [b.body for b in doc_blocks("docs/json.md") if b.language == "python"]
+    doc = json.loads(forked_cli("lint", str(DATA / "suppress"), "--format", "json").stdout)
+    exec(block, {"doc": doc})  # raises on a document its schema refuses
+    doc["reports"][0]["findings"][0]["suppressed"] = {"by": "x", "kind": "elsewhere"}
+    with pytest.raises(jsonschema.ValidationError):
+        exec(block, {"doc": doc})
