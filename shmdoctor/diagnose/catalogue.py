@@ -4,7 +4,8 @@ from. Data and small matchers only: no I/O here.
 
 Causes: shm-space (/dev/shm too small or full), shm-missing (no usable /dev/shm), fd-limit (descriptors of shared
 segments), memory-limit (tmpfs pages charged to the memory cgroup: an OOM kill), shm-leak (segments left behind),
-remove-ipc (systemd-logind deleting a user's segments), not-shm (the facts or the text say it is something else).
+remove-ipc (systemd-logind deleting a user's segments), not-shm (the facts or the text say it is something else),
+ambiguous (the text fits /dev/shm and other causes alike, and nothing known of the place decides: said how to tell).
 An shm-missing signature whose id ends in -denied or -read-only says why /dev/shm could not be used: its fix follows.
 """
 
@@ -14,7 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-Cause = Literal["shm-space", "shm-missing", "fd-limit", "memory-limit", "shm-leak", "remove-ipc", "not-shm"]
+Cause = Literal[
+    "shm-space", "shm-missing", "fd-limit", "memory-limit", "shm-leak", "remove-ipc", "not-shm", "ambiguous"
+]
 Consumer = Literal["dataloader", "nccl", "vllm", "sglang", "ray", "triton", "unknown"]
 CAUSES: tuple[Cause, ...] = (
     "shm-space",
@@ -24,6 +27,7 @@ CAUSES: tuple[Cause, ...] = (
     "shm-leak",
     "remove-ipc",
     "not-shm",
+    "ambiguous",
 )
 CONSUMERS: tuple[Consumer, ...] = ("dataloader", "nccl", "vllm", "sglang", "ray", "triton", "unknown")
 MiB, GB = 2**20, 10**9
@@ -456,7 +460,7 @@ SIGNATURES: tuple[Signature, ...] = (
             rf"|unhandled system error.{{0,{GAP}}}NCCL)"
         ),
         "NCCL via PyTorch ProcessGroupNCCL: NVIDIA/nccl#473, vllm-project/vllm#10626, pytorch/ci-infra#490",
-        "NCCL failed a system call; with a small /dev/shm that is its shared-memory transport (NCCL_DEBUG=INFO says)",
+        "NCCL failed a system call (NCCL_DEBUG=INFO says which: its shared-memory transport, sockets, IB, CUDA)",
         ambiguous=True,
         superseded_by=("nccl-shm-extend", "nccl-shm-create", "nccl-fallocate", "nccl-shm-open-denied"),
     ),
@@ -469,7 +473,7 @@ SIGNATURES: tuple[Signature, ...] = (
         # (2.7-2.17), 'System call (e.g. socket, malloc) or external library call failed or device error.' (2.18+)
         re.compile(r"ncclSystemError: System call \((?:socket|e\.g\. socket)"),
         "NCCL's ncclGetErrorString via PyTorch: pytorch/pytorch#54822, NVIDIA/nccl#834",
-        "NCCL failed a system call; with a small /dev/shm that is its shared-memory transport (NCCL_DEBUG=INFO says)",
+        "NCCL failed a system call (NCCL_DEBUG=INFO says which: its shared-memory transport, sockets, IB, CUDA)",
         ambiguous=True,
         superseded_by=(
             "nccl-system-error",
@@ -842,4 +846,4 @@ STATUSES: tuple[Signature, ...] = (
 )
 SIGNATURES = SIGNATURES + STATUSES
 BY_ID = {s.id: s for s in SIGNATURES}
-SHM_CAUSES = frozenset(CAUSES) - {"not-shm"}
+SHM_CAUSES = frozenset(CAUSES) - {"not-shm", "ambiguous"}

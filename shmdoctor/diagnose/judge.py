@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from .. import capacity, consumers, fixes
 from ..exits import ExitCode
-from ..model import ENGINE_DEFAULT_SHM, Facts, Finding, Fix, Report, Requirement
+from ..model import ENGINE_DEFAULT_SHM, SEVERITY_RANK, Facts, Finding, Fix, Report, Requirement
 from ..probe.workload import gpu_count
 from ..sizes import GiB, MiB, format_size, nice_size, page_floor
 from .catalogue import BY_ID, SHM_CAUSES
@@ -98,6 +98,22 @@ def _not_shm(d: Diagnosis, reason: str) -> Diagnosis:
     return replace(d, cause="not-shm", reason=reason)
 
 
+# How to tell a bare NCCL system error: its own lines with NCCL_DEBUG=INFO (src/misc/shmutils.cc, include/shm.h)
+NCCL_HOW_TO_TELL = (
+    "rerun with NCCL_DEBUG=INFO: 'failed to extend /dev/shm/nccl-…', 'Error while creating shared memory segment' or "
+    "'Call to posix_fallocate failed' say it is /dev/shm (NCCL's SHM transport takes 139 MiB for two GPUs); "
+    "'NET/IB', 'socket' or 'Cuda failure' lines say what else failed"
+)
+
+
+def _ambiguous(d: Diagnosis, known: str) -> Diagnosis:
+    """A bare NCCL system error with no shm line: /dev/shm is one cause of several (sockets, InfiniBand registration,
+    CUDA); a small /dev/shm where the text is read or an unknown one does not decide it (issue 35 item 6)."""
+    return replace(
+        d, cause="ambiguous", reason=f"{known}: NCCL failed a system call, not said which; {NCCL_HOW_TO_TELL}"
+    )
+
+
 def _weigh_here(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measured | None, need: Requirement | None):
     """An ambiguous text against the facts of the place it ran in, probed: kept (with what supports it) or turned
     into not-shm (with why)."""
@@ -154,7 +170,7 @@ def _weigh_here(d: Diagnosis, facts: Facts, ended: Exit | None, measured: Measur
                 f"/dev/shm is {size} here, more than NCCL's SHM transport takes (~9.2 MiB a "
                 "connection): rerun with NCCL_DEBUG=INFO for the failing call (sockets, IB, CUDA)",
             )
-        return replace(d, reason=f"/dev/shm is {size} here; NCCL's SHM transport takes ~9.2 MiB a connection")
+        return _ambiguous(d, f"/dev/shm is {size} here")
     available = capacity.shm_free(facts)
     wanted = need.bytes if need else None
     if wanted is not None and available is not None and wanted <= available:
@@ -223,6 +239,10 @@ def _weigh_elsewhere(d: Diagnosis, place: Place, need: Requirement | None, job: 
             f"{said}, more than NCCL's SHM transport takes: rerun with NCCL_DEBUG=INFO for the failing call "
             "(sockets, IB, CUDA)",
         )
+    if sig.consumer == "nccl" and size is None:
+        return _ambiguous(d, "where it ran is not known")
+    if sig.consumer == "nccl":
+        return replace(d, reason=f"{said}, less than NCCL's SHM transport takes for two GPUs; {NCCL_HOW_TO_TELL}")
     if size is None:
         below = f"below {format_size(wanted)}" if wanted is not None else "small"
         return replace(
@@ -454,6 +474,8 @@ def _fixes(d: Diagnosis, place: Place, measured, need, job: Job) -> tuple[Fix, .
             ),
             Fix("keep the user logged in for the job's life", shell="loginctl enable-linger $USER"),
         )
+    if cause == "ambiguous":
+        return (fixes.env_fix("rerun with NCCL's own account of the failing call", "NCCL_DEBUG", "INFO"),)
     if cause == "shm-leak":
         return (Fix("see what no process holds with `shmdoctor clean`, free it with `shmdoctor clean --yes`"),)
     if d.signature == "torch-mmap-enomem":  # not-shm (every other cause returned above): the text says mmap's ENOMEM
@@ -482,6 +504,8 @@ def _message(d: Diagnosis, place: Place, measured, need, job: Job) -> str:
     text = f"{meaning} ({where})"
     if d.reason:
         text += f"; {d.reason}"
+    if cause == "ambiguous":
+        return f"ambiguous: {meaning} ({where}); {d.reason}"
     if cause == "not-shm":
         if not d.reason:  # the text itself says what it is
             return f"not shared memory: {meaning} ({where})"
@@ -528,12 +552,12 @@ def judge(
     findings = [
         Finding(
             id=d.signature,
-            severity="error" if d.cause in SHM_CAUSES else "info",
+            severity="error" if d.cause in SHM_CAUSES else "warning" if d.cause == "ambiguous" else "info",
             message=_message(d, place, measured, need, job),
             fixes=_fixes(d, place, measured, need, job),
         )
         for d in weighed
     ]
-    findings.sort(key=lambda f: f.severity != "error")
+    findings.sort(key=lambda f: -SEVERITY_RANK[f.severity])
     report = Report(facts=facts, requirement=need, findings=tuple(findings), notes=notes)
     return Explanation(report, weighed, ended, measured, source, place)

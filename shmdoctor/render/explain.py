@@ -39,8 +39,8 @@ def _diagnosis_lines(ex: Explanation) -> list[str]:
 
 def to_text(ex: Explanation) -> str:
     report = ex.report
-    label = {0: "OK", 1: "FAIL"}[ex.exit_code]
-    color = "red" if ex.exit_code else "green"
+    label = "FAIL" if ex.exit_code else "WARN" if _undecided(ex) else "OK"
+    color = {"FAIL": "red", "WARN": "yellow", "OK": "green"}[label]
     out = [f"{text.style(label, color, bold=True)}  {headline(ex)}"]
     failing = ex.exit_code != 0  # a failure's fixes; else what a finding that is not /dev/shm offers
     top = next((f for f in report.findings if f.fixes and (f.severity == "error" or not failing)), None)
@@ -57,9 +57,14 @@ def to_text(ex: Explanation) -> str:
     return "\n".join(out)
 
 
+def _undecided(ex: Explanation) -> bool:
+    """Nothing shared-memory stands, but a text stays ambiguous (a bare NCCL system error): said how to tell."""
+    return any(d.cause == "ambiguous" for d in ex.diagnoses)
+
+
 def document(ex: Explanation) -> dict:
     doc = {"schema": schema_id(ex.kind), **report_dict(ex.report)}
-    doc["verdict"] = "fail" if ex.exit_code else "ok"
+    doc["verdict"] = "fail" if ex.exit_code else "warn" if _undecided(ex) else "ok"
     doc["source"] = ex.source
     doc["exit"] = None if ex.exit is None else {"code": ex.exit.code, "oom_killed": ex.exit.oom_killed}
     doc["place"] = (ex.place or here(ex.report.facts)).as_dict()

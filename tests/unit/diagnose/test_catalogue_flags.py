@@ -72,9 +72,11 @@ def test_a_sigkill_is_dev_shm_under_a_memory_limit_that_counts_it_and_not_withou
     assert verdict(text, SMALL) == (["not-shm"], 0)
 
 
-def test_ncclss_failed_system_call_is_its_shm_transport_in_64_mib_and_not_in_2_gib():
+def test_ncclss_failed_system_call_is_ambiguous_in_a_small_dev_shm_here_and_not_shm_in_2_gib():
+    """Issue 35 item 6: a bare NCCL system error is not blamed on a small /dev/shm where it is read; with 2 GiB there
+    it is another call."""
     text = "NCCL 2.7.8 error, ncclSystemError: System call (socket, malloc, munmap, etc) failed."  # pytorch#54822
-    assert verdict(text, SMALL) == (["shm-space"], 1)
+    assert verdict(text, SMALL) == (["ambiguous"], 0)
     assert verdict(text, {"shm": "2g"}) == (["not-shm"], 0)
 
 

@@ -7,8 +7,16 @@ import pytest
 import yaml
 
 from shmdoctor.diagnose import BY_ID, CAUSES, CONSUMERS, SHM_CAUSES, SIGNATURES, judge, scan_text
+from shmdoctor.diagnose.place import Place, elsewhere
 from shmdoctor.diagnose.scan import EXCERPT
-from tests.helpers import place
+from shmdoctor.sizes import parse_size
+
+
+def stated(where: dict, clues) -> Place:
+    """The place a thread states, given as a user would: --shm-size, --where kubernetes."""
+    shm = parse_size(str(where["shm"])) if "shm" in where else None
+    return elsewhere(clues, shm, "kubernetes" if where.get("form") == "kubernetes" else None)
+
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "explain"
 CASES = yaml.safe_load((DATA / "cases.yaml").read_text())
@@ -34,7 +42,7 @@ def test_case(case):
     if "fires" in case:
         assert sorted({d.signature for d in found}) == sorted(case["fires"]), case["source"]
     if "where" in case:  # judged in the place its thread tells: the shared-memory causes that stand there
-        judged = judge(found, place(case["where"]), clues=scanner.clues).shm_diagnoses
+        judged = judge(found, stated(case["where"], scanner.clues), clues=scanner.clues).shm_diagnoses
         want = [c for c in _stated(case, "cause") if c in SHM_CAUSES]
         assert sorted({d.cause for d in judged}) == want, case["source"]
     if case["cause"] == "not-shm" and "where" in case:  # the text alone says /dev/shm: the place says otherwise

@@ -59,10 +59,12 @@ def test_unambiguous_text_stands_whatever_the_facts():
     assert causes(text, machine(64 * GiB)) == ["shm-space"]
 
 
-def test_nccl_system_error_is_shm_in_64_mib_and_not_in_a_big_one():
-    assert causes(NCCL, inspected("default")) == ["shm-space"]
+def test_nccl_system_error_is_shm_in_a_64_mib_place_stated_ambiguous_here_and_not_in_a_big_one():
+    assert causes(NCCL, inspected("default")) == ["ambiguous"]  # a container's facts: not decided on its size alone
     assert causes(NCCL, inspected("shm2g")) == ["not-shm"]
-    fixes = judge(scan_text(NCCL).diagnoses(), inspected("default")).report.findings[0].fixes
+    assert causes(NCCL, elsewhere()) == ["ambiguous"]
+    assert causes(NCCL, elsewhere(shm_bytes=64 * MiB)) == ["shm-space"]  # the user says 64 MiB where it ran
+    fixes = judge(scan_text(NCCL).diagnoses(), elsewhere(shm_bytes=64 * MiB)).report.findings[0].fixes
     assert (fixes[0].shm_bytes, fixes[0].ipc) == (3 * GiB, None)  # 8 ranks all-to-all, 1.8 GiB + 25%
     assert any(f.env == (("NCCL_SHM_DISABLE", "1"),) for f in fixes)
 

@@ -170,3 +170,21 @@ def test_the_cli_judges_a_pasted_log_by_its_place_and_a_job_piped_in_by_here(tmp
 def test_a_place_stated_twice_or_badly_is_a_usage_error(args):
     proc = forked_cli("explain", *args, input_text=BUS + "\n")
     assert proc.returncode == 2 and proc.stderr.startswith(("shmdoctor: error: ", "Usage:")), proc.stderr
+
+
+def test_a_bare_nccl_system_error_is_ambiguous_with_how_to_tell_never_ok_nor_blamed():
+    """Issue 35 item 6: vllm-project/vllm#10626's line alone, read anywhere: exit 0, verdict warn, and the way to
+    tell (NCCL_DEBUG=INFO and the shm lines it prints), not a /dev/shm size."""
+    line = (
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"
+    )
+    proc = forked_cli("explain", "-", "--format", "json", input_text=line + "\n")
+    doc = validate(json.loads(proc.stdout))
+    assert proc.returncode == 0 and doc["verdict"] == "warn"
+    assert [d["cause"] for d in doc["diagnoses"]] == ["ambiguous"]
+    (finding,) = doc["findings"]
+    assert finding["severity"] == "warning" and "Error while creating shared memory segment" in finding["message"]
+    assert [f["env"] for f in finding["fixes"]] == [{"NCCL_DEBUG": "INFO"}]
+    text = forked_cli("explain", "-", input_text=line + "\n").stdout
+    assert text.startswith("WARN  ambiguous: NCCL failed a system call")
