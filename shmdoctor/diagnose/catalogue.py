@@ -18,7 +18,7 @@ from typing import Callable, Literal
 Cause = Literal[
     "shm-space", "shm-missing", "fd-limit", "memory-limit", "shm-leak", "remove-ipc", "not-shm", "ambiguous"
 ]
-Consumer = Literal["dataloader", "nccl", "vllm", "sglang", "ray", "triton", "unknown"]
+Consumer = Literal["dataloader", "nccl", "vllm", "sglang", "ray", "triton", "postgresql", "chromium", "unknown"]
 CAUSES: tuple[Cause, ...] = (
     "shm-space",
     "shm-missing",
@@ -29,7 +29,17 @@ CAUSES: tuple[Cause, ...] = (
     "not-shm",
     "ambiguous",
 )
-CONSUMERS: tuple[Consumer, ...] = ("dataloader", "nccl", "vllm", "sglang", "ray", "triton", "unknown")
+CONSUMERS: tuple[Consumer, ...] = (
+    "dataloader",
+    "nccl",
+    "vllm",
+    "sglang",
+    "ray",
+    "triton",
+    "postgresql",
+    "chromium",
+    "unknown",
+)
 MiB, GB = 2**20, 10**9
 
 Needed = Callable[["re.Match[str]"], "int | None"]
@@ -85,7 +95,8 @@ def number(text: str, unit: int = 1) -> int | None:
 
 
 def _bytes(group: str, unit: int = 1) -> Needed:
-    return lambda m: number(m.group(group), unit)
+    """The number a named group holds, where the text said it (an optional group may be absent)."""
+    return lambda m: number(m.group(group), unit) if m.group(group) is not None else None
 
 
 TRITON_GROWTH = MiB  # the python backend's shm-growth-byte-size by default: its least step
@@ -618,6 +629,113 @@ SIGNATURES: tuple[Signature, ...] = (
         re.compile(rf"Failed to initialize the model instance \S{{1,{NAME}}} because it run out of shared memory"),
         "Triton python backend: triton-inference-server/server#2749",
         "a Triton python-backend model instance could not start: /dev/shm ran out",
+    ),
+    Signature(
+        "postgres-shm-resize",
+        "shm-space",
+        "postgresql",
+        "could not resize shared memory segment",
+        # dsm_impl.c (posix): the segment of one parallel query; 'pq: …' from Go's lib/pq cuts the name and size
+        re.compile(
+            rf'could not resize shared memory segment(?: "/PostgreSQL\.[0-9]{{1,{NUM}}}" to (?P<bytes>{NUMBER}) bytes)?'
+            r"[:.] No space left on device"
+        ),
+        "PostgreSQL's dynamic shared memory (dsm_impl.c, posix): docker-library/postgres#416, goharbor/harbor#15034, "
+        "FraunhoferIOSB/FROST-Server#123, rudderlabs/rudder-server#5541",
+        "PostgreSQL could not size a parallel query's segment in /dev/shm (the size it names is that one segment's, "
+        "not the server's whole need: each parallel worker of each running query takes its own)",
+        needed=_bytes("bytes"),
+    ),
+    Signature(
+        "chromium-shm-denied",
+        "shm-missing",
+        "chromium",
+        "Creating shared memory in",
+        re.compile(rf"Creating shared memory in /dev/shm/\S{{1,{NAME}}} failed: Permission denied"),
+        "Chromium's shared_memory_posix.cc: its FATAL line says 'Try sudo chmod 1777 /dev/shm to fix'",
+        "Chrome/Chromium could not create a shared-memory region in /dev/shm: it is not writable for this user",
+    ),
+    Signature(
+        "chromium-shm-read-only",
+        "shm-missing",
+        "chromium",
+        "Creating shared memory in",
+        re.compile(rf"Creating shared memory in /dev/shm/\S{{1,{NAME}}} failed: Read-only file system"),
+        "Chromium's shared_memory_posix.cc ('shm_open() failed: Read-only file system' before it)",
+        "Chrome/Chromium could not create a shared-memory region in /dev/shm: it is mounted read-only",
+    ),
+    Signature(
+        "chromium-shm-missing",
+        "shm-missing",
+        "chromium",
+        "Creating shared memory in",
+        re.compile(rf"Creating shared memory in /dev/shm/\S{{1,{NAME}}} failed: No such file or directory"),
+        "Chromium's platform_shared_memory_region_posix.cc on a platform without /dev/shm (Vercel, AWS Lambda)",
+        "Chrome/Chromium could not create a shared-memory region: there is no /dev/shm",
+    ),
+    Signature(
+        "chromium-page-crash",
+        "shm-space",
+        "chromium",
+        "page crash",
+        re.compile(r"session deleted because of page crash"),
+        "ChromeDriver (Selenium) on a crashed tab: SeleniumHQ/docker-selenium#589, #431, elgalu/docker-selenium#20",
+        "a Chrome tab crashed under Selenium: in a container, most often its /dev/shm (64 MiB) ran out",
+        ambiguous=True,
+    ),
+    Signature(
+        "puppeteer-page-crash",
+        "shm-space",
+        "chromium",
+        "Page crashed!",
+        re.compile(r"Error: Page crashed!"),
+        "Puppeteer's Page on Inspector.targetCrashed (its troubleshooting guide: /dev/shm in Docker)",
+        "a Chrome page crashed under Puppeteer: in a container, most often its /dev/shm (64 MiB) ran out",
+        ambiguous=True,
+    ),
+    Signature(
+        "playwright-target-crashed",
+        "shm-space",
+        "chromium",
+        "Target crashed",
+        re.compile(r"(?:page|frame|locator)\.\w{1,40}: Target crashed"),
+        "Playwright's error on a crashed page (its Docker docs: --ipc=host, 'Chromium can run out of memory')",
+        "a browser page crashed under Playwright: in a container, most often its /dev/shm (64 MiB) ran out",
+        ambiguous=True,
+    ),
+    Signature(
+        "gunicorn-sigbus",
+        "shm-space",
+        "unknown",
+        "was sent SIGBUS",
+        re.compile(rf"Worker \(pid:[0-9]{{1,{NUM}}}\) was sent SIGBUS"),
+        "gunicorn's arbiter on a worker killed by a signal (gunicorn 20.1+); prometheus_client's multiprocess files "
+        "(PROMETHEUS_MULTIPROC_DIR in /dev/shm) are mapped and grow",
+        "a gunicorn worker died of a bus error: a page of a mapped file (prometheus_client's multiprocess files in "
+        "/dev/shm, most often) could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "go-exec-bus-error",
+        "shm-space",
+        "unknown",
+        "signal: bus error",
+        re.compile(r"\bsignal: bus error\b"),
+        "Go's os/exec ExitError of a child killed by SIGBUS (a supervisor's JSON log line)",
+        "a child process died of a bus error: a page of a mapped file, /dev/shm's most often, could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "python-semlock-enosys",
+        "shm-missing",
+        "unknown",
+        "[Errno 38] Function not implemented",
+        re.compile(rf"^OSError: \[Errno 38\] Function not implemented\s{{0,{GAP}}}$"),
+        "CPython multiprocessing.synchronize.SemLock where no /dev/shm is mounted: AWS Lambda "
+        "(aws/aws-lambda-base-images and its docs: no /dev/shm), chroots",
+        "Python could not create a semaphore (a Lock, a Queue, a Pool): there is no /dev/shm mounted (AWS Lambda, "
+        "a chroot)",
+        only_after=re.compile(r"SemLock"),
     ),
     Signature(
         "shell-bus-error",

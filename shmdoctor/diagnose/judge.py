@@ -245,10 +245,15 @@ def _weigh_elsewhere(d: Diagnosis, place: Place, need: Requirement | None, job: 
         return replace(d, reason=f"{said}, less than NCCL's SHM transport takes for two GPUs; {NCCL_HOW_TO_TELL}")
     if size is None:
         below = f"below {format_size(wanted)}" if wanted is not None else "small"
+        other = (
+            "with 2 GiB or more the tab crashed for another reason (its memory, the GPU process)"
+            if sig.consumer == "chromium"
+            else f"with {format_size(PLENTY_FREE)} or more free it is another mapped file"
+        )
         return replace(
             d,
-            reason=f"if /dev/shm where it ran was {below} — containers get 64 MiB by default — this is it; with "
-            f"{format_size(PLENTY_FREE)} or more free it is another mapped file: {DF_THERE}",
+            reason=f"if /dev/shm where it ran was {below} — containers get 64 MiB by default — this is it; {other}: "
+            f"{DF_THERE}",
         )
     if wanted is not None and wanted <= size:
         return _not_shm(
@@ -318,6 +323,8 @@ def _need_bytes(d: Diagnosis, facts: Facts, measured: Measured | None, need: Req
     says it had (its size, or what was free)."""
     if need is not None:
         return need.bytes
+    if d.consumer == "postgresql":  # one parallel query's segment: the server's whole need is not in the text
+        return None
     asked = d.bytes_needed or None
     base = measured.peak_bytes if measured else None
     seen = None if asked is None else (base or 0) + asked
@@ -357,13 +364,47 @@ SIZED_BY = {
     "--sample-bytes S`) for the size, or run the job under `shmdoctor run`",
     "ray": "size /dev/shm for Ray's object store: its object_store_memory + 10% (`ray status` says it; by default 30% "
     "of the memory), or start Ray with --object-store-memory below the /dev/shm there is",
+    "postgresql": "size /dev/shm for PostgreSQL: the segment its error names is one parallel query's, not the "
+    "server's need (each parallel worker of each running query takes its own: max_connections × "
+    "max_parallel_workers_per_gather segments of up to work_mem × hash_mem_multiplier); run the server under "
+    "`shmdoctor run -- postgres …` through the heavy queries for its peak",
+    "chromium": "size /dev/shm for Chrome: each tab's renderer shares its frames through it; docker-selenium's README "
+    "asks --shm-size=2g, Puppeteer's troubleshooting guide 1 GB; `shmdoctor run` around the browser measures a "
+    "suite's own peak",
     "triton": "size /dev/shm for Triton's python backend: each model instance's pool (shm-default-byte-size, growing "
     "by shm-growth-byte-size) × instances; --backend-config=python,shm-default-byte-size=… sets it",
 }
 
 
+# A size a consumer's own documentation asks, where it gives one: offered where the need is not known (never the size
+# that failed + 25%)
+DOCS_SIZE = {"chromium": (2 * GiB, "the size docker-selenium's README asks for Chrome (--shm-size=2g)")}
+CHROME_NO_SHM = Fix(
+    "Chrome's --disable-dev-shm-usage flag: its shared memory in /tmp instead of /dev/shm",
+    caveat="/tmp is on disk in most containers: slower rendering (Puppeteer's troubleshooting guide offers it where "
+    "/dev/shm cannot be sized: AWS Lambda, Cloud Run)",
+)
+
+
+def _docs_size(d: Diagnosis, facts: Facts) -> tuple[Fix, ...]:
+    if d.consumer not in DOCS_SIZE:
+        return ()
+    size, said = DOCS_SIZE[d.consumer]
+    return (Fix(f"give /dev/shm {format_size(size)}: {said}", shm_bytes=size),)
+
+
 def _alternatives(d: Diagnosis) -> tuple[Fix, ...]:
     """A consumer's own way to take less /dev/shm, with its cost."""
+    if d.consumer == "postgresql":
+        return (
+            Fix(
+                "fewer segments: max_parallel_workers_per_gather = 0 (no parallel query, no segments), or a lower "
+                "work_mem (smaller ones)",
+                caveat="large queries run slower",
+            ),
+        )
+    if d.consumer == "chromium":
+        return (CHROME_NO_SHM,)
     if d.consumer == "nccl":
         return (
             fixes.env_fix(fixes.NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=fixes.NCCL_SHM_OFF_CAVEAT),
@@ -396,7 +437,8 @@ def _fixes(d: Diagnosis, place: Place, measured, need, job: Job) -> tuple[Fix, .
         here = capacity.available(facts, ranks) if place.here and measured is None else None
         if wanted is None:  # no number in the text and no settings: the one thing to know first, never a guess
             ask = Fix(SIZED_BY.get(d.consumer, SIZED_BY["dataloader"]))
-            out: tuple[Fix, ...] = (ask, Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT))
+            host = Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT)
+            out: tuple[Fix, ...] = (*_docs_size(d, facts), ask, host)
         elif here is not None and wanted <= here:
             # It fits where explain runs: the log comes from a place with less. A size for there, in every form.
             size = nice_size(int(wanted * capacity.MARGIN))
@@ -431,6 +473,15 @@ def _fixes(d: Diagnosis, place: Place, measured, need, job: Job) -> tuple[Fix, .
                     shell="chmod 1777 /dev/shm",
                 ),
             )
+        if d.signature.endswith("-enosys"):
+            return (
+                Fix(
+                    "there is no /dev/shm: mount a tmpfs there (mode=1777); where none can be (AWS Lambda), no "
+                    "Pool, Queue or Lock: multiprocessing.Process with a Pipe needs none"
+                ),
+            )
+        if d.consumer == "chromium":
+            return (*_docs_size(d, facts), CHROME_NO_SHM)
         wanted = need.bytes if need else ENGINE_DEFAULT_SHM
         return fixes.grow_shm(wanted, facts)[:1] + (Fix("load in the training process", loader={"num_workers": 0}),)
     if cause == "fd-limit":

@@ -1,0 +1,53 @@
+"""Each consumer names itself and gets its own dose (issue 35 items 3 and 5): PostgreSQL's error names one segment,
+never its need; Chrome gets the size its docs ask and --disable-dev-shm-usage with its cost; a SemLock with no
+/dev/shm mounted (AWS Lambda) is told there is none. Texts are quoted from tests/data/explain/cases.yaml's sources;
+sizes are written here."""
+
+from shmdoctor.diagnose import judge, scan_text
+from shmdoctor.diagnose.place import elsewhere
+from shmdoctor.sizes import GiB, MiB
+
+POSTGRES = (  # docker-library/postgres#416
+    'ERROR:  could not resize shared memory segment "/PostgreSQL.2088012784" to 50438144 bytes: No space left on device'
+)
+SELENIUM = "org.openqa.selenium.WebDriverException: unknown error: session deleted because of page crash"  # #528
+LAMBDA = """    SemLock.__init__(self, SEMAPHORE, 1, 1, ctx=ctx)
+  File "/var/lang/lib/python3.6/multiprocessing/synchronize.py", line 60, in __init__
+    unlink_now)
+OSError: [Errno 38] Function not implemented"""  # socklocks' README: AWS Lambda
+
+
+def finding(text: str, place=None):
+    scanned = scan_text(text)
+    return judge(scanned.diagnoses(), place or elsewhere(scanned.clues), clues=scanned.clues).report.findings[0]
+
+
+def test_postgresqls_segment_is_not_its_need_the_first_fix_gets_the_number_and_its_settings_take_less():
+    found = finding(POSTGRES)
+    assert "needs ≥" not in found.message and "one segment's" in found.message
+    ask, host, fewer = found.fixes
+    assert ask.shm_bytes is None and ask.summary.startswith("size /dev/shm for PostgreSQL: the segment its error")
+    assert "shmdoctor run -- postgres" in ask.summary and host.ipc == "host"
+    assert fewer.summary.startswith("fewer segments: max_parallel_workers_per_gather = 0") and fewer.caveat
+    # in a 64 MiB place said, still never 'more than the 64 MiB + 25%' (96 MiB), nor the 48.1 MiB segment + 25%
+    assert not any(f.shm_bytes for f in finding(POSTGRES, elsewhere(shm_bytes=64 * MiB)).fixes)
+
+
+def test_chrome_gets_the_size_its_docs_ask_and_its_flag_with_the_cost():
+    found = finding(SELENIUM)
+    docs, ask, host, flag = found.fixes
+    assert docs.shm_bytes == 2 * GiB and "docker-selenium's README" in docs.summary
+    assert ask.summary.startswith("size /dev/shm for Chrome") and host.ipc == "host"
+    assert flag.summary.startswith("Chrome's --disable-dev-shm-usage flag") and "slower" in (flag.caveat or "")
+    assert "the tab crashed for another reason" in found.message  # its condition, not a mapped file's
+
+
+def test_a_chrome_with_no_dev_shm_gets_one_of_its_docs_size_or_the_flag():
+    text = "Creating shared memory in /dev/shm/.org.chromium.Chromium.x7kIrq failed: No such file or directory (2)"
+    docs, flag = finding(text).fixes
+    assert docs.shm_bytes == 2 * GiB and flag.summary.startswith("Chrome's --disable-dev-shm-usage")
+
+
+def test_a_semaphore_with_no_dev_shm_mounted_is_told_there_is_none():
+    (fix,) = finding(LAMBDA).fixes
+    assert fix.summary.startswith("there is no /dev/shm: mount a tmpfs there") and "AWS Lambda" in fix.summary
