@@ -69,7 +69,7 @@ def stated(where: dict | None, clues) -> Place:
 
 
 def _judged(ex) -> list[str]:
-    return sorted({_verdict(d) for d in ex.diagnoses} - {"not-shm"}) or ["none"]
+    return sorted({_verdict(d) for d in ex.diagnoses} - {"not-shm", "ambiguous"}) or ["none"]
 
 
 def score(case: dict) -> dict:
