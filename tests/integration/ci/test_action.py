@@ -141,6 +141,10 @@ def test_the_steps_block_the_64_mib_default_and_write_its_sarif(tmp_path, venv, 
     assert code == 1, log
     assert outputs == {"exit-code": "1", "sarif": "shmdoctor.sarif"}
     assert "docker-compose.yml:trainer: error shm-too-small: this loader needs 900 MiB of /dev/shm" in log
+    # annotations by default: the finding as a workflow command at its file and line
+    assert (
+        "::error file=docker-compose.yml,line=3,title=shmdoctor shm-too-small%3A docker-compose.yml%3Atrainer::" in log
+    )
     sarif = json.loads((tmp_path / "shmdoctor.sarif").read_text())
     (result,) = sarif_pydantic.Sarif.model_validate(sarif).runs[0].results
     assert result.rule_id == "shm-too-small" and "Fix: give /dev/shm 1.5 GiB" in result.message.text
