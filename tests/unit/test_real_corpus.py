@@ -59,34 +59,17 @@ def test_the_whole_corpus_is_judged_in_one_run():
 FOURTH = yaml.safe_load((DATA / "explain" / "fourth-pass.yaml").read_text())
 # The texts explain read wrongly as pasted on a host at 267cac4 (main, before issue 35's reading of the place, the
 # other consumers and the general reader), and those it blamed on /dev/shm once the place became evidence (6693372):
-# expected failures until that work lands, then this list shrinks to what still misses, each said in
-# docs/explain-corpus.md.
+# expected failures; after that work landed (f9381a1) the list keeps only what still misses, strict.
 MISSED_BEFORE_35 = frozenset(
     {
-        "https://github.com/aboutcode-org/vulnerablecode/issues/1897",
-        "https://github.com/FraunhoferIOSB/FROST-Server/issues/123",
-        "https://github.com/PrecisionNutrition/pndev/pull/41",
-        "https://github.com/coollabsio/coolify/issues/2963",
-        "https://github.com/SeleniumHQ/docker-selenium/issues/589",
-        "https://github.com/vaadin/flow/issues/9223",
         "https://github.com/ray-project/ray/pull/3029",
-        "https://github.com/zenato/puppeteer-renderer/issues/34",
         "https://github.com/celery/celery/issues/185",
         "https://github.com/mvantellingen/localshop/issues/68",
         "https://github.com/NVIDIA/JAX-Toolbox/issues/183",
         "https://github.com/msr-fiddle/pipedream/issues/76",
         "https://github.com/sony/nnabla-ext-cuda/pull/273",
-        "https://github.com/GoogleCloudPlatform/cloudml-samples/issues/451",
-        "https://github.com/codalab/codalab-worksheets/issues/3742",
-        "https://github.com/CrunchyData/postgres-operator/issues/1358",
-        "https://github.com/alphagov/govuk-knowledge-graph-gcp/pull/257",
-        "https://github.com/sourcegraph/sourcegraph-public-snapshot/issues/20531",
-        "https://github.com/hackclub/hackatime/issues/307",
-        "https://github.com/neurostuff/neurostore/pull/1103",
-        "https://github.com/SSC-ICT-Innovatie/nl-kat-coordination/issues/748",
         "https://github.com/cypress-io/cypress/issues/598",
         "https://github.com/cypress-io/cypress-docker-images/issues/308",
-        "https://github.com/Voyz/ibeam/issues/167",
         "https://github.com/nalepae/pandarallel/issues/128",
         "https://github.com/joblib/loky/issues/42",
         "https://github.com/Data-Centric-AI-Community/fg-data-profiling/issues/1684",
@@ -96,10 +79,7 @@ MISSED_BEFORE_35 = frozenset(
         "https://github.com/aidlearning/AidLearning-FrameWork/issues/47",
         "https://github.com/travis-ci/travis-cookbooks/issues/241",
         "https://github.com/theroyallab/tabbyAPI/issues/387",
-        "https://github.com/docker-library/postgres/issues/416",
-        "https://github.com/rudderlabs/rudder-server/pull/5541",
         "https://github.com/hiyouga/LlamaFactory/issues/7315",
-        "https://github.com/microsoft/RepPoints/issues/18",
         "https://github.com/vllm-project/vllm/pull/48879",
         "https://github.com/moby/moby/pull/4981",
         "https://github.com/containers/toolbox/issues/9",
@@ -107,10 +87,6 @@ MISSED_BEFORE_35 = frozenset(
         "https://github.com/Azure/batch-shipyard/issues/8",
         "https://github.com/chapel-lang/chapel/pull/15692",
         "https://github.com/SeleniumHQ/docker-selenium/issues/1553",
-        "https://github.com/NVIDIA/nccl-tests/issues/15",  # blamed on /dev/shm at 6693372 (issue 35 item 6)
-        "https://github.com/NVIDIA/nccl/issues/697",  # blamed on /dev/shm at 6693372 (issue 35 item 6)
-        "https://github.com/NVIDIA/nccl/issues/286",  # blamed on /dev/shm at 6693372 (issue 35 item 6)
-        "https://github.com/horovod/horovod/issues/98",  # blamed on /dev/shm at 6693372 (issue 35 item 6)
     }
 )
 
@@ -120,7 +96,7 @@ def test_explain_says_of_each_real_text_pasted_here_what_its_thread_established(
     """benchmarks/explain_corpus.py --as-pasted, one text: the real CLI on stdin, on this machine's /dev/shm."""
     if case["source"] in MISSED_BEFORE_35:
         request.applymarker(
-            pytest.mark.xfail(reason="issue 35: misread as pasted on a host before its work", strict=False)
+            pytest.mark.xfail(reason="issue 35: misread as pasted on a host before its work", strict=True)
         )
     result = pasted(case)
     assert result["right"], result
