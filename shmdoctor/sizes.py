@@ -15,7 +15,7 @@ _UNITS = {"": 1, "b": 1, "k": KiB, "m": MiB, "g": GiB, "t": TiB, "p": 1024**5}
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15}
 # Docker style (512m, 2g, 1.5GB: binary multiples, as docker's RAMInBytes) and IEC (1MiB, 2Gi). Kubernetes
 # quantities, where "M" is decimal, have their own parser: parse_quantity.
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgtp])(i?)(b?)|(b?))\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:([kmgtp])(i?)(b?)|(b?))\s*$", re.IGNORECASE)
 
 
 def parse_size(text: str | int, *, what: str = "size") -> int:
@@ -31,6 +31,8 @@ def parse_size(text: str | int, *, what: str = "size") -> int:
             raise UsageError(f"{what}: cannot read {shown(text)} as a size (examples: 1048576, 512m, 2g, 1MiB, 2GiB)")
         number, unit = m.group(1), m.group(2) or ""
         value = _exact(number, _UNITS[unit.lower()], text, what)
+    if value <= 0 and isinstance(text, str) and text.strip("0. \t").rstrip("kmgtpibKMGTPIB "):  # 0.5: under a byte
+        raise UsageError(f"{what}: {shown(text)} rounds down to zero bytes: give at least 1 (or 1k, 1m)")
     if value <= 0:
         raise UsageError(f"{what}: must be greater than zero, got {shown(text)}")
     return _at_most(value, text, what)
@@ -58,31 +60,51 @@ def _at_most(value: int, text: object, what: str) -> int:
     return value
 
 
-_QUANTITY = r"^\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P|m)?\s*$"  # compiled (cached by re) at first use
+# apimachinery's grammar (resource.ParseQuantity): a sign, ASCII digits with an optional point (".5", "1.", even
+# "."), then a binary suffix, a decimal one, or an exponent; no space anywhere. "E" alone is exa, "E6" an exponent.
+_QUANTITY = r"([+-]?)([0-9]*)(?:(\.)([0-9]*))?(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)"
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 
 def parse_quantity(text: str | int, *, what: str = "") -> int:
-    """A Kubernetes memory quantity ('2Gi', '512M'; '1e9' not included) -> bytes, at most MAX_BYTES. Not a bool,
-    not NaN or infinity (JSON), not negative."""
+    """A Kubernetes memory quantity -> bytes, exactly as apimachinery reads it ('2Gi', '512M', '4e9', '.5Gi',
+    '+1Gi', '1.G'), its value rounded up to a whole byte as Quantity.Value() does; at most MAX_BYTES. Not a bool,
+    not NaN or infinity (JSON), not negative, not full-width digits."""
+    problem = f"{shown(text)} is not a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)"
     if isinstance(text, bool) or not isinstance(text, (int, float, str)):
-        raise UsageError(f"{shown(text)} is not a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)")
+        raise UsageError(problem)
     if isinstance(text, float):
         if not math.isfinite(text) or text != int(text):
-            raise UsageError(f"{shown(text)} is not a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)")
+            raise UsageError(problem)
         text = int(text)
     if isinstance(text, int):
         if text < 0:
             raise UsageError(f"a quantity of memory cannot be negative, got {text!r}")
         return _at_most(text, text, what)
-    m = re.match(_QUANTITY, text)
-    if not m:
+    m = re.fullmatch(_QUANTITY, text)
+    if not m or not (m.group(2) or m.group(3)):
         raise UsageError(f"cannot read {shown(text)} as a Kubernetes quantity (examples: 2Gi, 512Mi, 1G)")
-    number, unit = m.group(1), m.group(2) or ""
-    if unit.endswith("i"):
-        return _at_most(_exact(number, _UNITS[unit[0].lower()], text, what), text, what)
-    if unit == "m":  # milli-bytes: legal, absurd
-        return _at_most(_scaled(number, 1, 1000), text, what)
-    return _at_most(_exact(number, _DECIMAL.get(unit.lower(), 1), text, what), text, what)
+    sign, whole, _, fraction, suffix = m.groups()
+    fraction = fraction or ""
+    digits = int((whole + fraction) or "0")
+    if digits and sign == "-":
+        raise UsageError(f"a quantity of memory cannot be negative, got {shown(text)}")
+    if not digits:  # 0, -0, ".", 0e999999: nothing, whatever its scale
+        return 0
+    if len(whole.lstrip("0")) > MAX_DIGITS:
+        _at_most(MAX_BYTES + 1, text, what)
+    if suffix in _BINARY:
+        numerator, denominator = digits * 1024 ** _BINARY[suffix], 10 ** len(fraction)
+    else:
+        exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") and len(suffix) > 1 else _SI[suffix]
+        exponent -= len(fraction)
+        if exponent > MAX_DIGITS:  # 1e999999: past any machine, said before 10**999999 is made
+            _at_most(MAX_BYTES + 1, text, what)
+        if exponent < -60:  # a positive amount smaller than any byte (and 10**-999999 is never made)
+            return 1
+        numerator, denominator = digits * 10 ** max(exponent, 0), 10 ** max(-exponent, 0)
+    return _at_most(-(-numerator // denominator), text, what)
 
 
 def page_round(n: int) -> int:
@@ -103,7 +125,7 @@ def parse_tmpfs_size(text: str) -> int | None:
     return value if value <= MAX_BYTES else None
 
 
-_TMPFS_SIZE = re.compile(r"^(\d{1,20})([kmgKMG]?)$")
+_TMPFS_SIZE = re.compile(r"^([0-9]{1,20})([kmgKMG]?)$")
 
 
 def format_size(n: int | None) -> str:

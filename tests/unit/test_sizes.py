@@ -129,7 +129,7 @@ def test_format_size(n, text):
 def test_a_pebibyte_and_each_decimal_unit_of_a_quantity():
     assert parse_size("1p") == parse_size("1PiB") == 1_125_899_906_842_624
     assert [parse_quantity(f"1{u}") for u in "kMGTP"] == [1000, 10**6, 10**9, 10**12, 10**15]
-    assert parse_quantity("1500m") == 1  # milli-bytes, rounded down
+    assert parse_quantity("1500m") == 2  # milli-bytes, rounded up as apimachinery's Quantity.Value()
     assert parse_quantity(0) == 0  # a limit of nothing is a quantity (not negative)
 
 
@@ -178,5 +178,5 @@ def test_the_last_boundaries_of_reading_and_printing():
     with pytest.raises(UsageError) as e:
         parse_quantity("2Pi")  # no name given: the message starts with the value
     assert str(e.value) == "'2Pi' is more than 1 PiB, more memory than any machine has"
-    assert (parse_quantity("999m"), parse_quantity("1000m")) == (0, 1)
+    assert (parse_quantity("999m"), parse_quantity("1000m"), parse_quantity("1001m")) == (1, 1, 2)  # rounded up
     assert (format_size(9 * GiB + GiB // 4), format_size(100 * GiB + GiB // 4)) == ("9.25 GiB", "100 GiB")
