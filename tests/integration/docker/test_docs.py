@@ -65,7 +65,7 @@ def test_audit_of_two_containers(images):
         for name, limits in ((a, []), (b, ["--shm-size=2g", "--memory=700m"])):
             subprocess.run(["docker", "run", "-d", "--name", name, "--network", "none", *limits, *sleep], check=True)
         argv = [{"trainer-a": a, "trainer-b": b}.get(arg, arg) for arg in command[1:]]
-        proc = run_cli(*argv, env={"NO_COLOR": "1", "COLUMNS": "200"})
+        proc = run_cli(*argv, env={"NO_COLOR": "1", "COLUMNS": "400"})
     finally:
         subprocess.run(["docker", "rm", "-f", a, b], capture_output=True)
     printed = (proc.stdout + proc.stderr).replace(a, "trainer-a").replace(b, "trainer-b")  # the note: on stderr

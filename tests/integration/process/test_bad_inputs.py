@@ -52,18 +52,18 @@ HOSTILE = {
     "deep-block.yml": "services:\n  a:\n    x:\n" + "".join("  " * (i + 3) + f"k{i}:\n" for i in range(350)) + "",
     "deeper-flow.yml": "services:\n  a:\n    x: " + "[" * 100_000 + "]" * 100_000 + "\n",  # once a segfault
     "deep.json": '{"apiVersion": "v1", "kind": "Pod", "x": ' + "[" * 1000 + "]" * 1000 + "}",
-    "nested-defaults.yml": "services:\n  a:\n    shm_size: " + "${A:-" * 3000 + "1g" + "}" * 3000 + "\n",
+    "nested-defaults.yml": "services:\n  a:\n    shm_size: " + "${A:-" * 3000 + "1g" + "}" * 3000 + "\n    image: x\n",
     "ipc-chain.yml": "services:\n"
-    + "".join(f"  s{i}:\n    ipc: service:s{i + 1}\n" for i in range(1200))
-    + "  s1200:\n    shm_size: 1g\n",
-    "400-digits.yml": "services:\n  a:\n    shm_size: " + "9" * 400 + "\n",
-    "400-digits-quoted.yml": "services:\n  a:\n    shm_size: '" + "9" * 400 + "m'\n",
+    + "".join(f"  s{i}:\n    image: x\n    ipc: service:s{i + 1}\n" for i in range(1200))
+    + "  s1200:\n    image: x\n    shm_size: 1g\n",
+    "400-digits.yml": "services:\n  a:\n    shm_size: " + "9" * 400 + "\n    image: x\n",
+    "400-digits-quoted.yml": "services:\n  a:\n    shm_size: '" + "9" * 400 + "m'\n    image: x\n",
     "400-digits.json": JSON_POD.format('{"name": "c", "resources": {"limits": {"memory": ' + "9" * 400 + "}}}"),
     "nan.json": JSON_POD.format('{"name": "c", "resources": {"limits": {"memory": NaN}}}'),
     "infinity.json": JSON_POD.format('{"name": "c", "resources": {"limits": {"memory": -Infinity}}}'),
     "1e400.json": JSON_POD.format('{"name": "c", "resources": {"limits": {"memory": 1e400}}}'),
     "surrogate.json": JSON_POD.format('{"name": "c\\ud800"}'),
-    "shm-size-true.yml": "services:\n  a:\n    shm_size: true\n",
+    "shm-size-true.yml": "services:\n  a:\n    shm_size: true\n    image: x\n",
     "size-limit-negative.yaml": (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
         "  volumes: [{name: d, emptyDir: {medium: Memory, sizeLimit: -1}}]\n"
@@ -99,15 +99,15 @@ FILES = {
     "bad.yml": "services: [\n",
     "empty.json": "{}\n",
     "notjson.json": "{'services': 1}\n",
-    "badsize.yml": "services:\n  a:\n    shm_size: lots\n",
+    "badsize.yml": "services:\n  a:\n    shm_size: lots\n    image: x\n",
     "badquantity.yaml": (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
         "  - {name: a, image: x, resources: {limits: {memory: 2Zi}}}\n"
     ),
-    "badlabel.yml": "services:\n  a:\n    labels: {shmdoctor.loader: 'batch_size=ten'}\n  b: {shm_size: 2g}\n",
+    "badlabel.yml": "services:\n  a:\n    image: x\n    labels: {shmdoctor.loader: 'batch_size=ten'}\n  b: {image: x, shm_size: 2g}\n",
     "billion-workers.yml": (
-        "services:\n  a:\n    labels: {shmdoctor.loader: 'batch_size=1,num_workers=1000000000,sample_bytes=1k'}\n"
-        "  b: {shm_size: 2g}\n"
+        "services:\n  a:\n    image: x\n    labels: {shmdoctor.loader: 'batch_size=1,num_workers=1000000000,sample_bytes=1k'}\n"
+        "  b: {image: x, shm_size: 2g}\n"
     ),
     "huge-label-size.yaml": (
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n"
@@ -531,7 +531,7 @@ CASES = [
     ),
     # lint: files
     ("lint a file that is not there", ["lint", "{d}/nowhere.yml"], {}, USAGE, "nowhere.yml: no such file or directory"),
-    ("lint without a file", ["lint"], {}, USAGE, "Missing argument"),
+    ("lint without a file", ["lint"], {}, USAGE, "lint needs a FILE, a DIR"),
     ("lint broken YAML", ["lint", "{d}/bad.yml"], {}, USAGE, "bad.yml:2: not YAML"),
     ("lint broken JSON", ["lint", "{d}/notjson.json"], {}, USAGE, "notjson.json:1: not JSON"),
     (
