@@ -104,9 +104,13 @@ FILES = {
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
         "  - {name: a, image: x, resources: {limits: {memory: 2Zi}}}\n"
     ),
-    "badlabel.yml": "services:\n  a:\n    image: x\n    labels: {shmdoctor.loader: 'batch_size=ten'}\n  b: {image: x, shm_size: 2g}\n",
+    "badlabel.yml": (
+        "services:\n  a:\n    image: x\n    labels: {shmdoctor.loader: 'batch_size=ten'}\n"
+        "  b: {image: x, shm_size: 2g}\n"
+    ),
     "billion-workers.yml": (
-        "services:\n  a:\n    image: x\n    labels: {shmdoctor.loader: 'batch_size=1,num_workers=1000000000,sample_bytes=1k'}\n"
+        "services:\n  a:\n    image: x\n"
+        "    labels: {shmdoctor.loader: 'batch_size=1,num_workers=1000000000,sample_bytes=1k'}\n"
         "  b: {image: x, shm_size: 2g}\n"
     ),
     "huge-label-size.yaml": (
