@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 from ..errors import ProbeError, UsageError
 from ..limits import ENGINE_TIMEOUT, MAX_BYTES, clip
 from ..loader import LOADER_LABEL
-from ..model import SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
+from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, IpcMode, Memory, Runtime, Shm, Target
 from ..sizes import parse_tmpfs_size
 from ..suppress import IGNORE_LABEL
 from .deadline import concurrently, within
@@ -177,6 +177,29 @@ def _nofile(host: dict) -> int | None:
     return next(
         (_count(u.get("Soft")) for u in map(_dict, _list(host.get("Ulimits"))) if u.get("Name") == "nofile"), None
     )
+
+
+def declared_shm(
+    probed: Probed, written: object, *, unresolved: bool, when: str, shown: Callable[[int], str], host: str
+) -> tuple[Shm, tuple[str, ...]]:
+    """The /dev/shm of a container a job file declares for the Docker driver (Nomad, Terraform), and what of it cannot
+    be known: a size `written` as an expression (`unresolved`) is known `when` the tool runs; unset, the engine's
+    default; host IPC or a bind of the host's /dev/shm, `host`'s, whose size the file does not hold."""
+    shm, unreadable = probed.facts.shm, probed.facts.unreadable
+    if unresolved:
+        return replace(shm, size_bytes=None, detail=f"shm_size: {written}"), (
+            f"{SHM_SIZE_UNKNOWN} (shm_size is {written}: known when {when})",
+        )
+    if shm.source == "docker-shm":
+        size = shm.size_bytes
+        detail = shown(size) if size else "no shm_size: the engine's default"
+        return replace(shm, size_bytes=size or ENGINE_DEFAULT_SHM, detail=detail), ()  # the default is known
+    if shm.source in ("host-ipc", "host"):
+        how = "ipc_mode host" if shm.source == "host-ipc" else f"a bind of {host}'s {SHM}"
+        return replace(shm, detail=f"{how} ({host}'s {SHM})"), (
+            f"{SHM_SIZE_UNKNOWN} ({how} uses {host}'s {SHM}, whose size is not in the file)",
+        )
+    return shm, unreadable
 
 
 def facts_from_inspect(

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
-from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Target
+from ..model import Target
 from ..sizes import MiB
 from . import docker, documents
 from .documents import Definition
@@ -87,18 +87,14 @@ def _task(source: str, name: str, task: Any) -> Definition:
         "Config": {"Image": config.get("image"), "Cmd": command, "Env": [f"{k}={v}" for k, v in env.items()]},
     }
     probed = docker.facts_from_inspect(info)
-    shm, unreadable = probed.facts.shm, probed.facts.unreadable
-    if any(u.startswith("shm_size") for u in unknown):
-        shm = replace(shm, size_bytes=None, detail=f"shm_size: {config['shm_size']}")
-        unreadable = (f"{SHM_SIZE_UNKNOWN} (shm_size is {config['shm_size']}: known when the job is run)",)
-    elif shm.source == "docker-shm":
-        size = shm.size_bytes
-        detail = f"config.shm_size: {size}" if size else "no shm_size: the Docker daemon's default"
-        shm = replace(shm, size_bytes=size or ENGINE_DEFAULT_SHM, detail=detail)
-        unreadable = ()  # unset is the daemon's default, known
-    elif shm.source == "host-ipc":
-        shm = replace(shm, detail=f"ipc_mode host (the Nomad client's {SHM})")
-        unreadable = (f"{SHM_SIZE_UNKNOWN} (ipc_mode host uses the Nomad client's {SHM}, not in the job file)",)
+    shm, unreadable = docker.declared_shm(
+        probed,
+        config.get("shm_size"),
+        unresolved=any(u.startswith("shm_size") for u in unknown),
+        when="the job is run",
+        shown=lambda size: f"config.shm_size: {size}",
+        host="the Nomad client",
+    )
     facts = replace(
         probed.facts,
         target=Target("workload", f"{source}:{name}", file=source, line=getattr(task, "line", None)),

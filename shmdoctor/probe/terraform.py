@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
-from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Target
+from ..model import SHM, SHM_SIZE_UNKNOWN, Target
 from ..sizes import MiB
 from . import docker, documents, ecs, kubernetes
 from .documents import Definition, Document, Node
@@ -215,19 +215,14 @@ def _docker(address: str, resource: Block, source: str) -> tuple[list[Definition
         "Labels": labels,
     }
     probed = docker.facts_from_inspect({"Name": address, "HostConfig": host, "Config": config, "Mounts": mounts})
-    shm, unreadable = probed.facts.shm, probed.facts.unreadable
-    if any(why.startswith("shm_size") for why in unknown):
-        shm = replace(shm, size_bytes=None, detail=f"shm_size: {resource['shm_size']}")
-        unreadable = (f"{SHM_SIZE_UNKNOWN} (shm_size is {resource['shm_size']}: known when Terraform runs)",)
-    elif shm.source == "docker-shm":
-        size = shm.size_bytes
-        detail = f"shm_size: {size // MiB}" if size else "no shm_size: the engine's default"
-        shm = replace(shm, size_bytes=size or ENGINE_DEFAULT_SHM, detail=detail)
-        unreadable = ()  # unset is the daemon's default, known
-    elif shm.source in ("host-ipc", "host"):
-        how = "ipc_mode host" if shm.source == "host-ipc" else f"a bind of the Docker host's {SHM}"
-        shm = replace(shm, detail=f"{how} (the Docker host's {SHM})")
-        unreadable = (f"{SHM_SIZE_UNKNOWN} ({how} uses the Docker host's {SHM}, whose size is not in the file)",)
+    shm, unreadable = docker.declared_shm(
+        probed,
+        resource.get("shm_size"),
+        unresolved=any(why.startswith("shm_size") for why in unknown),
+        when="Terraform runs",
+        shown=lambda size: f"shm_size: {size // MiB}",
+        host="the Docker host",
+    )
     if any(why.startswith("ipc_mode") for why in unknown):
         unreadable += (f"{SHM_SIZE_UNKNOWN} (ipc_mode is {ipc}: known when Terraform runs)",)
     facts = replace(
