@@ -22,7 +22,7 @@ from ..probe import azureml, ci, compose, devcontainer, documents, ecs, jenkins,
 from ..probe.runargs import Arg
 from ..render import forms
 from ..reports import Lint
-from . import editors, matching, write
+from . import editors, inplace, matching, write
 from .patch import Unpatchable, patch
 
 # Forms --fix shows and does not write, with why.
@@ -219,6 +219,12 @@ def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
 
 
 def _yaml(path: str, text: str, todo, written: list[str], printed: list[str]) -> str:
+    said: tuple[list[str], list[str]] = ([], [])
+    out = inplace.rewrite(text, path, lambda docs: _each(todo, *said, _editor(docs, path, set())))
+    if out is not None:  # scalars replaced and keys added in place: no round trip
+        written += said[0]
+        printed += said[1]
+        return out
     from ruamel.yaml import YAML, YAMLError  # lazy: only --fix writes YAML
 
     yaml = YAML()
