@@ -3,13 +3,16 @@ line's loader, or against its own shmdoctor.loader label or annotation laid over
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from . import suppress
+from .config import Judging
 from .errors import UsageError
 from .limits import ENGINE_TIMEOUT, MAX_TIMEOUT, seconds
 from .model import Facts, Report, Severity
 from .probe import docker  # stdlib only: the Docker SDK is imported when the engine is reached
+from .probe.documents import STDIN, Definition
 from .reports import Audit, Lint
 from .rules import judge
 from .workload import Workload, labelled_requirement, selection
@@ -76,33 +79,38 @@ def judge_labelled(
     return replace(report, notes=report.notes + notes + label_notes)
 
 
+def _plainly(file: str) -> Judging:
+    return Judging()
+
+
 def lint(
     paths: tuple[str, ...],
     *,
     swarm: bool | None,
     env_file: str | None = None,
-    workload: Workload,
-    fail_on: Severity,
+    judging: Callable[[str], Judging] = _plainly,
     scripts: bool = True,
     names: tuple[str, ...] = (),
     compose_files: tuple[str, ...] = (),
 ) -> Lint:
     """The compose services, Kubernetes workload containers and run commands defined in paths (files, directories,
-    '-'), and the compose stack `compose_files` (as compose's -f); `scripts`: a folder's scripts are read too;
-    `names`: the targets the loader applies to (--workload), else those that look like they use /dev/shm
-    (workload.selection)."""
+    '-'), and the compose stack `compose_files` (as compose's -f), each judged as `judging` says for its file (its
+    config's and the command line's options); `scripts`: a folder's scripts are read too; `names`: the targets the
+    loader applies to (--workload), else those that look like they use /dev/shm (workload.selection)."""
     from .probe import files  # lazy: PyYAML is imported only here
 
     inputs = files.read(list(paths), swarm, env_file, scripts, compose_files)
-    workload.validate()  # a bad command line is refused before a file is read
     found = inputs.definitions
-    skipped = selection([d.facts for d in found], names) if workload.given else [""] * len(found)
-    reports = tuple(
-        suppress.mark(
-            judge_labelled(d.facts, workload, d.loader_spec, fail_on, d.notes, at=d.loader_at, skipped=skip), d.ignore
+    skipped = selection([d.facts for d in found], names)
+
+    def one(d: Definition, skip: str) -> Report:
+        how = judging(d.facts.target.file or STDIN)
+        report = judge_labelled(
+            d.facts, how.workload, d.loader_spec, how.fail_on, d.notes, at=d.loader_at, skipped=skip
         )
-        for d, skip in zip(found, skipped)
-    )
+        return suppress.mark(report, d.ignore, how.rules)
+
+    reports = tuple(map(one, found, skipped))
     return Lint(
         reports,
         sources=tuple(inputs.sources),

@@ -74,17 +74,24 @@ def _around(lines: list[str], line: int | None) -> list[int]:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Selection(Value):
-    """The command's rules: --select (None: all of them) less --ignore."""
+    """The command's rules: select (None: all of them) less ignore, said on the command line or in the config file
+    `where` names; `under`: the config's, where the command line's leave a rule in (it gave no --select)."""
 
     ignore: frozenset[str] = frozenset()
     select: frozenset[str] | None = None
+    where: str = ""
+    under: Selection | None = None
 
     def why(self, rule: str) -> str | None:
         if rule in self.ignore:
-            return "--ignore"
+            return f"ignore in {self.where}" if self.where else "--ignore"
         if self.select is not None and rule not in self.select:
-            return "not in --select"
-        return None
+            return f"not in select of {self.where}" if self.where else "not in --select"
+        return self.under.why(rule) if self.under else None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.ignore) or self.select is not None or bool(self.under and self.under.active)
 
 
 def mark(report: Report, ignore: Ignore | None = None, selection: Selection | None = None) -> Report:
@@ -105,7 +112,7 @@ def mark(report: Report, ignore: Ignore | None = None, selection: Selection | No
 
 def selected(doc: Doc, selection: Selection) -> Doc:
     """A document (a Report, or audit's and lint's of many) with `selection` marked on every report."""
-    if not selection.ignore and selection.select is None:
+    if not selection.active:
         return doc
     if isinstance(doc, Report):
         return mark(doc, selection=selection)  # type: ignore[return-value]

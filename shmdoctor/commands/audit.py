@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
+from ..config import config_options, resolver, show
 from ..fleet import audit
 from ..limits import ENGINE_TIMEOUT
-from ..options import consumer_options, loader_options, output_options, selection_option, workload
+from ..options import consumer_options, loader_options, output_options, selection_option
 from ..render import render
-from ..suppress import rule_options, selected, selection
+from ..suppress import rule_options, selected
 
 
 @click.command()
@@ -46,31 +47,51 @@ from ..suppress import rule_options, selected, selection
 @selection_option
 @output_options("audit")
 @rule_options
+@config_options
 def command(
-    containers, filters, include_exited, exec_df, timeout, names, ignore, select, fmt, fail_on, **loader
+    containers,
+    filters,
+    include_exited,
+    exec_df,
+    timeout,
+    names,
+    config,
+    show_config,
+    ignore,
+    select,
+    fmt,
+    fail_on,
+    **loader,
 ) -> int:
     """Every running container (or those named), from the host, through the Docker engine (DOCKER_HOST).
 
     A container's label shmdoctor.loader=batch_size=100,num_workers=4,sample_bytes=1MiB overrides the loader
     options for it. The loader options apply to the containers that look like they use /dev/shm (all when none
-    does), or to those --workload names. Read-only: inspect only, unless --exec.
+    does), or to those --workload names. Read-only: inspect only, unless --exec. The working directory's config
+    (the closest .shmdoctor.toml, or pyproject.toml's [tool.shmdoctor], above it) gives the options the command line
+    does not.
 
     \b
     shmdoctor audit --batch-size 100 --num-workers 4 --sample-bytes 1MiB
     shmdoctor audit trainer-1 trainer-2 --format json
     shmdoctor audit --filter label=team=vision --all
     """
+    settings = resolver(config)
+    if show_config:
+        click.echo(show(settings, [None]))
+        return 0
+    judging = settings.judging()
     doc = audit(
         containers,
         filters,
         include_exited=include_exited,
         exec_df=exec_df,
-        workload=workload(**loader),
-        fail_on=fail_on,
+        workload=judging.workload,
+        fail_on=judging.fail_on,
         timeout=timeout,
         names=names,
     )
-    doc = selected(doc, selection(ignore, select))
+    doc = selected(doc, judging.rules)
     click.echo(render(doc, fmt))
     click.echo(
         "note: "

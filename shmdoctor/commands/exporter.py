@@ -8,13 +8,14 @@ import signal
 
 import click
 
+from ..config import config_options, resolver, show
 from ..errors import ProbeError, UsageError
 from ..exits import ExitCode
 from ..exporter import serve as serving
 from ..exporter.collect import Collector
 from ..exporter.inventory import EngineInventory, ProcInventory, engine_socket_missing
-from ..options import loader_options, loader_spec, selection_option
-from ..suppress import rule_options, selection
+from ..options import loader_options, selection_option
+from ..suppress import rule_options
 
 TEXTFILE = "shmdoctor.prom"
 
@@ -66,12 +67,28 @@ TEXTFILE = "shmdoctor.prom"
 @loader_options
 @selection_option
 @rule_options
-def command(listen, textfile, source, timeout, interval, refresh, max_targets, names, ignore, select, **loader) -> int:
+@config_options
+def command(
+    listen,
+    textfile,
+    source,
+    timeout,
+    interval,
+    refresh,
+    max_targets,
+    names,
+    config,
+    show_config,
+    ignore,
+    select,
+    **loader,
+) -> int:
     """/dev/shm size and use, memory limit, loader need, findings and leaked segments of the host and every
     running container, as Prometheus metrics. Read-only: nothing runs inside a container; use is read from the host
     through /proc/<pid>/root/dev/shm (root, in the host's PID namespace). A container's shmdoctor.loader label
     overrides the loader options for it; they apply to the containers that look like they use /dev/shm (all when
-    none does), or to those --workload names.
+    none does), or to those --workload names. The working directory's config (the closest .shmdoctor.toml, or
+    pyproject.toml's [tool.shmdoctor], above it) gives the options the command line does not.
 
     \b
     shmdoctor exporter --listen :9787
@@ -79,24 +96,27 @@ def command(listen, textfile, source, timeout, interval, refresh, max_targets, n
     shmdoctor exporter --source proc --listen :9787          # containerd / CRI-O nodes: no engine
     shmdoctor exporter --textfile /var/lib/node_exporter/textfile_collector
     """
+    settings = resolver(config)
+    if show_config:
+        click.echo(show(settings, [None]))
+        return 0
     if bool(listen) == bool(textfile):
         raise UsageError("give --listen ADDR:PORT to serve /metrics, or --textfile DIR to write them once")
     address = serving.parse(listen) if listen else None
     if textfile and not os.path.isdir(textfile):
         raise UsageError(f"--textfile {textfile!r} is not a directory")
-    spec = loader_spec(**loader)
-    spec.requirement()  # a bad command line is refused before anything starts
+    judging = settings.judging()  # a bad command line or config is refused before anything starts
     engine = source == "engine" or source == "auto" and not engine_socket_missing()
     inventory = (EngineInventory(timeout) if engine else ProcInventory(refresh)).start()
     collector = Collector(
         inventory,
-        loader=spec,
+        workload=judging.workload,
         fail_on="error",
         timeout=timeout,
         max_targets=max_targets,
         engine=engine,
         names=names,
-        rules=selection(ignore, select),
+        rules=judging.rules,
     )
     from ..render import metrics  # prometheus_client: only this command imports it
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import click
 
+from ..config import config_options, resolver, show
 from ..errors import UsageError
 from ..exits import ExitCode
 from ..fleet import lint
-from ..options import consumer_options, loader_options, output_options, selection_option, workload
+from ..options import consumer_options, loader_options, output_options, selection_option
+from ..probe.documents import STDIN, files
 from ..render import render
 from ..render.lint import diffs_json
 from ..reports import Lint
-from ..suppress import rule_options, selected, selection
+from ..suppress import rule_options
 
 
 @click.command()
@@ -58,8 +60,23 @@ from ..suppress import rule_options, selected, selection
 @selection_option
 @rule_options
 @output_options("lint")
+@config_options
 def command(
-    paths, compose_files, swarm, env_file, fix, diff, scripts, names, ignore, select, fmt, fail_on, **loader
+    paths,
+    compose_files,
+    swarm,
+    env_file,
+    fix,
+    diff,
+    scripts,
+    names,
+    config,
+    show_config,
+    ignore,
+    select,
+    fmt,
+    fail_on,
+    **loader,
 ) -> int:
     """Judge workloads from their files: compose services, Kubernetes pods (custom resources as their operators
     shape them, Argo and Tekton steps), ECS task and Batch job definitions, Azure ML jobs, Podman Quadlet units and
@@ -83,6 +100,9 @@ def command(
     line that set the value. --fix writes into that file, or into the stack's own override where that file is read
     by another stack of the run too (a value inherited through extends: into the service itself).
 
+    Each file's config, the closest .shmdoctor.toml or pyproject.toml with [tool.shmdoctor] above it (or --config's),
+    gives the options the command line does not: its own keys, and per-path globs over them for the files they match.
+
     \b
     shmdoctor lint docker-compose.yml k8s/ --batch-size 100 --num-workers 4 --sample-bytes 1MiB
     helm template ./chart | shmdoctor lint - --batch-size 64 --num-workers 8 --sample-bytes 600k
@@ -92,19 +112,22 @@ def command(
     """
     if not paths and not compose_files:
         raise UsageError("lint needs a FILE, a DIR, '-' or --compose-file FILE")
+    settings = resolver(config)
+    if show_config:
+        read = [file for path in paths for file in files(path, scripts)] + list(compose_files)
+        click.echo(show(settings, [None if file in ("-", STDIN) else file for file in read]))
+        return 0
 
     def again() -> Lint:
-        found = lint(
+        return lint(
             paths,
             swarm=swarm,
             env_file=env_file,
-            workload=workload(**loader),
-            fail_on=fail_on,
+            judging=lambda file: settings.judging(None if file == STDIN else file),
             scripts=scripts,
             names=names,
             compose_files=compose_files,
         )
-        return selected(found, selection(ignore, select))
 
     if diff and fmt not in ("text", "json"):
         raise UsageError(f"--diff prints a patch as text or json, not {fmt}")

@@ -12,7 +12,6 @@ import time
 
 from ..errors import ProbeError
 from ..fleet import judge_labelled
-from ..loader import LoaderSpec
 from ..model import SHM, Report, Severity
 from ..probe import docker, procfs
 from ..shm.removal import creators_visible, unheld
@@ -29,7 +28,7 @@ class Collector:
         self,
         inventory: Inventory,
         *,
-        loader: LoaderSpec,
+        workload: Workload,
         fail_on: Severity,
         timeout: float,
         max_targets: int,
@@ -39,7 +38,7 @@ class Collector:
         rules: Selection | None = None,
     ) -> None:
         self.rules = rules or Selection()  # --ignore, --select
-        self.inventory, self.workload, self.fail_on, self.names = inventory, Workload(loader), fail_on, names
+        self.inventory, self.workload, self.fail_on, self.names = inventory, workload, fail_on, names
         self.timeout, self.max_targets, self.engine, self.proc = timeout, max_targets, engine, proc
         # With an engine, the host's own /dev/shm is a target beside the containers (/proc scans include it).
         self.host = host_entry(proc) if engine else None

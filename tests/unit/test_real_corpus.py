@@ -12,7 +12,6 @@ from benchmarks.explain_corpus import pasted
 from shmdoctor.errors import UsageError
 from shmdoctor.fleet import lint
 from shmdoctor.sizes import parse_quantity
-from shmdoctor.workload import Workload
 from tests.helpers import DATA
 
 REAL = DATA / "real"
@@ -20,7 +19,7 @@ EXPECTED = yaml.safe_load((REAL / "expected.yaml").read_text())
 
 
 def _lint(path: str):
-    return lint((path,), swarm=None, workload=Workload(), fail_on="error")
+    return lint((path,), swarm=None)
 
 
 @pytest.mark.parametrize("case", EXPECTED, ids=[c["file"] for c in EXPECTED])

@@ -12,7 +12,6 @@ from shmdoctor.fleet import lint
 from shmdoctor.model import Report
 from shmdoctor.probe.workload import serving
 from shmdoctor.render.text import fixes_by_target
-from shmdoctor.workload import Workload
 from tests.helpers import DATA
 
 REAL = DATA / "real"
@@ -20,7 +19,7 @@ MiB = 2**20
 
 
 def reports(path) -> dict[str, Report]:
-    doc = lint((str(path),), swarm=None, workload=Workload(), fail_on="error")
+    doc = lint((str(path),), swarm=None)
     return {r.facts.target.name.split(":", 1)[1]: r for r in doc.reports}
 
 

@@ -9,6 +9,7 @@ from shmdoctor.exporter.collect import Collector
 from shmdoctor.exporter.inventory import ProcInventory
 from shmdoctor.loader import LoaderSpec
 from shmdoctor.sizes import MiB
+from shmdoctor.workload import Workload
 
 NO_LOADER = LoaderSpec()
 
@@ -18,7 +19,13 @@ def _reading(max_targets: int, loader: LoaderSpec = NO_LOADER, names: tuple[str,
     inventory.start()
     try:
         collector = Collector(
-            inventory, loader=loader, fail_on="error", timeout=30, max_targets=max_targets, engine=False, names=names
+            inventory,
+            workload=Workload(loader),
+            fail_on="error",
+            timeout=30,
+            max_targets=max_targets,
+            engine=False,
+            names=names,
         )
         return collector.scrape(), len(inventory.entries(30)[0])  # the scan it read (no other before an hour)
     finally:
