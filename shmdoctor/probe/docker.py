@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import json
 import os
 import re
 import socket
@@ -142,8 +143,32 @@ def shm_of(info: Inspect, owner: Inspect | None = None, host_shm: int | None = N
             )
         inherited = shm_of(owner, None, host_shm)
         return replace(inherited, detail=f"the /dev/shm of {name_of(owner)} ({inherited.detail})")
-    size = _count(host.get("ShmSize"))
-    return Shm.unmeasured(size, "docker-shm", f"HostConfig.ShmSize = {size}" if size else "HostConfig.ShmSize unset")
+    answered = host.get("ShmSize")
+    size = _count(answered)
+    if size:
+        detail = f"HostConfig.ShmSize = {size}"
+    elif answered in (None, 0) and not isinstance(answered, (bool, float)):  # 0: the daemon's default
+        detail = "HostConfig.ShmSize unset"
+    else:
+        detail = f"HostConfig.ShmSize = {_said(answered)}, not a size: its /dev/shm is not known"
+    return Shm.unmeasured(size, "docker-shm", detail)
+
+
+def _said(value: Any) -> str:
+    """A value the engine answered, as its JSON wrote it, at most about 40 characters: a number of 400 digits is
+    said by its count of digits (counted from its bits: Python refuses to write an int of 4,300 digits)."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return ("-" if value < 0 else "") + "Infinity (1e400 or past it: more than a float holds)"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value).bit_length() > 64:
+        sign = "a negative" if value < 0 else "a"
+        return f"{sign} number of about {int(abs(value).bit_length() * 0.30103) + 1} digits"
+    if isinstance(value, (dict, list)):
+        return "an object" if isinstance(value, dict) else "a list"
+    if isinstance(value, str) and len(value) > 36:
+        return json.dumps(value[:36])[:-1] + '..."'
+    return json.dumps(value)
 
 
 def ipc_of(info: Inspect, owner: Inspect | None = None) -> Ipc:

@@ -71,7 +71,7 @@ def list_files(directory: str) -> list[File]:
         except FileNotFoundError:
             continue
         if stat.S_ISREG(st.st_mode):
-            files.append(File(entry.name, st.st_ino, st.st_blocks * 512))
+            files.append(File(entry.name, st.st_ino, st.st_blocks * 512, st.st_nlink))
     return files
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from ..probe.holders import Holders
@@ -87,6 +88,7 @@ class File:
     name: str
     inode: int
     bytes: int  # st_blocks * 512
+    links: int = 1  # st_nlink: the file's names, in this folder or not
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,14 @@ class Entry:
     bytes: int
     kind: str  # the Known kind
     why: str = ""  # why it is kept
+    links: int = 1
+
+
+def freed(entries: tuple[Entry, ...]) -> int:
+    """What removing these names frees: each file once however many of its names are among them, and nothing of a
+    file with a name that stays (a hard link elsewhere keeps its pages)."""
+    named = Counter(e.inode for e in entries)
+    return sum({e.inode: e.bytes for e in entries if named[e.inode] >= e.links}.values())
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,7 @@ class Plan:
 
     @property
     def leaked_bytes(self) -> int:
-        return sum(e.bytes for e in self.leaked)
+        return freed(self.leaked)
 
 
 def known(name: str) -> Known | None:
@@ -160,7 +170,7 @@ def plan_removal(files: list[File], holders: Holders, *, creators_visible: bool 
             why = f"its creator, pid {creator}, is alive" + (" (a batch in flight)" if k.pattern is TORCH else "")
             kept.append(Entry(f.name, f.inode, f.bytes, kind, why))
         else:
-            leaked.append(Entry(f.name, f.inode, f.bytes, kind))
+            leaked.append(Entry(f.name, f.inode, f.bytes, kind, links=f.links))
     return Plan(tuple(leaked), tuple(kept), tuple(unrecognised))
 
 

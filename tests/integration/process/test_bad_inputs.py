@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from tests.helpers import assert_one_line_error, forked_cli
+from tests.helpers import REPO, assert_one_line_error, forked_cli
 
 
 def _alias_bomb(head: str, tail: str) -> str:
@@ -810,7 +810,12 @@ class FakeEngine(http.server.BaseHTTPRequestHandler):
             body = self.listing
         else:  # /containers/<id>/json
             body = self.inspects.get(path.split("/")[-2])
-        data = self.raw_listing if self.raw_listing and path.endswith("/containers/json") else json.dumps(body).encode()
+        if isinstance(body, bytes):  # an inspect as these bytes: 1e400 as the engine wrote it
+            data = body
+        elif self.raw_listing and path.endswith("/containers/json"):
+            data = self.raw_listing
+        else:
+            data = json.dumps(body).encode()
         head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
         try:
             if not self.trickle:
@@ -856,6 +861,13 @@ ENGINES = {
     "hostile-names": dict(
         listing=[{"Id": "f" * 64, "Names": ["/evil\x1b]0;pwned\x07\x1b[2J"]}],
         inspects={"f" * 64: {**INSPECT, "Id": "f" * 64, "Name": "/evil\x1b]0;pwned\x07\x1b[2J"}},
+    ),
+    "odd-shm-sizes": dict(
+        listing=[{"Id": c * 64, "Names": [f"/{c}"]} for c in "abcdef"],
+        inspects={
+            c * 64: f'{{"Id": "{c * 64}", "Name": "/{c}", "HostConfig": {{"ShmSize": {size}}}}}'.encode()
+            for c, size in zip("abcdef", ("NaN", "1e400", "1" + "0" * 400, "-67108864", '"64m"', "0"))
+        },
     ),
     "inspects-of-every-shape": dict(
         listing=[{"Id": c * 64, "Names": [f"/{name}"]} for c, name in zip("abcde", ("good", "{}", "[{}]", "1", "bad"))],
@@ -964,6 +976,48 @@ def test_engine_answers_of_the_wrong_shape_are_their_containers_probe_incomplete
         assert "not a container" in reports[name]["findings"][0]["message"]
     bad = reports["e" * 12]  # its Name is not a string: named by its id
     assert bad["shm"]["size_bytes"] is None and bad["ipc"]["mode"] == "private" and bad["memory"]["limit_bytes"] is None
+
+
+def test_an_odd_shm_size_from_the_engine_is_said_as_it_was_answered(fake_engines, bad_files):
+    """NaN, 1e400, 10^400, a negative number and a string were all said 'unset', as 0 (the daemon's default) is."""
+    env = {"DOCKER_HOST": fake_engines["odd-shm-sizes"], "NO_COLOR": "1"}
+    proc = bounded_run(["audit", "--format", "json"], cwd=bad_files, env=env)
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), proc.stderr
+    said = {r["target"]["name"]: r["shm"]["detail"] for r in json.loads(proc.stdout)["reports"]}
+    odd = ", not a size: its /dev/shm is not known"
+    assert said == {
+        "a": "HostConfig.ShmSize = NaN" + odd,
+        "b": "HostConfig.ShmSize = Infinity (1e400 or past it: more than a float holds)" + odd,
+        "c": "HostConfig.ShmSize = a number of about 401 digits" + odd,
+        "d": "HostConfig.ShmSize = -67108864" + odd,
+        "e": 'HostConfig.ShmSize = "64m"' + odd,
+        "f": "HostConfig.ShmSize unset",
+    }
+
+
+DIRECTORY_ON_STDIN = """
+import os, sys
+os.dup2(os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY), 0)  # after Python's start, which refuses a directory
+from shmdoctor.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("args", [["explain"], ["explain", "-"], ["lint", "-"]], ids=" ".join)
+def test_a_directory_on_stdin(tmp_path, args):
+    """`shmdoctor explain < DIR`: CPython's own start refuses it before shmdoctor runs (init_sys_streams: '<stdin>
+    is a directory, cannot continue', exit 1; docs/limits.md says so); where Python has started (the API, a
+    descriptor replaced since), shmdoctor's read is one line, exit 2."""
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        argv = [sys.executable, "-m", "shmdoctor", *args]
+        proc = subprocess.run(argv, stdin=fd, capture_output=True, text=True, timeout=60, cwd=REPO)
+    finally:
+        os.close(fd)
+    assert proc.returncode == 1 and "<stdin> is a directory, cannot continue" in proc.stderr, proc.stderr
+    argv = [sys.executable, "-c", DIRECTORY_ON_STDIN, str(tmp_path), *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=REPO)
+    assert_one_line_error(proc, 2, "cannot read: Is a directory")
 
 
 def test_a_quadlet_unit_of_200000_continued_lines_is_joined_in_linear_time(tmp_path):

@@ -163,6 +163,22 @@ def test_two_leaked_names_of_one_file_free_it_once(made):
     assert doc["freed_bytes"] == SIZE  # not twice: the pages went once, with the last name
 
 
+def test_the_dry_run_counts_a_file_of_two_leaked_names_once_and_one_a_name_keeps_not_at_all(made):
+    first = _dead_creator_segment()
+    second = first.rsplit("_", 1)[0] + "_1"
+    kept = f"sdt-link-{TAG}"
+    made += [os.path.join(SHM, n) for n in (first, second, kept)]
+    os.link(made[0], made[1])
+    code, doc = _clean(first, second)
+    assert code == 0 and sorted(e["name"] for e in doc["leaked"]) == sorted([first, second])
+    assert doc["leaked_bytes"] == SIZE  # what --yes frees (the test above): once
+    os.link(made[0], made[2])  # a third name clean does not know: removing the two frees nothing
+    code, doc = _clean(first, second)
+    assert code == 0 and len(doc["leaked"]) == 2 and doc["leaked_bytes"] == 0
+    text = forked_cli("clean", first, second).stdout
+    assert "Leaked: 2 segments, 0 B, that no process holds" in text and "would free 0 B" in text
+
+
 def test_creator_alive_means_a_batch_in_flight(made, hold):
     # file_system batches queued between a worker and the loop are mapped by nobody: the live creator keeps them.
     code = (
