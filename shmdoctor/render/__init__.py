@@ -9,8 +9,8 @@ verdict, the fixes and the exit code are the document's, computed before it is r
 Each kind has a JSON schema ID (SCHEMAS), which its JSON renderer writes as the document's "schema" field, and a JSON
 Schema file, schemas/<kind>.json, whose $id is that ID. To add a document: give its class a `kind`, add the kind to
 SCHEMAS, one RENDERERS entry per format in formats(kind), and schemas/<kind>.json; tests/unit/render/test_registry.py
-proves the mapping total and every schema file present. SARIF (code scanning's format) is for the documents whose
-findings sit in files or containers: lint's and audit's.
+proves the mapping total and every schema file present. SARIF (code scanning's format), GitHub's workflow commands
+and JUnit XML are for the documents whose findings sit in files or containers: lint's and audit's.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("lint", "sarif"): "shmdoctor.render.sarif:to_sarif",
     ("lint", "github"): "shmdoctor.render.github:to_github",
     ("audit", "github"): "shmdoctor.render.github:to_github",
+    ("lint", "junit"): "shmdoctor.render.junit:to_junit",
+    ("audit", "junit"): "shmdoctor.render.junit:to_junit",
     ("clean", "text"): "shmdoctor.render.clean:to_text",
     ("clean", "json"): "shmdoctor.render.clean:to_json",
     ("watch.start", "text"): "shmdoctor.render.watch:start_text",
@@ -71,7 +73,7 @@ RENDERERS: dict[tuple[str, str], str] = {
 
 def formats(kind: str) -> tuple[str, ...]:
     """The formats a kind renders to."""
-    return FORMATS + (("sarif", "github") if kind in SARIF_KINDS else ())
+    return FORMATS + (("sarif", "github", "junit") if kind in SARIF_KINDS else ())
 
 
 def schema_id(kind: str) -> str:

@@ -46,7 +46,7 @@ def test_bash_completes_commands_and_choices_through_the_script(tmp_path):
 
     assert complete("shmdoctor li", 1) == ["lint"]
     assert complete("shmdoctor e", 1) == ["explain", "exporter"]
-    assert complete("shmdoctor lint --format ''", 3) == ["text", "json", "sarif", "github"]
+    assert complete("shmdoctor lint --format ''", 3) == ["text", "json", "sarif", "github", "junit"]
     assert complete("shmdoctor check --format ''", 3) == ["text", "json"]
 
 
