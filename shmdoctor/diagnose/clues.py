@@ -168,6 +168,12 @@ class Clues:
                 self._memory(_quantity(m.group("q")), f"limits: memory:, line {number}")
                 self._form("kubernetes", f"limits: memory:, line {number}")
 
+    def settled(self, text: str, number: int) -> bool:
+        """The same text on each line from `number` on says what it says on the last of them alone: no 'limits:'
+        line just before gives its 'memory:' a meaning that later lines lose."""
+        reach = self._limits_at is not None and 0 < number - self._limits_at <= LIMITS_REACH
+        return not reach or bool(_LIMITS.match(text))
+
     def pod_log(self, number: int) -> None:
         """A line in the form of a pod's log file (containerd's, CRI-O's): the job ran in a Kubernetes pod."""
         self._form("kubernetes", f"a pod's log prefix, line {number}")

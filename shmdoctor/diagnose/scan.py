@@ -73,6 +73,13 @@ def excerpt(text: str, start: int) -> str:
     return ("…" if lo else "") + text[lo : lo + EXCERPT] + ("…" if lo + EXCERPT < len(text) else "")
 
 
+def _counting(counted: list | None, sig: Signature, key: tuple[str, Cause] | None) -> list | None:
+    """The keys a line counted, as long as each counts whatever lines are near (no context line decides it)."""
+    if counted is None or key is None or sig.not_after is not None or sig.only_after is not None:
+        return None
+    return [*counted, key]
+
+
 @dataclass
 class Scanner:
     """Accumulates the matches of candidate lines fed in order: the first line of each signature and cause, and how
@@ -88,16 +95,43 @@ class Scanner:
     # above its traceback (billiard, Python 2) comes before the SemLock frame
     _waiting: list[tuple[int, str, Signature, re.Match[str]]] = field(default_factory=list)
 
-    def line(self, number: int, raw: bytes | str) -> None:
+    def line(self, number: int, raw: bytes | str, repeats: int = 1) -> None:
+        """Line `number` of the log; `repeats`: the same line is each of the next repeats - 1 too (a run the reader
+        collapsed). Once matching it again can only count it again (no line it waits for or wraps, no context, no
+        clue that a nearer line changes), the rest of the run is counted, not matched: a million of one error cost
+        what one does."""
         text = raw[:MAX_LINE].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:MAX_LINE]
         text = text.rstrip("\r\n")
         if "\x1b" in text:
             text = ANSI.sub("", text)
         prefix = PREFIX.match(text)  # anchored: one at most
+        pod = bool(prefix and prefix.group("pod"))
         if prefix:
             text = text[prefix.end() :]
-            if prefix.group("pod"):
+        first, last = number, number + repeats - 1
+        while True:
+            if pod:
                 self.clues.pod_log(number)
+            counted = self._match(number, text)
+            if number == last:
+                return
+            number += 1
+            # Steady from the third: the line before it was this one too, as the one before that (what the run's first
+            # line finished of the line before the run, and what it left open for the second, are theirs alone)
+            steady = number - first >= 2 and not self._waiting and self.clues.settled(text, number)
+            if steady and counted is not None:
+                for key in counted:
+                    self.found[key] = replace(self.found[key], count=self.found[key].count + last - number + 1)
+                if pod:
+                    self.clues.pod_log(last)
+                for part in text.split("\r"):  # what it says, said by its last line
+                    self.clues.line(part, last)
+                self._open = [(last, part, sig) for _, part, sig in self._open]  # the next line may finish it
+                return
+
+    def _match(self, number: int, text: str) -> list[tuple[str, Cause]] | None:
+        """One line through the catalogue; the (signature, cause) it counted where that is all it did, else None."""
+        counted: list[tuple[str, Cause]] | None = []
         if self._waiting:
             self._waiting = [w for w in self._waiting if number - w[0] <= BLOCK]
         wrapped = [o for o in self._open if o[0] == number - 1]
@@ -108,19 +142,21 @@ class Scanner:
             for start, head, sig in wrapped:  # the rest of a message wrapped at a space or mid-word
                 m = sig.pattern.search(head + " " + part) or sig.pattern.search(head + part)
                 if m:
-                    self._add(sig, start, head + " " + part, m)
+                    counted = _counting(counted, sig, self._add(sig, start, head + " " + part, m))
             wrapped, self._open = [], []
             for sig in SIGNATURES:
                 for context in (sig.not_after, sig.only_after):
                     if context is not None and context.search(part):
                         self._context[sig.id] = (number, _emitter(part))
                         self._released(sig)
+                        counted = None
                 if sig.anchor and sig.anchor in part:
                     m = sig.pattern.search(part)
                     if m:
-                        self._add(sig, number, part, m)
+                        counted = _counting(counted, sig, self._add(sig, number, part, m))
                     else:
                         self._open.append((number, part, sig))
+        return counted
 
     def _released(self, sig: Signature) -> None:
         """The context line of sig: the matches waiting for it (within BLOCK lines before) are added."""
@@ -129,14 +165,15 @@ class Scanner:
         for start, text, _, m in now:
             self._add(sig, start, text, m)
 
-    def _add(self, sig: Signature, number: int, text: str, m) -> None:
+    def _add(self, sig: Signature, number: int, text: str, m) -> tuple[str, Cause] | None:
+        """The match counted under its (signature, cause), returned; None where it waits for its context line."""
         cause: Cause = sig.cause
         reason = ""
         seen, emitter = self._context.get(sig.id, (0, ""))
         if sig.only_after is not None and not (seen and number - seen <= BLOCK):
             if len(self._waiting) < WAITING:  # without the line that makes it this (a bare OSError is
                 self._waiting.append((number, text, sig, m))  # anything): it may follow
-            return
+            return None
         if sig.not_after is not None and seen and number - seen <= BLOCK and emitter == _emitter(text):
             cause, reason = "not-shm", f"a line just before says {sig.not_after.pattern!r}: a failed registration"
         try:
@@ -152,6 +189,7 @@ class Scanner:
         else:
             most = max(filter(None, (first.bytes_needed, needed)), default=None)
             self.found[(sig.id, cause)] = replace(first, count=first.count + 1, bytes_needed=most)
+        return (sig.id, cause)
 
     def diagnoses(self) -> tuple[Diagnosis, ...]:
         """In the order of the log, less the signatures a more specific one in the same log supersedes."""

@@ -20,7 +20,9 @@ from ..diagnose.scan import MAX_LINE, Scanner, anchors
 from ..errors import UsageError
 from .regular import open_regular
 
-_NUMBERED = re.compile(rb"([0-9]{1,20})[:-]")  # grep -n: 'N:' a match, 'N-' a line of context; '--' parts groups
+# grep -n -T: 'N:\t' a match, 'N-\t' a line of context ('--' parts groups); through uniq -c, each after its count
+_NUMBERED = re.compile(rb" {0,40}(?P<n>[0-9]{1,20})[:-]\t(?P<count>)")
+_COUNTED = re.compile(rb" {0,40}(?P<count>[0-9]{1,20}) {1,40}(?P<n>[0-9]{1,20})[:-]\t")
 CHUNK = 2**20  # bytes read at a time by the copy that feeds grep
 
 
@@ -89,20 +91,32 @@ def _skip_rest(read) -> None:
             return
 
 
-def _python_lines(f: BinaryIO, keys: list[bytes]) -> Iterator[tuple[int, bytes]]:
-    """Each candidate line, and the line after it (the rest of a message a terminal or a viewer wrapped)."""
+def _python_lines(f: BinaryIO, keys: list[bytes]) -> Iterator[tuple[int, bytes, int]]:
+    """Each candidate line, and the line after it (the rest of a message a terminal or a viewer wrapped), as
+    (number, line, repeats): a run of the same candidate line is one, with its count."""
     number, after = 0, False
+    run: list = []  # [number, line, repeats] of the candidate line being repeated
     while True:
         raw = f.readline(MAX_LINE)
         if not raw:
-            return
+            break
         number += 1
         if not raw.endswith(b"\n"):
             _skip_rest(f.readline)
+        if run and raw == run[1]:
+            run[2] += 1
+            continue
+        if run:
+            yield run[0], run[1], run[2]
+            run = []
         candidate = any(k in raw for k in keys)
-        if candidate or after:
-            yield number, raw
+        if candidate:
+            run = [number, raw, 1]
+        elif after:
+            yield number, raw, 1
         after = candidate
+    if run:
+        yield run[0], run[1], run[2]
 
 
 def _cut_lines(f: BinaryIO, out: IO[bytes]) -> None:
@@ -129,12 +143,19 @@ def _cut_lines(f: BinaryIO, out: IO[bytes]) -> None:
                 run, skipping, pos = run + end - pos, end < n, end
 
 
-def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int, bytes]]:
+def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str, uniq: str | None) -> Iterator[tuple[int, bytes, int]]:
+    """grep's candidate lines as (number, line, repeats); through uniq where it is installed, which makes a run of
+    the same line one (grep -T puts a tab between a line's number and its text: uniq -f 1 compares the text)."""
     # -A 1: the line after each candidate too (a wrapped message's rest), printed 'N-text', groups parted by '--'
-    argv = [grep, "-F", "-n", "-a", "-A", "1", *[arg for k in keys for arg in ("-e", k.decode())]]
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"LC_ALL": "C"}
-    )
+    argv = [grep, "-F", "-n", "-T", "-a", "-A", "1", *[arg for k in keys for arg in ("-e", k.decode())]]
+    env = {"LC_ALL": "C"}
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    runs = None
+    if uniq:
+        runs = subprocess.Popen(
+            [uniq, "-c", "-f", "1"], stdin=proc.stdout, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
+        proc.stdout.close()  # type: ignore[union-attr]  # uniq's now: grep ends on a pipe uniq left
     failed: list[OSError] = []
 
     def feed() -> None:
@@ -151,17 +172,19 @@ def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int
 
     feeder = threading.Thread(target=feed, name="shmdoctor-log-feed", daemon=True)
     feeder.start()
+    read = runs.stdout if runs else proc.stdout
+    numbered = _COUNTED if runs else _NUMBERED
     try:
-        assert proc.stdout is not None
+        assert read is not None
         while True:
-            raw = proc.stdout.readline(MAX_LINE + 24)
+            raw = read.readline(MAX_LINE + 64)
             if not raw:
                 break
             if not raw.endswith(b"\n"):
-                _skip_rest(proc.stdout.readline)
-            m = _NUMBERED.match(raw)
+                _skip_rest(read.readline)
+            m = numbered.match(raw)
             if m:
-                yield int(m.group(1)), raw[m.end() :]
+                yield int(m.group("n")), raw[m.end() :], int(m.group("count") or 1)
         feeder.join()
         if failed and isinstance(failed[0], TimeoutError):
             raise failed[0]
@@ -170,17 +193,21 @@ def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str) -> Iterator[tuple[int
         if proc.wait() > 1:  # 1: nothing matched
             err = proc.stderr.read(500).decode(errors="replace").strip() if proc.stderr else ""
             raise UsageError(f"cannot read the log: {err.splitlines()[-1] if err else 'grep failed'}")
+        if runs and runs.wait():
+            raise UsageError("cannot read the log: uniq failed")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for child in (proc, runs):
+            if child is not None and child.poll() is None:
+                child.kill()
+                child.wait()
 
 
-def candidate_lines(f: BinaryIO) -> Iterator[tuple[int, bytes]]:
+def candidate_lines(f: BinaryIO) -> Iterator[tuple[int, bytes, int]]:
+    """(number, line, repeats) of each candidate line and the line after it, runs of one line as one."""
     keys = [k.encode() for k in anchors()]
     grep = shutil.which("grep")
     if grep and _is_gnu(grep):
-        return _grep_lines(f, keys, grep)
+        return _grep_lines(f, keys, grep, shutil.which("uniq"))
     return _python_lines(f, keys)
 
 
@@ -195,6 +222,6 @@ def _is_gnu(grep: str) -> bool:
 def scan(f: BinaryIO) -> Scanner:
     """Every candidate line of the log through the catalogue."""
     scanner = Scanner()
-    for number, line in candidate_lines(f):
-        scanner.line(number, line)
+    for number, line, repeats in candidate_lines(f):
+        scanner.line(number, line, repeats)
     return scanner

@@ -30,9 +30,9 @@ def _python(data: bytes):
 
 
 def test_python_loop_numbers_and_bounds_lines():
-    got = [(n, line[:40]) for n, line in _python(LOG)]
+    got = [(n, line[:40]) for n, line, _ in _python(LOG)]
     assert [n for n, _ in got] == [3, 4, 5, 6]  # the candidates, and the line after each (a wrapped message's rest)
-    assert all(len(line) <= MAX_LINE for _, line in _python(LOG))
+    assert all(len(line) <= MAX_LINE for _, line, _ in _python(LOG))
 
 
 @pytest.mark.skipif(shutil.which("grep") is None, reason="no grep on this machine")
@@ -42,12 +42,12 @@ def test_grep_and_the_python_loop_find_the_same(tmp_path):
 
     def diagnosed(lines):
         scanner = Scanner()
-        for n, line in lines:
-            scanner.line(n, line)
+        for n, line, repeats in lines:
+            scanner.line(n, line, repeats)
         return scanner.diagnoses()
 
     with open(path, "rb") as f:
-        by_grep = diagnosed(logs._grep_lines(f, KEYS, shutil.which("grep")))
+        by_grep = diagnosed(logs._grep_lines(f, KEYS, shutil.which("grep"), shutil.which("uniq")))
     assert by_grep == diagnosed(_python(LOG))
     assert [d.line for d in by_grep] == [5, 6]  # the bus error at 3 is superseded by the worker's own line
 
