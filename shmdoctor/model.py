@@ -287,6 +287,7 @@ Form = Literal[
     "terraform",
     "cloudformation",
     "nomad",
+    "kfp",
 ]
 
 

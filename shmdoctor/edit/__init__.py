@@ -31,6 +31,7 @@ SHOWN = {
     "cloudformation": "a CloudFormation template is not rewritten: a value may come from a Parameter, a Mapping or "
     "an !If, set where it comes from",
     "nomad": "a Nomad job's HCL is not rewritten: its variables and templates would not survive it",
+    "kfp": "a compiled Kubeflow pipeline is not rewritten: it is compiled from its Python, where the change goes",
 }
 
 

@@ -26,6 +26,7 @@ from . import (
     documents,
     ecs,
     jenkins,
+    kfp,
     kubernetes,
     nomad,
     quadlet,
@@ -38,7 +39,8 @@ from .documents import Definition, Document
 
 FORMATS = (
     "a compose file (services:), a Kubernetes manifest (apiVersion, kind), an ECS task or Batch job definition "
-    "(containerDefinitions, containerProperties), an Azure ML job ($schema, command) or a Quadlet .container unit"
+    "(containerDefinitions, containerProperties), an Azure ML job ($schema, command), a compiled Kubeflow pipeline "
+    "(deploymentSpec, pipelineInfo) or a Quadlet .container unit"
     " (Argo and Tekton objects are Kubernetes manifests)"
 )
 # A Go template action: {{ .Values.x }}, {{- include "x" . }}, {{ if ... }}, {{ $x := ... }}
@@ -48,8 +50,8 @@ _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]{0,100}(?:[:?+=-][^}\n]{0,2
 _COMPOSE = re.compile(r"^services:", re.M)
 # A top-level key of a format lint reads: a file with one that does not parse is bad input, not another format
 _CLAIMED = re.compile(
-    r'^(?:services|apiVersion|kind|jobs|containerDefinitions|containerProperties):|"(?:apiVersion|kind|services|'
-    r'containerDefinitions|containerProperties|taskDefinition|jobDefinitions)"\s*:',
+    r'^(?:services|apiVersion|kind|jobs|containerDefinitions|containerProperties|deploymentSpec):|"(?:apiVersion|kind|'
+    r'services|containerDefinitions|containerProperties|taskDefinition|jobDefinitions|deploymentSpec)"\s*:',
     re.M,
 )
 
@@ -348,7 +350,8 @@ def _read_text(
         return
     try:
         parsed = documents.parse(text, source, unknown_tags=cloudformation.looks_like(text))
-        unknown = [_unknown(doc) for doc in parsed if not _definitions(doc, swarm, environ, out, sets)]
+        pipeline = any(kfp.is_pipeline(doc.body) for doc in parsed)  # its PlatformSpec is the next document
+        unknown = [] if pipeline else [_unknown(d) for d in parsed if not _definitions(d, swarm, environ, out, sets)]
     except UsageError as e:  # not YAML, or a bad value: a template's placeholders, else bad input
         hint = helm_hint(text, source) or placeholder_hint(text, source)
         if hint is None and (not isinstance(e, documents.Unparsable) or _CLAIMED.search(text)):
@@ -356,7 +359,9 @@ def _read_text(
         del out.definitions[before[0] :], out.objects[before[1] :]
         out.files.append(hint or str(e))
         return
-    if len(unknown) < len(parsed):
+    if pipeline:  # its {{$.inputs...}} are KFP's placeholders: a bad value is bad input, never a template
+        _pipeline(parsed, source, out)
+    elif len(unknown) < len(parsed):
         out.sources.append(source)
         out.files.extend(unknown)
     else:  # the file as a whole: why a chart's template is not judged, or the first reason
@@ -364,6 +369,18 @@ def _read_text(
         chart = "templates" in os.path.normpath(source).split(os.sep)
         hint = helm_hint(text, source) if chart or not unknown else None
         out.files.append(hint or (unknown[0] if unknown else f"{source}: empty"))
+
+
+def _pipeline(parsed: list[Document], source: str, out: Inputs) -> None:
+    """A compiled Kubeflow pipeline: each executor judged as the pod KFP's driver makes for it (probe/kfp.py)."""
+    found = kfp.pods(parsed)
+    for pod, label, line, notes in found:
+        definitions, _ = kubernetes.probe(pod)
+        out.definitions.extend(kfp.renamed(definitions, source, label, line, notes))
+    if found:
+        out.sources.append(source)
+    else:
+        out.files.append(f"{source}: a Kubeflow pipeline with no container executor (importers, resolvers run none)")
 
 
 def _nothing(passed_over: list[str]) -> str:

@@ -291,6 +291,25 @@ def _nomad(fix: Fix, facts: Facts) -> Statements:
     return out + ((f"env {{ {' '.join(f'{n} = {chr(34)}{v}{chr(34)}' for n, v in fix.env)} }}",) if fix.env else ())
 
 
+def _kfp(fix: Fix, facts: Facts) -> Statements:
+    """A Kubeflow pipeline's task, in the pipeline's Python (kfp and kfp-kubernetes), then the compiled key: the
+    compiled YAML is regenerated from it. KFP has no host IPC for a task."""
+    out: Statements = ()
+    if fix.shm_bytes:
+        size = k8s_quantity(fix.shm_bytes)
+        mounted = facts.shm.source.startswith("k8s-emptydir")  # its own call mounts one: changed, not another
+        said = "the call that mounts it, changed" if mounted else "from kfp import kubernetes"
+        out += (
+            f'kubernetes.empty_dir_mount(task, volume_name="dshm", mount_path="{SHM}", medium="Memory", '
+            f'size_limit="{size}")  # {said}',
+            f"# compiled: emptyDirMounts: [{{volumeName: dshm, mountPath: {SHM}, medium: Memory, sizeLimit: {size}}}]"
+            " under platforms.kubernetes.deploymentSpec.executors.<its executor>",
+        )
+    if fix.memory_bytes:
+        out += (f'task.set_memory_limit("{k8s_quantity(fix.memory_bytes)}")',)
+    return out + tuple(f'task.set_env_variable("{n}", "{v}")' for n, v in fix.env)
+
+
 def _hcl_object(statement: str) -> str:
     """'"key": {"a": 1}' (JSON, as the ECS form says it) -> 'key = { a = 1 }' (an HCL object), comments kept."""
     code, _, comment = statement.partition("  # ")
@@ -317,6 +336,7 @@ FORMS: dict[Form, Callable[[Fix, Facts], Statements]] = {
     "terraform": _terraform,
     "cloudformation": _cloudformation,
     "nomad": _nomad,
+    "kfp": _kfp,
 }
 
 
