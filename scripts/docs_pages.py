@@ -33,8 +33,10 @@ judge the facts of a container, a definition or this machine.
 
 **Ignoring a rule.** For one workload, a comment on its line or the line above it (a compose service's key, a
 container's `- name:`, a Quadlet unit's, a script's `docker run` line), or its `shmdoctor.ignore` label (compose,
-Docker, Podman) or annotation (a Kubernetes pod template's or object's), as `shmdoctor.loader` is given
-(`tests/data/suppress/` has each):
+Docker, Podman; a `docker run` line's `--label`, a devcontainer's `runArgs`, a Quadlet unit's `Label=`) or
+annotation (a Kubernetes pod template's or object's), as `shmdoctor.loader` is given (`tests/data/suppress/` and
+`tests/data/suppress-labels/` have each; a running container's label that names no rule is its `bad-label` finding
+in `audit` and `exporter`, the others judged as usual, and a file's is that file's error in `lint`):
 
 <!-- illustrative -->
 ```yaml

@@ -44,15 +44,24 @@ def audit(
     skipped = selection([p.facts for p in probed], names) if workload.given else [""] * len(probed)
 
     def one(p: docker.Probed, skip: str) -> Report:
-        key = (replace(p.facts, target=replace(p.facts.target, name="", id=None)), p.loader_label, p.notes, skip)
+        facts, ignore = ignoring(p)
+        key = (replace(facts, target=replace(facts.target, name="", id=None)), p.loader_label, p.notes, skip)
         if key not in judged:
             judged[key] = judge_labelled(key[0], workload, p.loader_label, fail_on, p.notes, skipped=skip)
         report = judged[key]
-        ignore = suppress.in_source([], None, p.ignore_label, f"container {p.facts.target.name}")
         return suppress.mark(replace(report, facts=replace(report.facts, target=p.facts.target)), ignore)
 
     reports = tuple(map(one, probed, skipped))
     return Audit(reports, engine=docker.address(), exec=exec_df, include_exited=include_exited)
+
+
+def ignoring(p: docker.Probed) -> tuple[Facts, suppress.Ignore | None]:
+    """A container's facts and what its shmdoctor.ignore label ignores; a label that names a rule that does not
+    exist is its `bad-label` finding (facts.bad_ignore) and ignores nothing: one bad label never stops an audit."""
+    try:
+        return p.facts, suppress.in_source([], None, p.ignore_label, f"container {p.facts.target.name}")
+    except UsageError as e:
+        return replace(p.facts, bad_ignore=str(e)), None
 
 
 def judge_labelled(

@@ -201,6 +201,8 @@ class Facts(Value):
     nccl_env: tuple[tuple[str, str], ...] = ()
     # The target's own shmdoctor.loader label or annotation, when it is not a loader: why (a 'bad-label' finding).
     bad_label: str | None = None
+    # Its shmdoctor.ignore label, when it names no known rule (audit, exporter): why (a 'bad-label' finding).
+    bad_ignore: str | None = None
     # Where a /dev/shm fix goes in the terms of the operator that creates this pod (KubeRay sizes it from memory):
     # said before the fix in the pod's form.
     operator_fix: str | None = None

@@ -24,9 +24,12 @@ HELP: dict[str, RuleHelp] = {
     ),
     "bad-label": RuleHelp(
         "The target's own shmdoctor.loader label or annotation is not a loader (an unknown key, a number past its "
-        "bound): that target is judged without a loader, the others as usual.",
+        "bound): that target is judged without a loader, the others as usual. Or a container's shmdoctor.ignore label "
+        "(audit, exporter) names a rule that does not exist: it ignores nothing, and the other containers are judged "
+        "as usual (in a file lint reads, such a label or comment is that file's error, exit 2).",
         "Correct the label: comma-separated key=value pairs, e.g. "
-        "shmdoctor.loader=batch_size=100,num_workers=4,sample_bytes=1MiB.",
+        "shmdoctor.loader=batch_size=100,num_workers=4,sample_bytes=1MiB; shmdoctor.ignore takes rule IDs, "
+        "comma-separated.",
     ),
     "no-shm": RuleHelp(
         "There is no /dev/shm (--ipc=none): DataLoader workers cannot hand over batches and fail with "

@@ -89,12 +89,21 @@ def probe_incomplete(facts: Facts, need: Requirement | None) -> Hit:
     return None
 
 
-@rule("bad-label", "error", "the target's shmdoctor.loader label or annotation is not a loader: judged without it")
+@rule(
+    "bad-label",
+    "error",
+    "the target's shmdoctor.loader label or annotation is not a loader (judged without it), or its shmdoctor.ignore "
+    "label names a rule that does not exist (nothing ignored)",
+)
 def bad_label(facts: Facts, need: Requirement | None) -> Hit:
+    said, fixes = [], []
     if facts.bad_label:
-        msg = f"its shmdoctor.loader label is not a loader, so it was judged without one: {facts.bad_label}"
-        return msg, (Fix(f"correct the label (key=value pairs, e.g. {LOADER_EXAMPLE})"),)
-    return None
+        said.append(f"its shmdoctor.loader label is not a loader, so it was judged without one: {facts.bad_label}")
+        fixes.append(Fix(f"correct the label (key=value pairs, e.g. {LOADER_EXAMPLE})"))
+    if facts.bad_ignore:
+        said.append(f"its shmdoctor.ignore label ignores nothing: {facts.bad_ignore}")
+        fixes.append(Fix("correct the label: rule IDs, comma-separated (docs/rules.md lists them)"))
+    return ("; ".join(said), tuple(fixes)) if said else None
 
 
 @rule("no-shm", "error", "there is no /dev/shm: DataLoader workers cannot hand over batches")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from ..errors import ProbeError
-from ..fleet import judge_labelled
+from ..fleet import ignoring, judge_labelled
 from ..model import SHM, Report, Severity
 from ..probe import docker, procfs
 from ..shm.removal import creators_visible, unheld
@@ -72,11 +72,12 @@ class Collector:
 
     def _target(self, entry: Entry, judged: dict[tuple, Report], skipped: str) -> Target:
         probed = self._read(entry)
-        key = (probed.facts, probed.loader_label, probed.notes, skipped)
+        facts, ignore = ignoring(probed)  # its shmdoctor.ignore label
+        key = (facts, probed.loader_label, probed.notes, skipped, ignore)
         report = self._judged.get(key) or judge_labelled(
-            probed.facts, self.workload, probed.loader_label, self.fail_on, probed.notes, skipped=skipped
+            facts, self.workload, probed.loader_label, self.fail_on, probed.notes, skipped=skipped
         )
-        judged[key] = report = mark(report, selection=self.rules)
+        judged[key] = report = mark(report, ignore, self.rules)
         return Target(report, entry.labels, self._leaked(entry))
 
     def _leaked(self, entry: Entry) -> int | None:

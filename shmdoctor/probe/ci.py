@@ -92,7 +92,7 @@ def probe_workflow(doc: Document) -> list[Definition]:
             read = facts(run, target, assumed_image=image, form="github-actions")
         except UsageError as e:
             raise UsageError(f"{doc.source}: jobs.{name}: {e}") from None
-        out.append(Definition(read.facts, read.loader_spec, f"{doc.source}:{name}"))
+        out.append(Definition(read.facts, read.loader_spec, f"{doc.source}:{name}", ignore_label=read.ignore_label))
     return out
 
 
@@ -128,5 +128,6 @@ def probe_gitlab(doc: Document) -> list[Definition]:
         run.command = [Arg(line) for line in lines]
         target = Target("container", f"{doc.source}:{name}", file=doc.source, line=line_of(job))
         read = facts(run, target, assumed_image=_image(job, doc.body), form="gitlab-runner")
-        out.append(Definition(read.facts, read.loader_spec, f"{doc.source}:{name}", notes=(GITLAB_NOTE,)))
+        at = f"{doc.source}:{name}"
+        out.append(Definition(read.facts, read.loader_spec, at, notes=(GITLAB_NOTE,), ignore_label=read.ignore_label))
     return out

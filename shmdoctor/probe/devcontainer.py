@@ -182,4 +182,4 @@ def probe(text: str, source: str) -> tuple[list[Definition], str | None]:
     name = body.get("name") if isinstance(body.get("name"), str) and body.get("name") else None
     target = Target("container", f"{source}:devcontainer", id=name, file=source, line=1)
     read = facts(found.run, target, assumed_image=image, form="devcontainer")
-    return [Definition(read.facts, read.loader_spec, source)], None
+    return [Definition(read.facts, read.loader_spec, source, ignore_label=read.ignore_label)], None

@@ -108,6 +108,6 @@ def probe(text: str, source: str) -> list[Definition]:
             read = facts(agent.run, target, assumed_image=agent.image, form="jenkins")
         except UsageError as e:
             raise UsageError(f"{source}:{agent.line}: {e}") from None
-        out.append(Definition(read.facts, read.loader_spec, f"{source}:{agent.line}"))
+        out.append(Definition(read.facts, read.loader_spec, f"{source}:{agent.line}", ignore_label=read.ignore_label))
     out += shell.probe(text, source, sh_steps(text))
     return sorted(out, key=lambda d: d.facts.target.line or 0)

@@ -28,8 +28,10 @@ import re
 import shlex
 
 from ..errors import UsageError
+from ..loader import LOADER_LABEL
 from ..model import PODMAN_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
 from ..sizes import parse_size, parse_tmpfs_size
+from ..suppress import IGNORE_LABEL
 from . import documents
 from .documents import STDIN, Definition
 from .workload import amd_gpus, idle, ml_signs, serving
@@ -167,12 +169,22 @@ class _Unit:
         args += [(p, f"--tmpfs={v}") for p, v in self.all("Tmpfs")]
         args += [(p, f"--volume={v}") for p, v in self.all("Volume")]
         args += [(p, f"--mount={v}") for p, v in self.all("Mount")]
-        for place, value in self.all("PodmanArgs"):
-            try:
-                args += [(place, arg) for arg in shlex.split(value)]
-            except ValueError as e:
-                raise UsageError(f"{place}: PodmanArgs: {e}") from None
+        for key, flag in (("Label", "--label="), ("PodmanArgs", "")):  # Label= holds key=value words, as systemd quotes
+            for place, value in self.all(key):
+                try:
+                    args += [(place, flag + arg) for arg in shlex.split(value)]
+                except ValueError as e:
+                    raise UsageError(f"{place}: {key}: {e}") from None
         return args
+
+    def label(self, name: str) -> tuple[str, str | None]:
+        """A label's value as Podman gets it (Label=, then PodmanArgs' --label: the last one), and where it is."""
+        found: tuple[str, str | None] = ("", None)
+        for place, value in self._values("--label", "-l"):
+            key, eq, text = value.partition("=")
+            if eq and key == name:
+                found = (place, text)
+        return found
 
     def flag(self, *names: str) -> tuple[str, str] | None:
         """The last `--name=value` or `--name value` of any of its names: the one Podman takes."""
@@ -380,4 +392,6 @@ def probe(text: str, source: str) -> list[Definition]:
     """The container a .container unit starts (with its drop-ins), named as systemd names its service."""
     more = [(path, parse(documents.text(path), path)) for path in dropins(source)]
     unit = _Unit(parse(text, source), source, more)
-    return [Definition(unit.facts(os.path.basename(source)[: -len(SUFFIX)] or source))]
+    at, loader = unit.label(LOADER_LABEL)
+    facts = unit.facts(os.path.basename(source)[: -len(SUFFIX)] or source)
+    return [Definition(facts, loader, at, ignore_label=unit.label(IGNORE_LABEL)[1])]

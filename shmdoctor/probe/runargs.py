@@ -32,6 +32,7 @@ from ..model import (
     Target,
 )
 from ..sizes import parse_size, parse_tmpfs_size
+from ..suppress import IGNORE_LABEL
 from .workload import amd_gpus, idle, ml_signs, nccl_env, serving
 
 ENGINES = ("docker", "podman", "nerdctl", "nvidia-docker")
@@ -161,6 +162,7 @@ class Read:
 
     facts: Facts
     loader_spec: str | None
+    ignore_label: str | None = None  # its --label shmdoctor.ignore=..., as written
 
 
 def facts(run: RunArgs, target: Target, *, assumed_image: str | None = None, form: Form | None = None) -> Read:
@@ -229,7 +231,8 @@ def facts(run: RunArgs, target: Target, *, assumed_image: str | None = None, for
             unreadable=tuple(dict.fromkeys(unreadable)),
             form=form,
         ),
-        _label(run),
+        _label(run, LOADER_LABEL),
+        _label(run, IGNORE_LABEL),
     )
 
 
@@ -371,10 +374,12 @@ def _gpus(run: RunArgs) -> str | None:
     return None
 
 
-def _label(run: RunArgs) -> str | None:
+def _label(run: RunArgs, name: str) -> str | None:
+    """The value of its last `--label NAME=...` (as the engine keeps the last of a key)."""
+    found = None
     for _, value in run.values("-l", "--label"):
         if value is not None and not value.unknown:
             key, _, spec = value.text.partition("=")
-            if key.strip() == LOADER_LABEL:
-                return spec.strip()
-    return None
+            if key.strip() == name:
+                found = spec.strip()
+    return found

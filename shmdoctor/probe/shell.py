@@ -70,7 +70,7 @@ def probe(text: str, source: str, regions: list[tuple[int, int]] | None = None) 
             read = facts(run.args, Target("container", name, file=source, line=run.line))
         except UsageError as e:
             raise UsageError(f"{source}:{run.line}: {e}") from None
-        out.append(Definition(read.facts, read.loader_spec, f"{source}:{run.line}"))
+        out.append(Definition(read.facts, read.loader_spec, f"{source}:{run.line}", ignore_label=read.ignore_label))
     out += _pyxis(text, source, regions)
     return sorted(out, key=lambda d: d.facts.target.line or 0)
 

@@ -162,6 +162,7 @@ CASES = {
     ],
     "bad-label": [  # a shmdoctor.loader label or annotation that is not a loader: judged without one
         (dict(bad_label="num_workers must be at most 4096 (more than any machine runs), got 1000000000"), None, True),
+        (dict(bad_ignore="container t: its shmdoctor.ignore label: no rule 'default-shmm'"), None, True),  # audit
         (dict(), seed(), False),
     ],
     "oom-killed": [  # audit --all: an exited container with State.OOMKilled

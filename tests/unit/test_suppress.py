@@ -128,3 +128,32 @@ def test_an_unknown_rule_on_the_command_line_is_exit_2(command):
     paths = [str(FILES)] if command == "lint" else []
     proc = forked_cli(command, *paths, "--ignore", "default-shm,shm-tiny")
     assert_one_line_error(proc, 2, "--ignore: no rule 'shm-tiny'")
+
+
+LABELLED = DATA / "suppress-labels"  # a script, a Makefile, a devcontainer and a Quadlet unit, each a GPU trainer
+
+
+def test_the_run_lines_devcontainers_and_quadlet_units_take_the_label_too():
+    """`docker run --label shmdoctor.ignore=...` (and -l) in a script and a Makefile, a devcontainer's runArgs, a
+    Quadlet unit's Label=: each silences its own container only (train.sh's second line still warns)."""
+    proc = forked_cli("lint", str(LABELLED), "--fail-on", "warning", "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    doc = validate(json.loads(proc.stdout))
+    reports = {r["target"]["name"].removeprefix(f"{LABELLED}/"): r for r in doc["reports"]}
+    silenced = ("train.sh:4", "Makefile:3", ".devcontainer/devcontainer.json:devcontainer", "train.container:train")
+    assert set(reports) == {*silenced, "train.sh:5"}
+    for name in silenced:
+        assert default_shm(reports[name])["suppressed"] == {"by": "its shmdoctor.ignore label", "kind": "inSource"}
+    assert default_shm(reports["train.sh:5"])["suppressed"] is None
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("run.sh", "docker run --gpus all --label shmdoctor.ignore=default_shm pytorch/pytorch python t.py\n"),
+        ("t.container", "[Container]\nImage=pytorch/pytorch\nLabel=shmdoctor.ignore=default_shm\n"),
+    ],
+)
+def test_a_label_in_a_file_naming_no_rule_is_exit_2(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    assert_one_line_error(forked_cli("lint", str(tmp_path / name)), 2, "no rule 'default_shm'")

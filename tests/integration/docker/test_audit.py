@@ -155,6 +155,27 @@ def test_a_bad_label_is_its_containers_finding_and_the_fleet_is_still_judged(fle
     assert code == 1
 
 
+def test_an_ignore_label_silences_its_container_and_one_naming_no_rule_is_its_finding(images):
+    """Two stand-ins for a training job (their command names torchrun) on the engine's default 64 MiB: default-shm,
+    a warning, for each. One's shmdoctor.ignore label silences it (listed, marked); another's names no rule: its
+    bad-label finding (an error), nothing ignored, and the audit of the others goes on (it was exit 2 for all)."""
+    job = ("sh", "-c", "sleep 600", "torchrun")
+    quiet = start("ignored", "--label", "shmdoctor.ignore=default-shm", cmd=job)
+    typo = start("typo", "--label", "shmdoctor.ignore=default-shmm", cmd=job)
+    plain = start("plain", cmd=job)
+    try:
+        code, doc, _ = audit(quiet, typo, plain)
+    finally:
+        remove(quiet, typo, plain)
+    reports = by_name(doc)
+    ((default,),) = [[f for f in reports["ignored"]["findings"] if f["id"] == "default-shm"]]
+    assert default["suppressed"] == {"by": "its shmdoctor.ignore label", "kind": "inSource"}
+    assert reports["ignored"]["verdict"] == "ok" and reports["plain"]["verdict"] == "warn"
+    ids = {f["id"]: f for f in reports["typo"]["findings"]}
+    assert "no rule 'default-shmm'" in ids["bad-label"]["message"] and ids["default-shm"]["suppressed"] is None
+    assert code == 1  # bad-label is an error
+
+
 def test_text_table_one_row_per_container(fleet):
     proc = run_cli("audit", "--filter", f"name={PREFIX}", *SEED, env={"NO_COLOR": "1"})
     rows = [line for line in proc.stdout.splitlines() if line.split()[1:2] and line.split()[1].startswith(PREFIX)]

@@ -88,6 +88,23 @@ def test_a_loader_label_gives_the_need_and_the_command_line_the_rest(images):
             assert (labelled, "shm-too-small") in findings and (plain, "shm-too-small") not in findings
 
 
+def test_an_ignore_label_leaves_its_finding_out_and_one_naming_no_rule_is_bad_label(images):
+    """Stand-ins for a training job on the engine's default 64 MiB (default-shm for each): the one whose
+    shmdoctor.ignore label names it has no such series; one whose label names no rule has bad-label's."""
+    job = ("sh", "-c", "sleep 600", "torchrun")
+    with Containers() as c:
+        quiet, _ = c.start("ignored", "--label", "shmdoctor.ignore=default-shm", cmd=job)
+        typo, _ = c.start("typo", "--label", "shmdoctor.ignore=default-shmm", cmd=job)
+        plain, _ = c.start("plain", cmd=job)
+        with exporter() as exp:
+            text = _wait_for(exp, "shmdoctor_shm_size_bytes", plain)
+            text = _wait_for(exp, "shmdoctor_shm_size_bytes", quiet)
+            text = _wait_for(exp, "shmdoctor_shm_size_bytes", typo)
+            findings = {(lab["container"], lab["id"]) for lab, _ in samples(text)["shmdoctor_finding"]}
+            assert (plain, "default-shm") in findings and (quiet, "default-shm") not in findings
+            assert {(typo, "default-shm"), (typo, "bad-label")} <= findings
+
+
 def test_a_container_started_after_the_exporter_appears_from_the_event_stream(images):
     with exporter() as exp, Containers() as c:
         exp.scrape()
