@@ -290,6 +290,7 @@ Form = Literal[
     "cloudformation",
     "nomad",
     "kfp",
+    "vertex",
 ]
 
 

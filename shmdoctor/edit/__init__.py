@@ -32,6 +32,8 @@ SHOWN = {
     "an !If, set where it comes from",
     "nomad": "a Nomad job's HCL is not rewritten: its variables and templates would not survive it",
     "kfp": "a compiled Kubeflow pipeline is not rewritten: it is compiled from its Python, where the change goes",
+    "vertex": "a Vertex AI file is not rewritten: a CustomJob has no /dev/shm setting, and a Model's containerSpec is "
+    "immutable (upload the model again with the change)",
 }
 
 

@@ -34,13 +34,15 @@ from . import (
     skypilot,
     terraform,
     trainjob,
+    vertex,
 )
 from .documents import Definition, Document
 
 FORMATS = (
     "a compose file (services:), a Kubernetes manifest (apiVersion, kind), an ECS task or Batch job definition "
     "(containerDefinitions, containerProperties), an Azure ML job ($schema, command), a compiled Kubeflow pipeline "
-    "(deploymentSpec, pipelineInfo) or a Quadlet .container unit"
+    "(deploymentSpec, pipelineInfo), a Vertex AI CustomJob or Model (workerPoolSpecs, containerSpec) or a Quadlet "
+    ".container unit"
     " (Argo and Tekton objects are Kubernetes manifests)"
 )
 # A Go template action: {{ .Values.x }}, {{- include "x" . }}, {{ if ... }}, {{ $x := ... }}
@@ -50,8 +52,9 @@ _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]{0,100}(?:[:?+=-][^}\n]{0,2
 _COMPOSE = re.compile(r"^services:", re.M)
 # A top-level key of a format lint reads: a file with one that does not parse is bad input, not another format
 _CLAIMED = re.compile(
-    r'^(?:services|apiVersion|kind|jobs|containerDefinitions|containerProperties|deploymentSpec):|"(?:apiVersion|kind|'
-    r'services|containerDefinitions|containerProperties|taskDefinition|jobDefinitions|deploymentSpec)"\s*:',
+    r'^(?:services|apiVersion|kind|jobs|containerDefinitions|containerProperties|deploymentSpec|workerPoolSpecs):|"(?:'
+    r"apiVersion|kind|services|containerDefinitions|containerProperties|taskDefinition|jobDefinitions|deploymentSpec|"
+    r'workerPoolSpecs)"\s*:',
     re.M,
 )
 
@@ -156,6 +159,8 @@ def _definitions(
         return bool(found)  # no job container: its jobs run on the runner (_unknown says so)
     elif skypilot.is_task(doc.body):
         into.definitions.extend(skypilot.probe(doc))
+    elif vertex.is_vertex(doc.body):
+        into.definitions.extend(vertex.probe(doc))
     elif trainjob.is_trainjob(doc.body):
         into.trainjobs.append(doc)  # its runtime may come in a later file
     elif kubernetes.is_manifest(doc.body):

@@ -310,6 +310,24 @@ def _kfp(fix: Fix, facts: Facts) -> Statements:
     return out + tuple(f'task.set_env_variable("{n}", "{v}")' for n, v in fix.env)
 
 
+def _vertex(fix: Fix, facts: Facts) -> Statements:
+    """A Vertex AI Model's serving container: sharedMemorySizeMb (MB, an int64 as a string), as gcloud and the Python
+    SDK say it. A CustomJob has no /dev/shm setting (the fix's summary says what else can be done); its memory comes
+    with machineSpec.machineType."""
+    out: Statements = ()
+    if fix.shm_bytes and facts.shm.source != "unknown":
+        size = _mib(fix.shm_bytes)
+        out += (
+            f'containerSpec: {{sharedMemorySizeMb: "{size}"}}  # the Model\'s; gcloud ai models upload '
+            f"--container-shared-memory-size-mb={size}; Model.upload(serving_container_shared_memory_size_mb={size})",
+        )
+    if fix.memory_bytes:
+        out += (f"# machineSpec.machineType: one with more than {docker_size(fix.memory_bytes)} of memory",)
+    if fix.env:
+        out += ("containerSpec: {env: [" + ", ".join(f'{{name: {n}, value: "{v}"}}' for n, v in fix.env) + "]}",)
+    return out
+
+
 def _hcl_object(statement: str) -> str:
     """'"key": {"a": 1}' (JSON, as the ECS form says it) -> 'key = { a = 1 }' (an HCL object), comments kept."""
     code, _, comment = statement.partition("  # ")
@@ -337,6 +355,7 @@ FORMS: dict[Form, Callable[[Fix, Facts], Statements]] = {
     "cloudformation": _cloudformation,
     "nomad": _nomad,
     "kfp": _kfp,
+    "vertex": _vertex,
 }
 
 

@@ -1,0 +1,66 @@
+"""Vertex AI: a CustomJob's worker pools (no /dev/shm setting: unknown, with the one thing to check, where the pool
+looks like it loads data) and a Model's serving container (sharedMemorySizeMb, 64MB by default); --fix shows
+sharedMemorySizeMb and writes nothing. upload-model.json is a models.upload body written for these tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from shmdoctor.errors import UsageError
+from shmdoctor.fleet import lint
+from shmdoctor.sizes import MiB
+from tests.helpers import DATA, forked_cli, validate
+
+JOB = DATA / "vertex" / "custom-job.yaml"
+MODEL = DATA / "vertex" / "upload-model.json"
+REAL = DATA / "real" / "vertex"
+
+
+def _reports(*paths):
+    doc = lint(tuple(str(p) for p in paths), swarm=None)
+    return {r.facts.target.name.split(":", 1)[1]: r for r in doc.reports}
+
+
+def test_each_pool_that_runs_with_the_one_thing_to_check():
+    reports = _reports(JOB)
+    assert sorted(reports) == ["workerPoolSpecs[0]", "workerPoolSpecs[2]"]  # the empty pool runs nothing
+    trainer, server = reports["workerPoolSpecs[0]"], reports["workerPoolSpecs[2]"]
+    assert (trainer.facts.shm.size_bytes, trainer.facts.gpus, trainer.facts.form) == (None, "2", "vertex")
+    assert trainer.verdict == "warn" and "print `df -h /dev/shm` from the job" in trainer.findings[0].message
+    assert (server.verdict, server.findings) == ("ok", ())  # no GPU, no ML sign: its unknown size decides nothing
+
+
+def test_real_job_config_with_one_pool_as_a_mapping():
+    [(name, report)] = _reports(REAL / "vertex-jumpstart-job_config.yaml").items()
+    assert name == "workerPoolSpecs[0]" and report.verdict == "warn"  # a pytorch-training image, size unknown
+    assert [f.id for f in report.findings] == ["probe-incomplete"]
+
+
+def test_model_default_and_its_own_size(tmp_path):
+    served = _reports(MODEL)["Model/llama-vllm"]
+    assert (served.facts.shm.size_bytes, served.facts.shm.source) == (64 * MiB, "runtime-shm")
+    assert served.verdict == "fail" and served.facts.server is not None  # vLLM at tensor parallel 2 in 64 MB
+    body = json.loads(MODEL.read_text())
+    body["model"]["containerSpec"]["sharedMemorySizeMb"] = "4096"
+    sized = tmp_path / "model.json"
+    sized.write_text(json.dumps(body))
+    assert _reports(sized)["Model/llama-vllm"].facts.shm.size_bytes == 4096 * MiB
+    body["model"]["containerSpec"]["sharedMemorySizeMb"] = "lots"
+    sized.write_text(json.dumps(body))
+    with pytest.raises(UsageError, match="sharedMemorySizeMb must be a count of MB"):
+        _reports(sized)
+
+
+def test_fix_is_shown_in_vertex_words_and_not_written(tmp_path):
+    path = tmp_path / "model.json"
+    shutil.copy(MODEL, path)
+    proc = forked_cli("lint", str(path), "--fix")
+    assert proc.returncode == 1 and path.read_text() == MODEL.read_text()
+    assert "not written (a Vertex AI file is not rewritten" in proc.stderr
+    proc = forked_cli("lint", str(path), "--format", "json")
+    fix = validate(json.loads(proc.stdout))["reports"][0]["findings"][0]["fixes"][0]
+    assert fix["form"] == "vertex" and fix["text"].startswith('containerSpec: {sharedMemorySizeMb: "1024"}')
+    assert "--container-shared-memory-size-mb=1024" in fix["text"]
