@@ -10,6 +10,7 @@ import click
 from . import render
 from .errors import UsageError
 from .loader import LoaderSpec
+from .numbers import INT
 from .sizes import parse_size
 from .workload import CONSUMER_KEYS, Consumers, Workload
 
@@ -18,14 +19,14 @@ FORMATS = click.Choice(list(render.FORMATS))  # the formats every document rende
 
 def loader_options(f: Callable) -> Callable:
     options = [
-        click.option("--batch-size", type=int, help="Samples per batch."),
-        click.option("--num-workers", type=int, help="DataLoader worker processes."),
-        click.option("--prefetch-factor", type=int, help="Batches each worker loads ahead (PyTorch: 2)."),
+        click.option("--batch-size", type=INT, help="Samples per batch."),
+        click.option("--num-workers", type=INT, help="DataLoader worker processes."),
+        click.option("--prefetch-factor", type=INT, help="Batches each worker loads ahead (PyTorch: 2)."),
         click.option("--sample-bytes", metavar="SIZE", help="Bytes of one sample: 1048576, 512k, 1MiB, 2g."),
         click.option("--dataset", metavar="MODULE:ATTR", help="Measure the sample from a real Dataset (needs torch)."),
         click.option("--pin-memory/--no-pin-memory", default=False, show_default=True, help="DataLoader pin_memory."),
         click.option(
-            "--ranks", type=int, default=1, show_default=True, help="Loaders in the container (DDP local ranks)."
+            "--ranks", type=INT, default=1, show_default=True, help="Loaders in the container (DDP local ranks)."
         ),
     ]
     for option in reversed(options):
@@ -85,18 +86,18 @@ def loader_spec(
 def consumer_options(f: Callable) -> Callable:
     """The consumers of /dev/shm beside the DataLoader (check, audit, lint)."""
     options = [
-        click.option("--gpus", type=int, help="Local GPUs that talk through NCCL [detected: LOCAL_WORLD_SIZE, ...]."),
+        click.option("--gpus", type=INT, help="Local GPUs that talk through NCCL [detected: LOCAL_WORLD_SIZE, ...]."),
         click.option(
             "--nccl",
             type=click.Choice(["auto", "shm", "p2p", "off"]),
             help="NCCL's transport between local GPUs [auto: P2P, warning if /dev/shm could not hold the fallback].",
         ),
         click.option("--all-to-all", is_flag=True, default=None, help="The job uses all-to-all (send/recv) in NCCL."),
-        click.option("--nodes", type=int, help="Nodes the job spans (NCCL's proxy pool per rank)."),
+        click.option("--nodes", type=INT, help="Nodes the job spans (NCCL's proxy pool per rank)."),
         click.option("--serve", type=click.Choice(["vllm", "sglang"]), help="An inference server's broadcast rings."),
-        click.option("--tensor-parallel-size", type=int, help="The server's tensor parallel size [--gpus]."),
+        click.option("--tensor-parallel-size", type=INT, help="The server's tensor parallel size [--gpus]."),
         click.option("--ray-object-store", metavar="auto|SIZE", help="Ray's object store: auto (30% of memory), SIZE."),
-        click.option("--triton-instances", type=int, help="Triton python-backend model instances."),
+        click.option("--triton-instances", type=INT, help="Triton python-backend model instances."),
     ]
     for option in reversed(options):
         f = option(f)

@@ -84,7 +84,7 @@ def device_name(name: str) -> str:
     """auto | cpu | cuda | cuda:N, as typed -> its canonical form (cuda is cuda:0). Imports nothing."""
     name = name.strip().lower()
     name = "cuda:0" if name == "cuda" else name
-    if name not in ("auto", "cpu") and not (name.startswith("cuda:") and name[5:].isdigit()):
+    if name not in ("auto", "cpu") and not (name.startswith("cuda:") and name[5:].isascii() and name[5:].isdigit()):
         raise UsageError(f"--device {name!r}: expected auto, cpu, cuda or cuda:N")
     return name
 

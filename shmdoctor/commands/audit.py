@@ -7,6 +7,7 @@ import click
 from ..config import config_options, resolver, show
 from ..fleet import audit
 from ..limits import ENGINE_TIMEOUT
+from ..numbers import FLOAT
 from ..options import consumer_options, loader_options, output_options, selection_option
 from ..render import render
 from ..suppress import rule_options, selected
@@ -36,7 +37,7 @@ from ..suppress import rule_options, selected
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=FLOAT,
     default=ENGINE_TIMEOUT,
     show_default=True,
     metavar="SECONDS",

@@ -8,6 +8,7 @@ import click
 
 from ..errors import UsageError
 from ..limits import shown
+from ..numbers import IntRange, ascii_float, integer
 from ..options import FORMATS
 from ..sizes import parse_size
 
@@ -19,7 +20,7 @@ MAX_BATCHES = 100_000
 
 def int_list(text: str, what: str, least: int, most: int) -> tuple[int, ...]:
     try:
-        values = [int(v) for v in text.split(",") if v.strip()]
+        values = [integer(v.strip()) for v in text.split(",") if v.strip()]
     except ValueError:
         raise UsageError(f"{what}: expected a comma list of integers, e.g. 0,1,2,4; got {shown(text)}") from None
     if not values or min(values) < least or max(values) > most:
@@ -32,7 +33,8 @@ def workers_spec(text: str) -> tuple[tuple[int, ...], bool]:
     for sep in ("..", ":"):
         if sep in text:
             low, _, high = (part.strip() for part in text.partition(sep))  # short: int() refuses 4,301 digits
-            if not (len(text) < 16 and low.isdecimal() and high.isdecimal() and int(low) < int(high) <= MAX_WORKERS):
+            counts = len(text) < 16 and all(p.isascii() and p.isdecimal() for p in (low, high))
+            if not counts or not int(low) < int(high) <= MAX_WORKERS:
                 raise UsageError(
                     f"--num-workers: a range is two counts from 0 to {MAX_WORKERS}, the lower first, e.g. 0..32; "
                     f"got {shown(text)}"
@@ -51,7 +53,10 @@ def bool_list(text: str, what: str) -> tuple[bool, ...]:
 def pin_device_list(text: str) -> tuple[str | None, ...]:
     """--pin-memory-device: a comma list of cuda or cuda:N, `none` (or nothing) for not passing it at all."""
     values = [v.strip().lower() for v in text.split(",")]
-    if any(v not in ("", "none", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()) for v in values):
+    if any(
+        v not in ("", "none", "cuda") and not (v.startswith("cuda:") and v[5:].isascii() and v[5:].isdigit())
+        for v in values
+    ):
         raise UsageError(f"--pin-memory-device: expected a comma list of none, cuda or cuda:N; got {shown(text)}")
     return tuple(dict.fromkeys(None if v in ("", "none") else v for v in values))
 
@@ -65,6 +70,7 @@ class Seconds(click.ParamType):
         self.most, self.least, self.open_least = most, least, open_least
 
     def convert(self, value, param, ctx):
+        ascii_float(value, param, ctx)
         try:
             number = float(value)
         except (TypeError, ValueError):
@@ -89,7 +95,7 @@ class Seconds(click.ParamType):
     metavar="SECONDS",
     help="The synthetic dataset: loading work per sample.",
 )
-@click.option("--batch-size", type=click.IntRange(min=1), required=True, help="Samples per batch.")
+@click.option("--batch-size", type=IntRange(min=1), required=True, help="Samples per batch.")
 @click.option(
     "--num-workers",
     default="0,1,2,4",
@@ -123,7 +129,7 @@ class Seconds(click.ParamType):
 )
 @click.option(
     "--batches",
-    type=click.IntRange(min=1, max=MAX_BATCHES),
+    type=IntRange(min=1, max=MAX_BATCHES),
     metavar="N",
     help="Time exactly N batches a config (default: until the per-batch time settles).",
 )

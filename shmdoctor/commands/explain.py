@@ -7,6 +7,7 @@ import click
 from ..diagnose.place import FORMS as PLACE_FORMS
 from ..errors import UsageError
 from ..limits import ENGINE_TIMEOUT, MAX_TIMEOUT, seconds
+from ..numbers import FLOAT, IntRange
 from ..options import FORMATS, loader_options, loader_spec
 from ..postmortem import explain_container, explain_log
 from ..render import render
@@ -17,7 +18,7 @@ from ..sizes import parse_size
 @click.argument("log", required=False, type=click.Path(), metavar="[FILE|-]")
 @click.option("--container", metavar="NAME", help="A container's log tail and State (OOMKilled, ExitCode), read-only.")
 @click.option(
-    "--tail", type=click.IntRange(1, 1_000_000), default=5000, show_default=True, help="Lines of --container's log."
+    "--tail", type=IntRange(1, 1_000_000), default=5000, show_default=True, help="Lines of --container's log."
 )
 @click.option(
     "--here",
@@ -33,12 +34,12 @@ from ..sizes import parse_size
 )
 @click.option(
     "--gpus",
-    type=click.IntRange(1, 4096),
+    type=IntRange(1, 4096),
     help="Local GPUs of the job, for NCCL's need [from the log: NCCL's ranks, its devices, torchrun; else detected].",
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=FLOAT,
     metavar="SECONDS",
     help=f"For all of --container's engine answers together [default: {ENGINE_TIMEOUT:g}], or for reading the log "
     "[default: to its end, as long as a job piped in runs]: past it, exit 3.",

@@ -14,6 +14,7 @@ from ..exits import ExitCode
 from ..exporter import serve as serving
 from ..exporter.collect import Collector
 from ..exporter.inventory import EngineInventory, ProcInventory, engine_socket_missing
+from ..numbers import FloatRange, IntRange
 from ..options import loader_options, selection_option
 from ..suppress import rule_options
 
@@ -38,28 +39,28 @@ TEXTFILE = "shmdoctor.prom"
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(0.1, 300),
+    type=FloatRange(0.1, 300),
     default=5.0,
     show_default=True,
     help="Seconds a scrape may wait for the engine.",
 )
 @click.option(
     "--interval",
-    type=click.FloatRange(0.5, 3600),
+    type=FloatRange(0.5, 3600),
     default=5.0,
     show_default=True,
     help="Seconds between readings of every target; a scrape gets the latest.",
 )
 @click.option(
     "--refresh",
-    type=click.FloatRange(1, 3600),
+    type=FloatRange(1, 3600),
     default=15.0,
     show_default=True,
     help="--source proc: seconds between scans of /proc.",
 )
 @click.option(
     "--max-targets",
-    type=click.IntRange(1, 100000),
+    type=IntRange(1, 100000),
     default=1000,
     show_default=True,
     help="Targets exported at most (bounds the series).",

@@ -9,6 +9,7 @@ import click
 
 from ..errors import UsageError
 from ..limits import MAX_TIMEOUT, MIN_INTERVAL, seconds
+from ..numbers import FLOAT
 from ..options import loader_options, loader_spec
 from ..render import render
 from ..render.run import facts_line
@@ -88,7 +89,7 @@ def _write_report(path: str, outcome: Outcome) -> None:
 @click.command(context_settings={"allow_interspersed_args": False})
 @click.option(
     "--interval",
-    type=float,
+    type=FLOAT,
     default=0.1,
     show_default=True,
     metavar="SECONDS",
@@ -96,7 +97,7 @@ def _write_report(path: str, outcome: Outcome) -> None:
 )
 @click.option(
     "--holders-every",
-    type=float,
+    type=FLOAT,
     default=10.0,
     show_default=True,
     metavar="SECONDS",

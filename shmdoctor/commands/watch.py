@@ -7,6 +7,7 @@ import click
 from ..exits import ExitCode
 from ..limits import MAX_DURATION, MAX_TIMEOUT, MIN_INTERVAL, seconds
 from ..model import SHM
+from ..numbers import FLOAT
 from ..options import FORMATS, loader_options, loader_spec
 from ..render import render
 from ..shm import sampling
@@ -15,7 +16,7 @@ from ..shm import sampling
 @click.command()
 @click.option(
     "--interval",
-    type=float,
+    type=FLOAT,
     default=0.5,
     show_default=True,
     metavar="SECONDS",
@@ -23,13 +24,13 @@ from ..shm import sampling
 )
 @click.option(
     "--holders-every",
-    type=float,
+    type=FLOAT,
     default=2.0,
     show_default=True,
     metavar="SECONDS",
     help="Seconds between scans of /proc for holders, made only when the usage changed (the costly part).",
 )
-@click.option("--duration", type=float, metavar="SECONDS", help="Stop after this long (default: until Ctrl-C).")
+@click.option("--duration", type=FLOAT, metavar="SECONDS", help="Stop after this long (default: until Ctrl-C).")
 @click.option(
     "--path", "directory", type=click.Path(), default=SHM, show_default=True, metavar="DIR", help="The tmpfs to watch."
 )
