@@ -190,27 +190,29 @@ def thin_headroom(facts: Facts, need: Requirement | None) -> Hit:
     return None
 
 
-@rule("default-shm", "warning", f"the container has the engine's default {DEFAULT_SIZE} /dev/shm")
+@rule("default-shm", "warning", f"the container has the engine's default {DEFAULT_SIZE} /dev/shm, or less")
 def default_shm(facts: Facts, need: Requirement | None) -> Hit:
     size = facts.shm.size_bytes
     if (
         need is None
         and not facts.bad_label  # a loader was given, in a label that could not be read: that finding says it
         and facts.shm.source in ("docker-shm", "podman-shm", "runtime-shm")
-        and size in (ENGINE_DEFAULT_SHM, PODMAN_DEFAULT_SHM)
+        and size is not None
+        and size <= ENGINE_DEFAULT_SHM  # the default, or set below it (a size in bytes read as MB: 1024 is 1 KiB)
         and not facts.shm.read_only
         and _may_load(facts)
     ):
-        engine = "Podman's default" if size == PODMAN_DEFAULT_SHM else "the default"
+        engine = {ENGINE_DEFAULT_SHM: "the default", PODMAN_DEFAULT_SHM: "Podman's default"}.get(size)
+        said = f"{engine} {format_size(size)}" if engine else f"set to {format_size(size)}, below the default"
         if facts.server is not None:
-            return f"/dev/shm is {engine} {format_size(size)} for {server_use(facts.server)}", ()
+            return f"/dev/shm is {said} for {server_use(facts.server)}", ()
         # 4 workers, prefetch_factor 2: (2·4 + 1) batches in flight, with the headroom a fix keeps
         most = page_floor(int(size * capacity.HEADROOM) // 9)
         signs = facts.ml_signs + ((f"GPUs {facts.gpus}",) if facts.gpus else ())
         looks = f" for what looks like a training or inference job ({', '.join(signs)})" if signs else ""
+        fits = f"batches over {format_size(most)} do not fit" if most else "no batch fits"
         msg = (
-            f"/dev/shm is {engine} {format_size(size)}{looks}: with 4 workers "
-            f"(prefetch_factor 2), batches over {format_size(most)} do not fit. Give shmdoctor your loader "
+            f"/dev/shm is {said}{looks}: with 4 workers (prefetch_factor 2), {fits}. Give shmdoctor your loader "
             "(--batch-size, --num-workers, --sample-bytes) for the size it needs"
         )
         return msg, ()

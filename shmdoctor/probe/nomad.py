@@ -20,23 +20,29 @@ from .hcl import blocks, parse
 from .unknown import Unknown
 
 SUFFIXES = (".nomad", ".nomad.hcl")
-_PLACEHOLDER = re.compile(r"\[\[.{0,200}?\]\]|\{\{.{0,200}?\}\}")
+# Levant's and nomad-pack's actions ([[ .x ]], [[ template "x" . ]]): a job template wherever they are
+_JOB_TEMPLATE = re.compile(r"\[\[-?\s*(?:[.$]|[a-z]+\b).{0,200}?\]\]")
+# {{ }}: most often consul-template in a template block's data, which Nomad renders when the task runs (hashicorp/
+# nomad's own demos): a job template only where the file is no HCL with it
+_ACTION = re.compile(r"\{\{.{0,200}?\}\}")
 
 
 def read(text: str, source: str) -> tuple[list[Definition], list[str]]:
     """(one Definition per docker task, why the file or a task was passed over). A job file that is not HCL is bad
     input (UsageError); one with template placeholders is passed over with how to render it."""
-    found = _PLACEHOLDER.search(text)
+    found = _JOB_TEMPLATE.search(text)
+    try:
+        body = None if found else parse(text, source)
+    except documents.Unparsable as e:
+        found = _ACTION.search(text)
+        if found is None:
+            raise UsageError(str(e)) from None
     if found:
         line = text.count("\n", 0, found.start()) + 1
         return [], [
             f"{source}:{line}: a Nomad job template ({found.group(0)[:40]}): render it first (levant render, "
             "nomad-pack render), then lint the result"
         ]
-    try:
-        body = parse(text, source)
-    except documents.Unparsable as e:
-        raise UsageError(str(e)) from None
     out: list[Definition] = []
     passed_over: list[str] = []
     for job in blocks(body, "job"):

@@ -95,6 +95,8 @@ CASES = {
         (dict(shm=shm(64 * MiB, source="tmpfs")), None, False),
         (dict(bad_label="batch_size must be an integer"), None, False),  # bad-label says why there is no loader
         (dict(shm=shm(64000 * 1024, source="podman-shm"), runtime="podman"), None, True),
+        (dict(shm=shm(1024)), None, True),  # set below the default (Nomad's shm_size is bytes: 1024 is 1 KiB)
+        (dict(shm=shm(64 * MiB + 4096)), None, False),  # set above it: a size chosen, no longer the default
         # lint and audit: only where it looks like ML
         (dict(shm=shm(64 * MiB), target=Target("service", "web")), None, False),
         (dict(shm=shm(64 * MiB), target=Target("service", "t"), ml_signs=("command torchrun",)), None, True),
@@ -386,6 +388,12 @@ def test_thin_headroom_says_the_share_it_takes():
             dict(shm=shm(64000 * 1024, source="podman-shm"), runtime="podman"),
             "Podman's default 62.5 MiB: with 4 workers (prefetch_factor 2), batches over 5.55 MiB do not fit",
         ),
+        # 32 MiB set: 80% is 26,843,545 B; a ninth 2,982,616, page-floored 2,981,888: 2.84 MiB
+        (
+            dict(shm=shm(32 * MiB)),
+            "set to 32 MiB, below the default: with 4 workers (prefetch_factor 2), batches over 2.84 MiB do not fit",
+        ),
+        (dict(shm=shm(1024)), "set to 1 KiB, below the default: with 4 workers (prefetch_factor 2), no batch fits"),
     ],
 )
 def test_default_shm_says_the_largest_batch_that_fits(changes, batch):

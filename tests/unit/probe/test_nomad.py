@@ -65,3 +65,15 @@ def test_fix_is_shown_in_bytes_and_not_written(tmp_path):
     proc = forked_cli("lint", str(path), *SEED, "--format", "json")
     fix = validate(json.loads(proc.stdout))["reports"][0]["findings"][0]["fixes"][0]
     assert fix["form"] == "nomad" and fix["text"].startswith(f"shm_size = {fix['shm_bytes']}  # the task's config")
+
+
+def test_consul_template_in_a_template_block_is_no_job_template(tmp_path):
+    """{{ }} in a template block's data is rendered by Nomad when the task runs (hashicorp/nomad's own demos): the
+    job is judged; a {{ }} that leaves no HCL is a job template, said as one."""
+    job = 'job "j" {\n group "g" {\n task "t" {\n driver = "docker"\n config {\n image = "redis"\n }\n'
+    job += ' template {\n data = <<EOF\nHOST={{ env "NOMAD_IP" }}\nEOF\n destination = "local/env"\n }\n }\n }\n}\n'
+    [task], _ = nomad.read(job, "j.nomad")
+    assert task.facts.target.name == "j.nomad:j/g/t"
+    path = tmp_path / "tpl.nomad"
+    path.write_text('job "j" {\n  {{ range .groups }}group "g" {}{{ end }}\n}\n')
+    assert_one_line_error(forked_cli("lint", str(path)), 2, "tpl.nomad:2: a Nomad job template ({{ range .groups }}")
