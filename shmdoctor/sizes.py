@@ -60,6 +60,71 @@ def _at_most(value: int, text: object, what: str) -> int:
     return value
 
 
+# A Go float literal as strconv.ParseFloat reads one (decimal, or hexadecimal with its p exponent; an underscore
+# only between two digits or after 0x): what go-units' parseSize hands it.
+_GO_DIGITS, _GO_HEX = r"[0-9](?:_?[0-9])*", r"[0-9a-fA-F](?:_?[0-9a-fA-F])*"
+_GO_FLOAT = re.compile(
+    rf"[+-]?(?:(?:{_GO_DIGITS}(?:\.(?:{_GO_DIGITS})?)?|\.{_GO_DIGITS})(?:[eE][+-]?{_GO_DIGITS})?"
+    rf"|0[xX]_?(?:{_GO_HEX}(?:\.(?:{_GO_HEX})?)?|\.{_GO_HEX})[pP][+-]?{_GO_DIGITS})"
+)
+_GO_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def ram_in_bytes(text: str) -> int:
+    """docker/go-units' RAMInBytes as compose-go's go.mod pins it (v0.5.0, e682442797b3, size.go parseSize): the
+    text up to its last digit, point or space is a Go float, the rest a suffix: b, or k/m/g/t/p with an optional b
+    or ib, any case; one space may part them (or end a bare number), no other space anywhere; the bytes rounded
+    toward zero. UsageError where it returns an error. Its own tests are tests/data/go-units/ram-in-bytes.json."""
+    return int(_go_size(text))
+
+
+def _go_size(text: str) -> float:
+    """RAMInBytes' bytes before they are rounded toward zero."""
+    sep = max(text.rfind(c) for c in "0123456789. ")
+    if sep < 0:
+        raise UsageError(f"invalid size: {shown(text)}")
+    number, suffix = (text[:sep], text[sep + 1 :]) if text[sep] == " " else (text[: sep + 1], text[sep + 1 :])
+    if not _GO_FLOAT.fullmatch(number):
+        raise UsageError(f"invalid size: {shown(text)}")
+    try:
+        size = float.fromhex(number) if number.lstrip("+-")[:2].lower() == "0x" else float(number)
+    except OverflowError:
+        size = math.inf
+    if not math.isfinite(size) or size < 0:  # Go: ErrRange past a float64; negative sizes refused
+        raise UsageError(f"invalid size: {shown(text)}")
+    if len(suffix.encode()) > 3:  # Go counts bytes, then lowers the suffix (its simple mapping: the Kelvin sign is k)
+        raise UsageError(f"invalid suffix: {shown(suffix)}")
+    unit = suffix.translate({0x212A: "k", 0x130: "i"}).lower()
+    if unit in ("", "b"):
+        return size
+    if unit[:1] not in "kmgtp" or unit[1:] not in ("", "b", "ib"):
+        raise UsageError(f"invalid suffix: {shown(suffix)}")
+    return size * _UNITS[unit[:1]]
+
+
+def compose_size(text: str | int, *, what: str = "size") -> int:
+    """A compose size (shm_size, mem_limit, deploy's memory, a tmpfs volume's size) as compose-go reads one
+    (compose-spec/compose-go e70e961c3a3a, types/bytes.go UnitBytes.parseString): a whole number (strconv.ParseInt),
+    else ram_in_bytes(); then held to shmdoctor's bounds, as parse_size is."""
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise UsageError(f"{what}: {shown(text)} is not a size (examples: 1048576, 512m, 2g, 1gb)")
+    if isinstance(text, int) or _GO_INT64.fullmatch(text) and len(text.lstrip("+-")) <= MAX_DIGITS:
+        exact: float = int(text)
+    else:
+        try:
+            exact = _go_size(text)
+        except UsageError as e:
+            said = f"{what}: cannot read {shown(text)} as a size (compose's go-units: {e}; examples: 512m, 2g, 1.5gb)"
+            raise UsageError(said) from None
+    if 0 < exact < 1:
+        raise UsageError(f"{what}: {shown(text)} rounds down to zero bytes: give at least 1 (or 1k, 1m)")
+    if exact <= 0:
+        raise UsageError(f"{what}: must be greater than zero, got {shown(text)}")
+    if exact > MAX_BYTES:
+        _at_most(MAX_BYTES + 1, text, what)
+    return int(exact)
+
+
 # apimachinery's grammar (resource.ParseQuantity): a sign, ASCII digits with an optional point (".5", "1.", even
 # "."), then a binary suffix, a decimal one, or an exponent; no space anywhere. "E" alone is exa, "E6" an exponent.
 _QUANTITY = r"([+-]?)([0-9]*)(?:(\.)([0-9]*))?(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)"

@@ -40,7 +40,7 @@ from ..model import (
     Swarm,
     Target,
 )
-from ..sizes import parse_size, parse_tmpfs_size
+from ..sizes import compose_size, parse_tmpfs_size
 from ..suppress import IGNORE_LABEL
 from . import compose_merge, compose_sets
 from .documents import Definition, Document, line_of, where
@@ -203,7 +203,7 @@ class _Service:
         if value in (None, ""):
             return None
         try:
-            return parse_size(value if isinstance(value, int) else str(value), what=key)
+            return compose_size(value if isinstance(value, int) else str(value), what=key)
         except UsageError as e:
             if "$" in str(written):
                 raise self.error(
