@@ -5,16 +5,19 @@ A task runs on the VM itself, or, with `resources.image_id: docker:IMAGE`, in a 
 sky/provision/docker_utils.py `_auto_configure_shm`) unless `config.docker.run_options` gives one; on Kubernetes its
 pod's /dev/shm is a memory-backed volume as large as the node allows. Either way the size follows the machine, which
 the file does not tell: judged as the host's /dev/shm (unsized only against a need; then the one thing to check is
-`df -h /dev/shm` in the task). A `--shm-size` in `config.docker.run_options` is read as docker's.
+`df -h /dev/shm` in the task). A `--shm-size` in `config.docker.run_options` is read as docker's; a docker run in
+`setup` or `run` is a container of its own, read as a script's.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
 from ..model import SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm
+from . import shell
 from .documents import Definition, Document, target
 from .runargs import Arg, facts, parse
 from .workload import idle, ml_signs, serving
@@ -63,6 +66,21 @@ def _accelerators(value: Any) -> str | None:
     return None
 
 
+def _docker_runs(doc: Document) -> list[Definition]:
+    """The docker / podman run commands of `setup` and `run` (scripts SkyPilot runs on the VM): each a container of
+    its own, judged as a script's, at its line in the file (a literal block's lines are the file's, one for one)."""
+    out = []
+    for key in ("setup", "run"):
+        script, at = doc.body.get(key), getattr(doc.body, "key_lines", {}).get(key)
+        if not isinstance(script, str) or at is None or not re.search(r"\b(?:docker|podman|nerdctl)\b", script):
+            continue
+        for found in shell.probe(script, doc.source):
+            line = at + (found.facts.target.line or 0)
+            tgt = replace(found.facts.target, name=f"{doc.source}:{line}", line=line)
+            out.append(replace(found, facts=replace(found.facts, target=tgt), loader_at=f"{doc.source}:{line}"))
+    return out
+
+
 def probe(doc: Document) -> list[Definition]:
     body = doc.body
     resources = _resources(body)
@@ -88,6 +106,7 @@ def probe(doc: Document) -> list[Definition]:
     else:
         shm, ipc, unreadable = Shm.unmeasured(None, "host", AUTO), Ipc("private"), (f"{SHM_SIZE_UNKNOWN} ({AUTO})",)
     return [
+        *_docker_runs(doc),
         Definition(
             Facts(
                 target=tgt,
@@ -104,5 +123,5 @@ def probe(doc: Document) -> list[Definition]:
             ),
             None,
             f"{doc.source}:{name}",
-        )
+        ),
     ]

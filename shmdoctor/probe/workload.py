@@ -62,8 +62,8 @@ ML_COMMAND = (  # a pattern, compiled (and cached by re) at its first use: check
 # Shell wrappers (sh -c, bash -lc) are looked into.
 _SHELL = r"^(?:\S*/)?(?:ba|z|da)?sh\s+(?:-\w+\s+)*['\"]?"
 _ONE_SHOT = (
-    r"(?:\S*/)?(?:mpirun|mpiexec|nvidia-smi|ollama\s+(?:pull|push|rm|cp|list|show|create)|(?:huggingface-cli|hf)\s+download|"
-    r"tensorboard|python3?\s+-m\s+tensorboard\.main)(?![\w-])"
+    r"(?:\S*/)?(?:mpirun|mpiexec|nvidia-smi|ollama\s+(?:pull|push|rm|cp|list|show|create)|"
+    r"(?:huggingface-cli|hf)\s+(?:download|login)|tensorboard|python3?\s+-m\s+tensorboard\.main)(?![\w-])"
 )
 
 

@@ -84,6 +84,15 @@ def test_skypilot_tasks_follow_the_machine_unless_run_options_size_it(capsys):
     assert not skypilot.is_task({"resources": {"limits": {"memory": "1Gi"}}})  # a chart's values are no task
 
 
+def test_a_docker_run_in_a_skypilot_run_is_a_container_of_its_own_at_its_line():
+    """skypilot-org/skypilot's axolotl task trains in a docker run of its `run` (01b472fc): the engine's 64 MiB."""
+    [doc] = documents.parse((DATA / "real" / "skypilot" / "axolotl-docker.yaml").read_text(), "t.yaml")
+    login, train, task = skypilot.probe(doc)
+    assert [d.facts.target.name for d in (login, train, task)] == ["t.yaml:16", "t.yaml:22", "t.yaml:axolotl"]
+    assert (train.facts.shm.size_bytes, train.facts.shm.source, train.facts.gpus) == (64 * MiB, "docker-shm", "all")
+    assert train.facts.ml_signs == ("command accelerate",) and login.facts.flags == {"loads-nothing"}
+
+
 def test_slurm_pyxis_is_the_nodes_shm_and_says_what_to_check(tmp_path, capsys):
     text = (
         "#!/bin/bash\n#SBATCH --gres=gpu:8\n"

@@ -136,6 +136,7 @@ def test_rocm_render_nodes_are_counted_where_there_is_kfd(tmp_path):
         ("ollama/ollama", ["/bin/sh", "-c", "ollama pull llama3"]),  # one-shot fetches
         ("ollama/ollama:rocm", "pull llama3"),  # the image's own entrypoint is ollama
         ("pytorch/pytorch", ["bash", "-lc", "hf download meta-llama/Llama-3.1-8B"]),
+        ("winglian/axolotl:main-py3.10-cu118-2.0.1", "huggingface-cli login --token ${HF_TOKEN}"),  # SkyPilot's axolotl
         # log viewers: kohya_ss's compose gives its tensorboard service the GPUs as well
         ("tensorflow/tensorflow:latest-gpu", "tensorboard --logdir=/app/logs --bind_all"),
         ("pytorch/pytorch", ["python3", "-m", "tensorboard.main", "--logdir", "/runs"]),
