@@ -31,11 +31,11 @@ SCHEMAS: dict[str, str] = {
     "audit": "shmdoctor/audit/1",
     "lint": "shmdoctor/lint/1",
     "clean": "shmdoctor/clean/1",
-    "watch.start": "shmdoctor/watch/1",  # watch prints a stream: its start, each sample, its summary
-    "watch.sample": "shmdoctor/watch/1",
-    "watch.summary": "shmdoctor/watch/1",
-    "explain": "shmdoctor/explain/1",
-    "run": "shmdoctor/run/1",  # --report's document; its text goes to stderr (the command's stdout is its own)
+    "watch.start": "shmdoctor/watch/2",  # watch prints a stream: its start, each sample, its summary
+    "watch.sample": "shmdoctor/watch/2",
+    "watch.summary": "shmdoctor/watch/2",
+    "explain": "shmdoctor/explain/2",
+    "run": "shmdoctor/run/2",  # --report's document; its text goes to stderr (the command's stdout is its own)
     "bench": "shmdoctor/bench/1",
 }
 # Taken, for the documents still to come through here: their JSON writes these IDs.

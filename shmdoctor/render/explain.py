@@ -1,4 +1,4 @@
-"""explain's report (schema shmdoctor/explain/1): the verdict with the cause first, the fix, each diagnosis with its
+"""explain's report (schema shmdoctor/explain/2): the verdict with the cause first, the fix, each diagnosis with its
 line and excerpt (the matched line only), then the facts it was weighed against."""
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def document(ex: Explanation) -> dict:
     doc = {"schema": schema_id(ex.kind), **report_dict(ex.report)}
     doc["verdict"] = "fail" if ex.exit_code else "warn" if _undecided(ex) else "ok"
     doc["source"] = ex.source
-    doc["exit"] = None if ex.exit is None else {"code": ex.exit.code, "oom_killed": ex.exit.oom_killed}
+    doc["exit_code"] = None if ex.exit is None else ex.exit.code
+    doc["oom_killed"] = None if ex.exit is None else ex.exit.oom_killed
     doc["place"] = (ex.place or here(ex.report.facts)).as_dict()
     doc["diagnoses"] = [d.as_dict() for d in ex.diagnoses]
     return doc

@@ -1,5 +1,5 @@
 """run's lines on stderr (the command's stdout stays its own): the facts before, one line after a success (the peak
-against the size: the job's real need), the diagnosis after a failure; and the --report document (shmdoctor/run/1)."""
+against the size: the job's real need), the diagnosis after a failure; and the --report document (shmdoctor/run/2)."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def to_json(o: Outcome) -> str:
         "schema": schema_id(o.kind),
         "command": o.command,
         "exit_code": o.exit_code,
-        "elapsed_s": round(o.ended.elapsed, 3),
+        "duration_seconds": round(o.ended.elapsed, 3),
         "signals_forwarded": [signal.Signals(s).name for s in o.ended.forwarded],
         "peak_bytes": m.peak_bytes if m else None,
         "peak_t": round(m.peak_t, 3) if m else None,

@@ -1,4 +1,4 @@
-"""watch's stream as text or JSON lines (shmdoctor/watch/1): a start, one sample each reading, then the summary.
+"""watch's stream as text or JSON lines (shmdoctor/watch/2): a start, one sample each reading, then the summary.
 
 Text prints a sample only when it is news (the Sampler says which) and the holders under the sample they were
 scanned at; JSON prints every sample as one object per line and has no start line."""
@@ -130,7 +130,7 @@ def summary_json(doc: Summary) -> str:
             "schema": schema_id(doc.kind),
             "type": "summary",
             "directory": doc.directory,
-            "duration_s": round(doc.duration_s, 3),
+            "duration_seconds": round(doc.duration_s, 3),
             "samples": doc.samples,
             "holder_scans": doc.holder_scans,
             "size_bytes": doc.size_bytes,

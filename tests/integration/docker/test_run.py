@@ -156,7 +156,7 @@ def test_a_memory_limit_below_the_need_is_caught_from_the_host(tmp_path):
         doc = validate(json.loads(proc.stdout))
         assert proc.returncode == 1, proc.stderr
         # the OOM killer takes the biggest process: a worker (the loader then exits 1) or the training process (137)
-        assert doc["exit"]["oom_killed"] is True and doc["exit"]["code"] in (1, 137)
+        assert doc["oom_killed"] is True and doc["exit_code"] in (1, 137)
         assert causes(doc).get("container-oom-killed") == "memory-limit"
         assert "--memory=3g" in json.dumps(doc["findings"])  # holds the 2 GiB /dev/shm beside the process
         text = run_cli("explain", "--container", name).stdout

@@ -16,7 +16,7 @@ def test_a_shm_failure_exits_1_with_its_diagnosis_in_json(tmp_path):
     proc = forked_cli("explain", str(log), "--format", "json")
     assert proc.returncode == 1, proc.stderr
     doc = validate(json.loads(proc.stdout))
-    assert doc["schema"] == "shmdoctor/explain/1" and doc["verdict"] == "fail"
+    assert doc["schema"] == "shmdoctor/explain/2" and doc["verdict"] == "fail"
     assert doc["diagnoses"] == [
         {
             "signature": "torch-shm-enospc",

@@ -40,3 +40,11 @@ def test_every_property_of_every_schema_is_documented_and_nothing_else(path):
     assert defined, path
     assert not defined - said, f"docs/json.md does not document {sorted(defined - said)} of {path.name}"
     assert not said - defined, f"docs/json.md documents {sorted(said - defined)}, which {path.name} does not define"
+
+
+def test_one_name_for_one_thing():
+    """A duration is `*_seconds` and an exit code `exit_code` in every schema (run, watch and explain version 2:
+    `elapsed_s`, `duration_s` and explain's `exit` object were the same things named otherwise)."""
+    names = set().union(*(properties(json.loads(path.read_text())) for path in SCHEMAS))
+    assert not {name for name in names if name.endswith("_s") or name in ("exit", "elapsed", "duration", "code")}
+    assert {"duration_seconds", "exit_code", "batch_seconds"} <= names
