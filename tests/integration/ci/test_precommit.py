@@ -129,6 +129,30 @@ def test_without_args_the_hook_still_blocks_a_trainer_on_the_default(project, pr
     assert passed.returncode == 0, passed.stdout + passed.stderr
 
 
+def test_a_pyproject_gives_the_hook_its_loader(project, pre_commit_home):
+    """docs/ci.md's config without `args`, the loader in the repository's pyproject.toml instead ([tool.shmdoctor],
+    docs/config.md): a compose file two folders down is judged with it (900 MiB needed: shm-too-small, an error),
+    the sized file passes."""
+    config = project / ".pre-commit-config.yaml"
+    lines = config.read_text().splitlines(keepends=True)
+    config.write_text("".join(line for line in lines if not line.lstrip().startswith("args:")))
+    (project / "pyproject.toml").write_text(
+        '[tool.shmdoctor]\nbatch-size = 100\nnum-workers = 4\nsample-bytes = "1MiB"\n'
+    )
+    (project / "deploy" / "compose").mkdir(parents=True)
+    compose = project / "deploy" / "compose" / "docker-compose.yml"
+    compose.write_text(BAD)
+    assert git("add", "-A", cwd=project).returncode == 0
+    blocked = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    assert "docker-compose.yml:trainer: error shm-too-small: this loader needs 900 MiB of /dev/shm" in blocked.stdout
+
+    compose.write_text(FIXED)
+    assert git("add", "-A", cwd=project).returncode == 0
+    passed = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
 @pytest.mark.parametrize(
     "path, judged",
     [
