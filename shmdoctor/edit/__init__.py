@@ -193,6 +193,8 @@ def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
         facts, name = report.facts, report.facts.target.name
         if facts.runtime == "kubernetes" and ":TrainJob/" in name:  # its pod is its runtime's (probe/trainjob.py)
             raise editors.Refused("a TrainJob's pod is its runtime's: add the volume in its spec.runtimePatches")
+        if facts.runtime == "kubernetes" and ":InferenceService/" in name and facts.target.related:
+            raise editors.Refused("a model's pod is its ServingRuntime's: size the volume there (or in the predictor)")
         for index, body in docs:
             if compose.is_compose(body) and facts.runtime == "compose":
                 service = facts.target.fix_at.name if facts.target.fix_at else name[len(path) + 1 :]

@@ -27,6 +27,7 @@ from . import (
     ecs,
     jenkins,
     kfp,
+    kserve,
     kubernetes,
     nomad,
     quadlet,
@@ -69,6 +70,8 @@ class Inputs:
     digests: dict[str, str] = field(default_factory=dict)  # each file's text as read (documents.digest)
     trainjobs: list[Document] = field(default_factory=list)  # judged once every runtime of the run is read
     runtimes: dict[tuple[str, str], dict] = field(default_factory=dict)  # (kind, name) -> a Trainer runtime
+    models: list[Document] = field(default_factory=list)  # KServe InferenceServices of a model: judged at the end
+    serving_runtimes: dict[tuple[str, str], Document] = field(default_factory=dict)  # (kind, name) -> its document
 
 
 def helm_hint(text: str, source: str) -> str | None:
@@ -163,9 +166,15 @@ def _definitions(
         into.definitions.extend(vertex.probe(doc))
     elif trainjob.is_trainjob(doc.body):
         into.trainjobs.append(doc)  # its runtime may come in a later file
+    elif kserve.is_model_service(doc.body):
+        into.models.append(doc)  # so may a model's ServingRuntime
     elif kubernetes.is_manifest(doc.body):
+        meta = doc.body.get("metadata")
+        name = str(meta.get("name")) if isinstance(meta, dict) else "?"
         if trainjob.is_runtime(doc.body):
-            into.runtimes[(doc.body["kind"], str((doc.body.get("metadata") or {}).get("name")))] = doc.body
+            into.runtimes[(doc.body["kind"], name)] = doc.body
+        if kserve.is_runtime(doc.body):
+            into.serving_runtimes[(doc.body["kind"], name)] = doc
         found, skipped = kubernetes.probe(doc)
         into.definitions.extend(found)
         into.objects.extend(f"{doc.source}:{name}" for name in skipped)
@@ -229,12 +238,13 @@ def read(
             del out.sources[before[3] :]
             out.errors.append(str(e))
     _trainjobs(out, single)
+    _models(out, single)
     if out.errors:
         return out
     if not out.sources:
         raise UsageError(_nothing(out.files))
     if not out.definitions and not out.objects:  # `kubectl get pods -o json` of no pod: never "0 services ... ok"
-        if out.trainjobs:  # why its TrainJob was not judged
+        if out.trainjobs or out.models:  # why its TrainJob or model was not judged
             raise UsageError(_nothing(out.files))
         raise UsageError(f"{', '.join(out.sources)}: no service, workload or object in it: nothing to judge")
     return out
@@ -255,6 +265,23 @@ def _trainjobs(out: Inputs, single: bool) -> None:
             out.errors.append(str(e))
             continue
         out.definitions.extend(trainjob.renamed(found, doc, note))
+
+
+def _models(out: Inputs, single: bool) -> None:
+    """Each KServe model judged as the pod its ServingRuntime makes (this run's, by name or as KServe selects)."""
+    for doc in out.models:
+        pod, note, place = kserve.resolve(doc, out.serving_runtimes)
+        if pod is None or place is None:
+            out.files.append(note)
+            continue
+        try:
+            found, _ = kubernetes.probe(pod)
+        except UsageError as e:
+            if single:
+                raise
+            out.errors.append(str(e))
+            continue
+        out.definitions.extend(kserve.renamed(found, doc, note, place))
 
 
 def _read_file(

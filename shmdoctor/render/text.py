@@ -205,6 +205,11 @@ def table(reports: list[Report], title: str) -> str:
                 said[0] = said[0].replace(f": {f.severity} ", f": {style(f.severity, _SEVERITY_STYLE[f.severity])} ", 1)
                 lines += said
         lines += [line for note in r.notes for line in wrap(f"  {name}: note: {note}", columns, 4)]
+        lines += [
+            line
+            for p in r.facts.target.related
+            for line in wrap(f"  {name}: also: {p.file}{f':{p.line}' if p.line else ''} ({p.why})", columns, 4)
+        ]
     return "\n".join(lines)
 
 

@@ -1,0 +1,94 @@
+"""KServe InferenceService with predictor.model -> the pod its ServingRuntime makes: the runtime of this run by name
+or as KServe auto-selects, the model's container merged over the runtime's (args concatenated); the runtime named as
+a related location; a runtime not in the run said in one line."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from shmdoctor.errors import UsageError
+from shmdoctor.fleet import lint
+from shmdoctor.probe import kserve
+from shmdoctor.probe.documents import Document
+from shmdoctor.sizes import GiB, MiB
+from tests.helpers import DATA, assert_one_line_error, forked_cli
+
+ISVC = DATA / "kserve" / "llama-isvc.yaml"
+VLLM = DATA / "real" / "kserve-vllmserver.yaml"  # kserve/kserve config/runtimes (aaac4e29)
+
+
+def _reports(*paths):
+    doc = lint(tuple(str(p) for p in paths), swarm=None)
+    return {r.facts.target.name.split(":", 1)[1]: r for r in doc.reports}
+
+
+def test_a_model_runs_as_its_runtimes_container_with_the_model_merged_over_it():
+    report = _reports(ISVC, VLLM)["InferenceService/llama"]
+    facts = report.facts
+    # the runtime's memory-backed dshm without sizeLimit, capped by the model's 48Gi (it replaced the runtime's 2Gi)
+    assert (facts.shm.size_bytes, facts.shm.source, facts.memory.limit_bytes, facts.gpus) == (
+        48 * GiB,
+        "k8s-emptydir",
+        48 * GiB,
+        "2",
+    )
+    assert facts.server is not None and facts.server.tensor_parallel == 2  # the model's args after the runtime's
+    assert facts.target.related[0].file == str(VLLM) and facts.target.related[0].line == 1
+    assert any(n.startswith("run as its runtime ClusterServingRuntime/kserve-vllmserver") for n in report.notes)
+
+
+def _runtime(kind: str, name: str, priority: int | None = None, **supported) -> tuple[tuple[str, str], Document]:
+    fmt = {"name": "vLLM", "autoSelect": True, **supported}
+    if priority is not None:
+        fmt["priority"] = priority
+    spec = {"supportedModelFormats": [fmt], "containers": [{"name": "kserve-container", "image": name}]}
+    body = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+    return (kind, name), Document(f"{name}.yaml", 0, body)
+
+
+@pytest.mark.parametrize(
+    "runtimes, model, chosen",
+    [
+        ([("ClusterServingRuntime", "a", 1), ("ServingRuntime", "b", 1)], {}, "b"),  # the namespace's first
+        ([("ClusterServingRuntime", "a", 1), ("ClusterServingRuntime", "b", 2)], {}, "b"),  # then priority
+        ([("ClusterServingRuntime", "a", 1), ("ClusterServingRuntime", "b", 2)], {"runtime": "a"}, "a"),  # named
+    ],
+)
+def test_the_runtime_is_the_named_one_else_kserves_choice(runtimes, model, chosen):
+    found = dict(_runtime(kind, name, priority) for kind, name, priority in runtimes)
+    assert kserve._runtime({"modelFormat": {"name": "vllm"}, **model}, found).body["metadata"]["name"] == chosen
+
+
+def test_a_disabled_runtime_or_one_without_auto_select_is_not_chosen():
+    key, doc = _runtime("ServingRuntime", "off", autoSelect=False)
+    assert kserve._runtime({"modelFormat": {"name": "vLLM"}}, {key: doc}) is None
+    doc.body["spec"]["supportedModelFormats"][0]["autoSelect"] = True
+    doc.body["spec"]["disabled"] = True
+    assert kserve._runtime({"modelFormat": {"name": "vLLM"}}, {key: doc}) is None
+    other_version = copy.deepcopy(doc)
+    other_version.body["spec"]["disabled"] = False
+    other_version.body["spec"]["supportedModelFormats"][0]["version"] = "2"
+    assert kserve._runtime({"modelFormat": {"name": "vLLM", "version": "1"}}, {key: other_version}) is None
+
+
+def test_a_runtime_not_in_the_run_is_one_line_and_text_names_the_runtime(tmp_path):
+    assert_one_line_error(forked_cli("lint", str(ISVC)), 2, "its runtime (one that auto-selects vLLM) is not in")
+    proc = forked_cli("lint", str(ISVC), str(VLLM))
+    assert proc.returncode == 0
+    assert f"InferenceService/llama: also: {VLLM}:1 (ClusterServingRuntime/kserve-vllmserver" in proc.stdout
+
+
+def test_fix_is_not_written_into_the_services_file(tmp_path):
+    path = tmp_path / "isvc.yaml"
+    body = yaml.safe_load(ISVC.read_text())
+    body["spec"]["predictor"]["model"]["resources"]["limits"]["memory"] = "1Gi"  # the runtime's dshm: 1 GiB
+    path.write_text(yaml.safe_dump(body))
+    before = path.read_text()
+    proc = forked_cli("lint", str(path), str(VLLM), "--fix", "--workload", "*")
+    assert path.read_text() == before and "a model's pod is its ServingRuntime's" in proc.stderr
+    with pytest.raises(UsageError):
+        lint((str(path),), swarm=None)
+    assert _reports(path, VLLM)["InferenceService/llama"].facts.shm.size_bytes == 1024 * MiB
