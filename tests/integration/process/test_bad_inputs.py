@@ -94,6 +94,10 @@ HOSTILE = {
 FILES = {
     **HOSTILE,
     "badsyntax.py": "def broken(:\n",
+    "notoml.toml": "[tool.shmdoctor\nbatch-size = 1\n",  # --config's: a config file named by the command line
+    "unknown-key.toml": "batch-sise = 64\n",
+    "cfg/.shmdoctor.toml": 'batch-size = "64"\n',  # the config above cfg/compose.yml, found by lint
+    "cfg/compose.yml": "services:\n  t:\n    image: pytorch/pytorch\n",
     "notds.py": "x = 1\n",
     "raises.py": "raise RuntimeError('no GPU here')\n",
     "bad.yml": "services: [\n",
@@ -158,6 +162,11 @@ CASES = [
     ("unknown format", ["check", "--format", "xml"], {}, USAGE, "'xml' is not one of 'text', 'json'"),
     ("unknown threshold", ["check", "--fail-on", "fatal"], {}, USAGE, "'fatal' is not one of 'error', 'warning'"),
     ("a flag given a value", ["check", "--pin-memory=yes"], {}, USAGE, "'--pin-memory' does not take a value"),
+    # the config file (docs/config.md)
+    ("a config that is not TOML", ["check", "--config", "{d}/notoml.toml"], {}, USAGE, "notoml.toml: not TOML"),
+    ("a config key it does not take", ["audit", "--config", "{d}/unknown-key.toml"], {}, USAGE, "not a key it takes"),
+    ("a config's value of a wrong type", ["lint", "{d}/cfg/compose.yml"], {}, USAGE, "expected an integer, got '64'"),
+    ("--config naming no file", ["exporter", "--config", "{d}/none.toml"], {}, USAGE, "cannot read the config"),
     # the loader
     (
         "batch size zero",
