@@ -18,7 +18,7 @@ from typing import Any
 from .. import fixes
 from ..errors import UsageError
 from ..model import Fix, Report
-from ..probe import azureml, ci, compose, devcontainer, documents, ecs, jenkins, kubernetes, quadlet, shell
+from ..probe import azureml, ci, compose, devcontainer, documents, ecs, jenkins, kserve, kubernetes, quadlet, shell
 from ..probe.runargs import Arg
 from ..render import forms
 from ..reports import Lint
@@ -193,7 +193,8 @@ def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
         facts, name = report.facts, report.facts.target.name
         if facts.runtime == "kubernetes" and ":TrainJob/" in name:  # its pod is its runtime's (probe/trainjob.py)
             raise editors.Refused("a TrainJob's pod is its runtime's: add the volume in its spec.runtimePatches")
-        if facts.runtime == "kubernetes" and ":InferenceService/" in name and facts.target.related:
+        models = (f"{path}:InferenceService/{kserve.name_of(b)}" for _, b in docs if kserve.is_model_service(b))
+        if facts.runtime == "kubernetes" and any(name == m or name.startswith(f"{m}/") for m in models):
             raise editors.Refused("a model's pod is its ServingRuntime's: size the volume there (or in the predictor)")
         for index, body in docs:
             if compose.is_compose(body) and facts.runtime == "compose":

@@ -271,7 +271,7 @@ def _models(out: Inputs, single: bool) -> None:
     """Each KServe model judged as the pod its ServingRuntime makes (this run's, by name or as KServe selects)."""
     for doc in out.models:
         pod, note, place = kserve.resolve(doc, out.serving_runtimes)
-        if pod is None or place is None:
+        if pod is None:
             out.files.append(note)
             continue
         try:

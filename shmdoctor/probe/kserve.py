@@ -6,8 +6,11 @@ ServingRuntimePodSpec with the predictor's own pod fields over it; utils.MergeRu
 container over the runtime's `kserve-container` by strategic merge patch, args concatenated, runtime's first). The
 runtime is the one named in `model.runtime`, else the one KServe would select among the runtimes in the same run:
 not disabled, `autoSelect` on the supported format of the model's name (and version, where both say one), a
-namespaced ServingRuntime before a ClusterServingRuntime, the highest `priority` first. The runtimes KServe ships
-are not read: a model whose runtime is not in the run is passed over, saying which file to give.
+namespaced ServingRuntime before a ClusterServingRuntime, the highest `priority` first; where the run has none, the
+one KServe ships of that name or choice (SHIPPED: read in kserve/kserve config/runtimes at aaac4e29; the vLLM and
+Hugging Face servers mount an unsized memory-backed emptyDir at /dev/shm, the others nothing), said as assumed. A
+runtime neither in the run nor shipped is said in one line (the multi-node Hugging Face runtime is not modelled).
+The protocol version is not matched.
 """
 
 from __future__ import annotations
@@ -23,6 +26,80 @@ GROUP = "serving.kserve.io"
 KINDS = ("ServingRuntime", "ClusterServingRuntime")
 SOURCE = "kserve/kserve MergeRuntimeContainers"
 _MODEL_ONLY = ("modelFormat", "runtime", "storageUri", "protocolVersion", "storage")
+
+
+SHIPPED_AT = "kserve/kserve config/runtimes (aaac4e29)"
+# name: (auto-selected formats as (name, version, priority), the kserve-container's image, its command, whether it
+# mounts a memory-backed emptyDir without sizeLimit at /dev/shm); each limits memory to 2Gi, cpu to 1
+SHIPPED: dict[str, tuple[tuple[tuple[str, str, int], ...], str, tuple[str, ...], bool]] = {
+    "kserve-tensorflow-serving": (
+        (("tensorflow", "1", 2), ("tensorflow", "2", 2)),
+        "tensorflow/serving:2.6.2",
+        ("/usr/bin/tensorflow_model_server",),
+        False,
+    ),
+    "kserve-sklearnserver": ((("sklearn", "1", 1),), "kserve/sklearnserver:latest", (), False),
+    "kserve-mlserver": (
+        (
+            ("sklearn", "0", 2),
+            ("sklearn", "1", 2),
+            ("xgboost", "1", 2),
+            ("xgboost", "2", 2),
+            ("lightgbm", "3", 2),
+            ("lightgbm", "4", 2),
+            ("mlflow", "1", 1),
+            ("mlflow", "2", 1),
+        ),
+        "docker.io/seldonio/mlserver:1.7.1",
+        (),
+        False,
+    ),  # fmt: skip
+    "kserve-xgbserver": ((("xgboost", "2", 1),), "kserve/xgbserver:latest", (), False),
+    "kserve-tritonserver": (
+        (("tensorrt", "8", 1), ("tensorflow", "1", 1), ("tensorflow", "2", 1), ("onnx", "1", 1), ("triton", "2", 1)),
+        "nvcr.io/nvidia/tritonserver:23.05-py3",
+        ("tritonserver",),
+        False,
+    ),
+    "kserve-pmmlserver": ((("pmml", "3", 1), ("pmml", "4", 1)), "kserve/pmmlserver:latest", (), False),
+    "kserve-paddleserver": ((("paddle", "2", 1),), "kserve/paddleserver:latest", (), False),
+    "kserve-lgbserver": ((("lightgbm", "4", 1),), "kserve/lgbserver:latest", (), False),
+    "kserve-torchserve": ((("pytorch", "1", 2),), "pytorch/torchserve-kfs:0.9.0", ("torchserve",), False),
+    "kserve-huggingfaceserver": (
+        (("huggingface", "1", 1),),
+        "kserve/huggingfaceserver:latest",
+        ("python", "-m", "huggingfaceserver"),
+        True,
+    ),
+    "kserve-autogluonserver": ((("autogluon", "1", 1),), "kserve/autogluonserver:latest", (), False),
+    "kserve-vllmserver": (
+        (("vLLM", "1", 1),),
+        "vllm/vllm-openai:latest",
+        ("python", "-m", "vllm.entrypoints.openai.api_server"),
+        True,
+    ),
+}
+
+
+def _shipped(name: str) -> Document:
+    """The ClusterServingRuntime KServe ships under that name, as the facts SHIPPED keeps of it."""
+    formats, image, command, shm = SHIPPED[name]
+    container: dict = {
+        "name": "kserve-container",
+        "image": image,
+        "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}},
+    }
+    if command:
+        container["command"] = list(command)
+    spec: dict = {
+        "supportedModelFormats": [{"name": f, "version": v, "autoSelect": True, "priority": p} for f, v, p in formats],
+        "containers": [container],
+    }
+    if shm:
+        container["volumeMounts"] = [{"name": "devshm", "mountPath": "/dev/shm"}]
+        spec["volumes"] = [{"name": "devshm", "emptyDir": {"medium": "Memory"}}]
+    body = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "ClusterServingRuntime", "metadata": {"name": name}}
+    return Document(SHIPPED_AT, 0, {**body, "spec": spec})
 
 
 def _dict(value: Any) -> dict:
@@ -48,7 +125,7 @@ def is_runtime(body: Any) -> bool:
     return _group(body) == GROUP and body.get("kind") in KINDS
 
 
-def _name(body: dict) -> str:
+def name_of(body: dict) -> str:
     return str(_dict(body.get("metadata")).get("name") or "?")
 
 
@@ -111,42 +188,51 @@ def _merged(runtime: dict, model: dict) -> dict:
 
 
 def resolve(doc: Document, runtimes: dict[tuple[str, str], Document]) -> tuple[Document | None, str, Place | None]:
-    """(the predictor's pod as a Pod document, a note on where its runtime came from, the runtime's place); (None,
-    why, None) where the runtime is not in the run."""
+    """(the predictor's pod as a Pod document, a note on where its runtime came from, the runtime's place where it
+    is a file of the run); (None, why, None) where the runtime is neither in the run nor shipped."""
     spec = _dict(doc.body.get("spec"))
     predictor = _dict(spec.get("predictor"))
     model = _dict(predictor.get("model"))
-    name = _name(doc.body)
+    name = name_of(doc.body)
     found = _runtime(model, runtimes)
+    shipped = found is None
+    if found is None:  # KServe's own, as it ships them
+        found = _runtime(model, {("ClusterServingRuntime", n): _shipped(n) for n in SHIPPED})
     if found is None:
         wanted = model.get("runtime") or f"one that auto-selects {_dict(model.get('modelFormat')).get('name')!s}"
-        why = f"its runtime ({wanted}) is not in this run: give the ServingRuntime's file too"
+        why = f"its runtime ({wanted}) is neither in this run nor one KServe ships: give the ServingRuntime's file too"
         return None, f"{doc.source}:InferenceService/{name}: {why}", None
     runtime = found.body
     pod = copy.deepcopy({k: v for k, v in _dict(runtime.get("spec")).items() if k not in ("supportedModelFormats",)})
     containers = [c for c in _list(pod.get("containers")) if isinstance(c, dict)]
     main = next((c for c in containers if c.get("name") == "kserve-container"), containers[0] if containers else None)
     if main is None:
-        return None, f"{doc.source}:InferenceService/{name}: its runtime {_name(runtime)} has no container", None
+        return None, f"{doc.source}:InferenceService/{name}: its runtime {name_of(runtime)} has no container", None
     pod["containers"] = [_merged(c, model) if c is main else c for c in containers]
     pod["volumes"] = _merge_by(_list(pod.get("volumes")), _list(predictor.get("volumes")), "name")
     for key in ("nodeSelector", "tolerations", "hostIPC"):
         if key in predictor:
             pod[key] = copy.deepcopy(predictor[key])
     kind = runtime.get("kind")
-    note = f"run as its runtime {kind}/{_name(runtime)} of this run ({found.source}), the model merged over it"
-    place = Place(found.source, line_of(runtime), f"{kind}/{_name(runtime)}: the container that runs")
+    if shipped:
+        note = f"assumed {kind}/{name_of(runtime)} as KServe ships it ({SHIPPED_AT}), the model merged over it"
+    else:
+        note = f"run as its runtime {kind}/{name_of(runtime)} of this run ({found.source}), the model merged over it"
+    what = f"{kind}/{name_of(runtime)}: the container that runs"
+    place = None if shipped else Place(found.source, line_of(runtime), what)
     pod_doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": pod}
     return Document(doc.source, doc.index, pod_doc), note, place
 
 
-def renamed(found: list[Definition], doc: Document, note: str, place: Place) -> list[Definition]:
-    """The pod's definitions named as the InferenceService's predictor, at its line, its runtime related."""
-    name = _name(doc.body)
+def renamed(found: list[Definition], doc: Document, note: str, place: Place | None) -> list[Definition]:
+    """The pod's definitions named as the InferenceService's predictor, at its line, its runtime related (a runtime
+    of the run; one KServe ships has no file here)."""
+    name = name_of(doc.body)
     out = []
     for d in found:
         parts = d.facts.target.name[len(doc.source) + 1 :].split("/")  # Pod/NAME[/CONTAINER]
         label = f"{doc.source}:InferenceService/{name}" + (f"/{parts[2]}" if len(parts) > 2 else "")
-        target = replace(d.facts.target, name=label, line=line_of(doc.body), related=(place,))
+        related = (place,) if place else ()
+        target = replace(d.facts.target, name=label, line=line_of(doc.body), related=related)
         out.append(replace(d, facts=replace(d.facts, target=target), notes=d.notes + (note,)))
     return out

@@ -9,7 +9,6 @@ import copy
 import pytest
 import yaml
 
-from shmdoctor.errors import UsageError
 from shmdoctor.fleet import lint
 from shmdoctor.probe import kserve
 from shmdoctor.probe.documents import Document
@@ -74,8 +73,21 @@ def test_a_disabled_runtime_or_one_without_auto_select_is_not_chosen():
     assert kserve._runtime({"modelFormat": {"name": "vLLM", "version": "1"}}, {key: other_version}) is None
 
 
-def test_a_runtime_not_in_the_run_is_one_line_and_text_names_the_runtime(tmp_path):
-    assert_one_line_error(forked_cli("lint", str(ISVC)), 2, "its runtime (one that auto-selects vLLM) is not in")
+def test_without_its_runtime_in_the_run_the_one_kserve_ships_is_assumed(tmp_path):
+    report = _reports(ISVC)["InferenceService/llama"]  # kserve-vllmserver as shipped: the same unsized memory dshm
+    assert (report.facts.shm.size_bytes, report.facts.target.related) == (48 * GiB, ())
+    assert any(n.startswith("assumed ClusterServingRuntime/kserve-vllmserver as KServe ships it") for n in report.notes)
+    body = yaml.safe_load(ISVC.read_text())
+    body["spec"]["predictor"]["model"]["modelFormat"]["name"] = "onnx"  # Triton's, as shipped: nothing at /dev/shm
+    path = tmp_path / "isvc.yaml"
+    path.write_text(yaml.safe_dump(body))
+    assert _reports(path)["InferenceService/llama"].facts.shm.size_bytes == 64 * MiB
+    body["spec"]["predictor"]["model"]["runtime"] = "my-runtime"
+    path.write_text(yaml.safe_dump(body))
+    assert_one_line_error(forked_cli("lint", str(path)), 2, "its runtime (my-runtime) is neither in this run nor")
+
+
+def test_text_names_the_runtime_of_the_run_as_a_related_location():
     proc = forked_cli("lint", str(ISVC), str(VLLM))
     assert proc.returncode == 0
     assert f"InferenceService/llama: also: {VLLM}:1 (ClusterServingRuntime/kserve-vllmserver" in proc.stdout
@@ -89,6 +101,4 @@ def test_fix_is_not_written_into_the_services_file(tmp_path):
     before = path.read_text()
     proc = forked_cli("lint", str(path), str(VLLM), "--fix", "--workload", "*")
     assert path.read_text() == before and "a model's pod is its ServingRuntime's" in proc.stderr
-    with pytest.raises(UsageError):
-        lint((str(path),), swarm=None)
     assert _reports(path, VLLM)["InferenceService/llama"].facts.shm.size_bytes == 1024 * MiB
