@@ -490,7 +490,7 @@ CASES = [
         (f"lint {what}", ["lint", f"{{d}}/{name}"], {}, USAGE, message)
         for what, name, message in [
             ("a 400-digit size", "400-digits.yml", "400-digits.yml:3: a number of 400 digits (at most 64)"),
-            ("a 400-digit size, quoted", "400-digits-quoted.yml", "is more than 1 PiB"),
+            ("a 400-digit size, quoted", "400-digits-quoted.yml", "as a size (compose's go-units: invalid size"),
             ("a 400-digit JSON quantity", "400-digits.json", "400-digits.json: a number of 400 digits"),
             ("NaN in JSON", "nan.json", "nan.json:2: NaN is not a number"),
             ("-Infinity in JSON", "infinity.json", "infinity.json:2: -Infinity is not a number"),
