@@ -507,18 +507,13 @@ class Engine:
         params = {"stdout": 1, "stderr": 1, "timestamps": 0, "follow": 0, "tail": lines}
         api: Any = self.api  # its raw requests: not in the SDK's stubs
         res = self._call(api._get, api._url("/containers/{0}/logs", cid), params=params, stream=True)
-        out = bytearray()
         try:
             self._call(api._raise_for_status, res)
-            for data in _unframed(iter(lambda: res.raw.read(LOG_READ), b""), tty):
-                out += data
-                if len(out) > max_bytes:  # keep the end: a failure's text is near it
-                    del out[: len(out) - max_bytes]
+            return kept_tail(_unframed(iter(lambda: res.raw.read(LOG_READ), b""), tty), max_bytes)
         except (self._errors.DockerException, OSError, ValueError) as e:
             raise ProbeError(f"the Docker engine at {self.host} failed reading the logs: {_reason(e)}") from None
         finally:
             res.close()
-        return bytes(out)
 
     def events(self, since: float) -> Any:
         """The engine's container events from `since` on, as a stream of dicts (close() ends it); it never times out
@@ -530,6 +525,17 @@ class Engine:
 
 
 LOG_READ = 64 * 2**10  # bytes of a container's log read at a time
+
+
+def kept_tail(chunks: Iterable[bytes], max_bytes: int) -> bytes:
+    """The last max_bytes of a stream read a chunk at a time (a failure's text is near its end), holding at most
+    max_bytes and one chunk."""
+    out = bytearray()
+    for data in chunks:
+        out += data
+        if len(out) > max_bytes:
+            del out[: len(out) - max_bytes]
+    return bytes(out)
 
 
 def _unframed(chunks: Iterator[bytes], tty: bool) -> Iterator[bytes]:

@@ -248,3 +248,14 @@ def test_a_process_that_writes_past_the_cap_keeps_its_last_two_parts(tmp_path, m
     pid = os.getpid()
     assert (tmp_path / f"{pid}.err").read_text() == "line 6\n"
     assert (tmp_path / f"{pid}.err.old").read_text() == "line 5\n"
+
+
+def test_a_copy_larger_than_the_cap_is_read_back_as_its_end(tmp_path):
+    """Past the cap the last bytes come back, not the first (the failure is at the end): each part of distinct
+    lines, so that its start and its end differ."""
+    old = b"".join(b"old %05d\n" % i for i in range(2000))
+    new = b"".join(b"new %05d\n" % i for i in range(2000)) + b"Bus error (core dumped)\n"
+    (tmp_path / "10.err.old").write_bytes(old)
+    (tmp_path / "10.err").write_bytes(new)
+    for cap in (24, 1000, len(new), len(new) + 500):
+        assert instrument.stderr_copy(str(tmp_path), cap) == ((old + new)[-cap:], len(old) + len(new))
