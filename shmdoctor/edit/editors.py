@@ -9,6 +9,7 @@ import shlex
 from typing import Any
 
 from ..model import SHM, Facts, Fix
+from ..probe.kubernetes import at_shm
 from ..probe.runargs import Arg, RunArgs, parse
 from ..probe.shell import words
 from ..sizes import MiB, docker_size, k8s_quantity, parse_quantity
@@ -110,7 +111,7 @@ def _empty_dir(spec: dict, container: dict, size: str, made: set[int]) -> str:
     if volumes is None:
         volumes = spec["volumes"] = []
     mounts = container.get("volumeMounts")
-    mount = next((m for m in mounts or [] if str(m.get("mountPath", "")).rstrip("/") == SHM), None)
+    mount = next((m for m in mounts or [] if at_shm(m.get("mountPath", ""))), None)
     if mount is not None:  # its own volume at /dev/shm: an emptyDir made memory-backed and grown
         volume = next((v for v in volumes if v.get("name") == mount.get("name")), None)
         if volume is None or not isinstance(volume.get("emptyDir"), dict):

@@ -15,6 +15,7 @@ Nothing runs from a manifest: use, and so what is free, is never known (used and
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -31,6 +32,14 @@ from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")  # no pod nests in a container
+
+
+def at_shm(mount_path: Any) -> bool:
+    """Whether a container's mountPath is /dev/shm however it is written (/dev/shm/, //dev/shm, /dev/./shm): the
+    runtime takes it cleaned (containerd's mergeMounts compares filepath.Clean of each path, runc mounts at the
+    cleaned path), so the volume is the container's /dev/shm, in place of the runtime's own."""
+    path = str(mount_path)
+    return path.startswith("/") and posixpath.normpath("/" + path.lstrip("/")) == SHM
 
 
 def is_manifest(body: Any) -> bool:
@@ -192,9 +201,7 @@ class _Pod:
 
     def shm(self, container: dict, unreadable: list[str]) -> Shm:
         mounts = _sequence(container.get("volumeMounts"), "volumeMounts", self.doc.source, container)
-        mount = next(
-            (m for m in mounts if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == SHM), None
-        )
+        mount = next((m for m in mounts if isinstance(m, dict) and at_shm(m.get("mountPath", ""))), None)
         if mount is None:
             if self.host_ipc:
                 unreadable.append(
