@@ -168,6 +168,7 @@ def _definitions(
         into.trainjobs.append(doc)  # its runtime may come in a later file
     elif kserve.is_model_service(doc.body):
         into.models.append(doc)  # so may a model's ServingRuntime
+        into.definitions.extend(kubernetes.probe(kserve.other_components(doc))[0])  # a transformer, an explainer
     elif kubernetes.is_manifest(doc.body):
         meta = doc.body.get("metadata")
         name = str(meta.get("name")) if isinstance(meta, dict) else "?"

@@ -208,7 +208,11 @@ def resolve(doc: Document, runtimes: dict[tuple[str, str], Document]) -> tuple[D
     main = next((c for c in containers if c.get("name") == "kserve-container"), containers[0] if containers else None)
     if main is None:
         return None, f"{doc.source}:InferenceService/{name}: its runtime {name_of(runtime)} has no container", None
-    pod["containers"] = [_merged(c, model) if c is main else c for c in containers]
+    # the predictor's own kserve-container is merged over the model's (its env, image), its other containers added
+    own = [c for c in _list(predictor.get("containers")) if isinstance(c, dict)]
+    mine = next((c for c in own if c.get("name") == "kserve-container"), {})
+    merged = _merged(_merged(main, model), {k: v for k, v in mine.items() if k != "name"})
+    pod["containers"] = [merged if c is main else c for c in containers] + [c for c in own if c is not mine]
     pod["volumes"] = _merge_by(_list(pod.get("volumes")), _list(predictor.get("volumes")), "name")
     for key in ("nodeSelector", "tolerations", "hostIPC"):
         if key in predictor:
@@ -222,6 +226,19 @@ def resolve(doc: Document, runtimes: dict[tuple[str, str], Document]) -> tuple[D
     place = None if shipped else Place(found.source, line_of(runtime), what)
     pod_doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": pod}
     return Document(doc.source, doc.index, pod_doc), note, place
+
+
+def other_components(doc: Document) -> Document:
+    """The InferenceService without its predictor: its transformer's and explainer's containers are pods of their
+    own, judged as the manifest says them."""
+    body = copy.copy(doc.body)
+    spec = {k: v for k, v in _dict(body.get("spec")).items() if k != "predictor"}
+    for key, component in spec.items():  # the older `custom: {container: ...}`: a pod of that one container
+        container = _dict(_dict(component).get("custom")).get("container")
+        if isinstance(container, dict):
+            spec[key] = {**_dict(component), "containers": [container]}
+    body["spec"] = spec
+    return Document(doc.source, doc.index, body)
 
 
 def renamed(found: list[Definition], doc: Document, note: str, place: Place | None) -> list[Definition]:
