@@ -1,6 +1,7 @@
 """How fast lint reads a large cluster dump and a large multi-document manifest, and how much more `--fix` and
-`--diff` take on a compose file of many failing services (each has a comment on the line --fix changes): prints
-figures, asserts nothing. The promise (issue 38): --fix at most 3x plain lint of the same file, and 10x the services
+`--diff` take on a compose file of many failing services (each has a comment on the line --fix changes) and on a
+manifest of as many failing pods (--fix adds a volume and its mount to each): prints figures, asserts nothing. The
+promise (issue 38): --fix at most 3x plain lint of the same file, and 10x the services
 at most 12x the time.
 
 .venv/bin/python benchmarks/lint_bench.py [PODS] [SERVICES]
@@ -36,13 +37,22 @@ def services(count: int) -> str:
     )
 
 
-def fixing(count: int) -> float:
-    """Plain lint, --diff and --fix of one compose file of `count` failing services; --fix on a fresh copy each time."""
+def pods(count: int) -> str:
+    """A manifest of `count` failing pods, one document each: --fix adds a volume and its mount to each."""
+    return "".join(
+        f"---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p{i}  # the pod\nspec:\n  containers:\n  - name: c\n"
+        "    image: pytorch/pytorch\n    resources:\n      limits:\n        memory: 4Gi\n"
+        for i in range(count)
+    )
+
+
+def fixing(count: int, make=services, what: str = "compose", unit: str = "services") -> float:
+    """Plain lint, --diff and --fix of one file of `count` failing targets; --fix on a fresh copy each time."""
     loader = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]
     times = {}
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "compose.yml"
-        text = services(count)
+        path = Path(tmp) / f"{what}.yml"
+        text = make(count)
         for label, extra in (("lint", []), ("--diff", ["--diff"]), ("--fix", ["--fix"])):
             runs = []
             for _ in range(3):
@@ -52,7 +62,7 @@ def fixing(count: int) -> float:
             times[label] = min(runs)
     ratios = {label: times[label] / times["lint"] for label in times}
     print(
-        f"compose, {count:>5} services  lint {times['lint']:6.2f} s  --diff {times['--diff']:6.2f} s "
+        f"{what}, {count:>5} {unit}  lint {times['lint']:6.2f} s  --diff {times['--diff']:6.2f} s "
         f"({ratios['--diff']:4.1f}x)  --fix {times['--fix']:6.2f} s ({ratios['--fix']:4.1f}x)"
     )
     return times["--fix"]
@@ -89,3 +99,5 @@ if __name__ == "__main__":
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     small, large = fixing(count), fixing(10 * count)
     print(f"--fix of 10x the services: {large / small:.1f}x the time")
+    small, large = fixing(count, pods, "kubernetes", "pods"), fixing(10 * count, pods, "kubernetes", "pods")
+    print(f"--fix of 10x the pods: {large / small:.1f}x the time")

@@ -11,13 +11,14 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import fixes
 from ..errors import UsageError
-from ..model import Fix, Report
+from ..model import Facts, Fix, Report
 from ..probe import azureml, ci, compose, devcontainer, documents, ecs, jenkins, kserve, kubernetes, quadlet, shell
 from ..probe.runargs import Arg
 from ..render import forms
@@ -187,39 +188,59 @@ def _each(todo: list[tuple[Report, Fix]], written: list[str], printed: list[str]
 
 
 def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
-    """The edit for one target of a parsed file, found by the name lint gave it (the probes' own walks)."""
+    """The edit for one target of a parsed file, found by the name lint gave it (the probes' own walks, each
+    document walked once for all its targets: a manifest of 2,000 pods was walked 2,000 times)."""
+    found: dict[tuple[str, str], Callable[[Fix, Facts], list[str]]] = {}
+    models: list[str] = []  # KServe's InferenceServices of a model: their pod is their ServingRuntime's
+    indexed: list[bool] = []
+
+    def index() -> None:
+        indexed.append(True)
+        for number, body in docs:
+            if kserve.is_model_service(body):
+                models.append(f"{path}:InferenceService/{kserve.name_of(body)}")
+            if kubernetes.is_manifest(body):
+                for name, obj, spec, container in kubernetes.placed(documents.Document(path, number, body)):
+                    found.setdefault(("kubernetes", name), partial(editors.kubernetes, obj, spec, container, made=made))
+            if ecs.is_task_definition(body):
+                for kind, label, definition, container in ecs.placed(body):
+                    if isinstance(container, dict):
+                        found.setdefault(("ecs", f"{path}:{label}"), partial(editors.ecs, kind, definition, container))
+            if ci.is_workflow(body):
+                for label, holder, key, _, _ in ci.placed(body, path):
+                    found.setdefault(
+                        ("github-actions", f"{path}:{label}"), partial(editors.github_actions, holder, key)
+                    )
+            if azureml.is_job(body):
+                for label, job in azureml.placed(body):
+                    found.setdefault(("azureml", f"{path}:{label}"), partial(editors.azureml, job))
 
     def edit(report: Report, fix: Fix) -> list[str] | None:
         facts, name = report.facts, report.facts.target.name
+        if facts.runtime == "compose":
+            for _, body in docs:
+                if compose.is_compose(body):
+                    service = facts.target.fix_at.name if facts.target.fix_at else name[len(path) + 1 :]
+                    if service in body["services"]:
+                        return editors.compose(body["services"], service, fix, facts)
+            return None
+        if facts.form == "gitlab-runner" and docs:
+            raise editors.Refused("GitLab's jobs cannot size /dev/shm: the runner's config.toml does")
+        if not indexed:
+            index()
         if facts.runtime == "kubernetes" and ":TrainJob/" in name:  # its pod is its runtime's (probe/trainjob.py)
             raise editors.Refused("a TrainJob's pod is its runtime's: add the volume in its spec.runtimePatches")
-        models = (f"{path}:InferenceService/{kserve.name_of(b)}" for _, b in docs if kserve.is_model_service(b))
         if facts.runtime == "kubernetes" and any(name == m or name.startswith(f"{m}/") for m in models):
             raise editors.Refused("a model's pod is its ServingRuntime's: size the volume there (or in the predictor)")
-        for index, body in docs:
-            if compose.is_compose(body) and facts.runtime == "compose":
-                service = facts.target.fix_at.name if facts.target.fix_at else name[len(path) + 1 :]
-                if service in body["services"]:
-                    return editors.compose(body["services"], service, fix, facts)
-            elif facts.runtime == "kubernetes" and kubernetes.is_manifest(body):
-                for placed, obj, spec, container in kubernetes.placed(documents.Document(path, index, body)):
-                    if placed == name:
-                        return editors.kubernetes(obj, spec, container, fix, facts, made)
-            elif facts.runtime in ("ecs", "batch") and ecs.is_task_definition(body):
-                for kind, label, definition, container in ecs.placed(body):
-                    if f"{path}:{label}" == name and isinstance(container, dict):
-                        return editors.ecs(kind, definition, container, fix, facts)
-            elif facts.form == "github-actions" and ci.is_workflow(body):
-                for label, holder, key, _, _ in ci.placed(body, path):
-                    if f"{path}:{label}" == name:
-                        return editors.github_actions(holder, key, fix, facts)
-            elif facts.form == "gitlab-runner":
-                raise editors.Refused("GitLab's jobs cannot size /dev/shm: the runner's config.toml does")
-            elif facts.runtime == "azureml" and azureml.is_job(body):
-                for label, job in azureml.placed(body):
-                    if f"{path}:{label}" == name:
-                        return editors.azureml(job, fix, facts)
-        return None
+        kind = (
+            "ecs"
+            if facts.runtime in ("ecs", "batch")
+            else facts.form
+            if facts.form == "github-actions"
+            else facts.runtime
+        )
+        write = found.get((kind or "", name))
+        return write(fix, facts) if write else None
 
     return edit
 

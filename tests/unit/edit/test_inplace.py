@@ -107,3 +107,18 @@ def test_an_anchor_a_merge_key_and_a_duplicate_key_go_through_the_round_trip(tmp
         (tmp_path / "compose.yml").write_text(text)
         diff(tmp_path / "compose.yml", True, monkeypatch)
     assert written == [None] * 4
+
+
+def test_a_manifest_is_walked_once_for_all_its_pods(tmp_path, monkeypatch):
+    """Each target's edit walked every document of its file again: a manifest of 2,000 pods, 4,000,000 walks."""
+    from shmdoctor.probe import kubernetes
+
+    walked = []
+    real = kubernetes.placed
+    monkeypatch.setattr(kubernetes, "placed", lambda doc: walked.append(doc.index) or real(doc))
+    pod = "apiVersion: v1\nkind: Pod\nmetadata: {{name: p{}}}\nspec:\n  containers:\n  - name: c\n    image: x/torch\n"
+    path = tmp_path / "pods.yaml"
+    path.write_text("---\n".join(pod.format(i) for i in range(20)))
+    out = diff(path, True, monkeypatch)[0]
+    assert out.count("+    - mountPath: /dev/shm") + out.count("+      mountPath: /dev/shm") == 20  # each pod fixed
+    assert sorted(walked) == sorted(list(range(20)) * 2)  # each document once by the in-place path, once round trip
