@@ -259,3 +259,29 @@ def test_a_copy_larger_than_the_cap_is_read_back_as_its_end(tmp_path):
     (tmp_path / "10.err").write_bytes(new)
     for cap in (24, 1000, len(new), len(new) + 500):
         assert instrument.stderr_copy(str(tmp_path), cap) == ((old + new)[-cap:], len(old) + len(new))
+
+
+def test_records_past_each_bound_are_left_out_and_those_within_are_read(tmp_path):
+    """The child is the user's program: a line past MAX_LINE, what a process wrote past MAX_FILE_BYTES, errors past
+    MAX_ERRORS (each cut) and files past MAX_FILES are not read; the same records within the bounds are."""
+    record = {**LOADER, "loader": "10:1", "pad": ""}
+    line = json.dumps({"pid": 10, **record})
+    write(tmp_path, 10, {**record, "pad": "x" * (instrument.MAX_LINE - len(line))})  # exactly MAX_LINE: read
+    write(tmp_path, 10, {**record, "loader": "10:2", "pad": "x" * (instrument.MAX_LINE - len(line) + 1)})
+    torch = json.dumps({"pid": 20, "kind": "torch"}) + "\n"
+    (tmp_path / "20.jsonl").write_text(torch * (instrument.MAX_FILE_BYTES // len(torch) + 1))
+    write(tmp_path, 20, {**LOADER, "loader": "20:1"})  # after the first MAX_FILE_BYTES bytes of its file
+    write(tmp_path, 30, *({"kind": "error", "where": f"w{i}" + "w" * 40, "error": "e" * 1000} for i in range(8)))
+    seen = instrument.read(str(tmp_path))
+    assert [s.pid for s in seen.loaders] == [10]  # 10:1 alone
+    assert len(seen.errors) == instrument.MAX_ERRORS == 5
+    assert seen.errors[0] == "w0" + "w" * 18 + ": " + "e" * 300
+
+
+def test_processes_past_max_files_are_not_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(instrument, "MAX_FILES", 10)  # 4096 files take seconds to write
+    pids = range(100_000, 100_000 + instrument.MAX_FILES + 3)
+    for pid in pids:
+        (tmp_path / f"{pid}.jsonl").write_text(json.dumps({"pid": pid, "kind": "torch"}) + "\n")
+    seen = instrument.read(str(tmp_path))
+    assert seen.pids == frozenset(pids[: instrument.MAX_FILES]) and seen.torch_processes == instrument.MAX_FILES
