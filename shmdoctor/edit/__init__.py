@@ -10,7 +10,6 @@ import io
 import json
 import os
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -257,7 +256,7 @@ def _yaml(path: str, text: str, todo, written: list[str], printed: list[str]) ->
     yaml = YAML()
     yaml.preserve_quotes = True
     yaml.width = 1 << 20  # never wrap a long line the file has on one
-    indent, dash = _indents(text)
+    indent, dash = inplace.indents(text)
     yaml.indent(mapping=indent, sequence=dash + 2, offset=dash)
     try:
         bodies = list(yaml.load_all(text))
@@ -271,23 +270,6 @@ def _yaml(path: str, text: str, todo, written: list[str], printed: list[str]) ->
     out = patch(text, before, after)
     _same(documents.parse(out, path), documents.parse(after, path))
     return out
-
-
-def _indents(text: str) -> tuple[int, int]:
-    """(a mapping's indent under its key, a sequence's dash under its key), as most of the file writes them."""
-    mappings: Counter[int] = Counter()
-    dashes: Counter[int] = Counter()
-    parent = None  # the indentation of the content of the last line that opens a block ('key:', '- key:')
-    for line in text.splitlines():
-        stripped = line.lstrip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        indent = len(line) - len(stripped)
-        if parent is not None and indent > parent:
-            (dashes if stripped.startswith("- ") else mappings)[indent - parent] += 1
-        opens = stripped.split(" #")[0].rstrip().endswith(":")
-        parent = (indent + 2 if stripped.startswith("- ") else indent) if opens else None
-    return (mappings.most_common(1)[0][0] if mappings else 2), (dashes.most_common(1)[0][0] if dashes else 0)
 
 
 def _dump(yaml: Any, bodies: list) -> str:

@@ -8,10 +8,12 @@ does it. The text written is read again and must be the changed parse, or it is 
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import pickle
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -114,8 +116,10 @@ def _compare(yaml: Any, loader: Any, text: str, node: Any, before: Any, after: A
                     raise _Inexact
                 _compare(yaml, loader, text, pairs[key][1], before[key], after[key], edits)
     elif isinstance(before, list):
-        if not isinstance(node, yaml.SequenceNode) or len(before) != len(after):
+        if not isinstance(node, yaml.SequenceNode) or len(before) > len(after):
             raise _Inexact
+        if len(after) > len(before):
+            edits.append(_appended(yaml, loader, text, node, after[len(before) :]))
         for item, old, new in zip(node.value, before, after):
             if not _same(old, new):
                 _compare(yaml, loader, text, item, old, new, edits)
@@ -134,33 +138,98 @@ def _compare(yaml: Any, loader: Any, text: str, node: Any, before: Any, after: A
 
 
 def _added(yaml: Any, loader: Any, text: str, node: Any, keys: list, added: list, after: dict) -> Edit:
-    """Keys added to a block mapping, all after its last key or all before its first: one line each."""
+    """Keys added to a block mapping, all after its last key or all before its first, each written as the round
+    trip writes it (a mapping or a list below its key, in the file's own indents)."""
     if node.flow_style or not node.value:
         raise _Inexact
     first = node.value[0][0]
-    indent = " " * first.start_mark.column
-    lines = "".join(f"\n{indent}{_scalar(yaml, loader, k, '')}: {_scalar(yaml, loader, after[k], '')}" for k in added)
+    column = first.start_mark.column
+    lines = "".join("\n" + line for k in added for line in _entry(yaml, loader, text, k, after[k], column))
     if keys[-len(added) :] == added:
-        leaf = node
-        while isinstance(leaf, (yaml.MappingNode, yaml.SequenceNode)) and not leaf.flow_style and leaf.value:
-            leaf = leaf.value[-1][1] if isinstance(leaf, yaml.MappingNode) else leaf.value[-1]
-            if text[leaf.start_mark.index : leaf.start_mark.index + 1] in ("&", "!", "*"):
-                raise _Inexact  # an alias's node is written where its anchor is
-        if isinstance(leaf, yaml.ScalarNode) and leaf.style in ("|", ">"):
-            raise _Inexact  # a block scalar's end is not its last line
-        at = _line_end(text, leaf.end_mark.index)
-        while True:  # a comment indented under the mapping's keys belongs to its last value
-            following = text[at + 1 : _line_end(text, at + 1)] if at < len(text) else ""
-            if not following.strip().startswith("#") or len(following) - len(following.lstrip(" ")) <= len(indent):
-                break
-            at = _line_end(text, at + 1)
-        return (at - (text[at - 1 : at] == "\r"), at - (text[at - 1 : at] == "\r"), lines)
+        at = _after_last(yaml, text, node, column)
+        return (at, at, lines)
     if keys[: len(added)] == added:
         start = text.rfind("\n", 0, first.start_mark.index) + 1
-        if text[start : first.start_mark.index] != indent:
+        if text[start : first.start_mark.index] != " " * column:
             raise _Inexact  # the first key shares its line (`- name: x`)
         return (start, start, lines[1:] + "\n")
     raise _Inexact
+
+
+def _appended(yaml: Any, loader: Any, text: str, node: Any, items: list) -> Edit:
+    """Items added to the end of a block sequence, each a dash at its items' column."""
+    if node.flow_style or not node.value:
+        raise _Inexact
+    first = node.value[0]
+    start = text.rfind("\n", 0, first.start_mark.index) + 1
+    dash = first.start_mark.column - 2
+    if dash < 0 or text[start : first.start_mark.index] != " " * dash + "- ":
+        raise _Inexact  # a dash with more than one space after it, or an item on its parent's line
+    at = _after_last(yaml, text, node, dash)
+    return (at, at, "".join("\n" + line for item in items for line in _item(yaml, loader, text, item, dash)))
+
+
+def _after_last(yaml: Any, text: str, node: Any, column: int) -> int:
+    """Where a line indented `column` goes after a block collection, as lint --fix's round trip places it: after
+    its last value's line and the comments below it, less the blank lines and less indented comments that end them
+    (they belong to what follows); before its line end's \\r."""
+    leaf = node
+    while isinstance(leaf, (yaml.MappingNode, yaml.SequenceNode)) and not leaf.flow_style and leaf.value:
+        leaf = leaf.value[-1][1] if isinstance(leaf, yaml.MappingNode) else leaf.value[-1]
+        if text[leaf.start_mark.index : leaf.start_mark.index + 1] in ("&", "!", "*"):
+            raise _Inexact  # an alias's node is written where its anchor is
+    if isinstance(leaf, yaml.ScalarNode) and leaf.style in ("|", ">"):
+        raise _Inexact  # a block scalar's end is not its last line
+    at = _line_end(text, leaf.end_mark.index)
+    after = []  # the ends of the blank and comment lines between it and the next line of content
+    while at < len(text):
+        end = _line_end(text, at + 1)
+        line = text[at + 1 : end].strip(" \r")
+        if line and not line.startswith("#"):
+            break
+        after.append((end, not line or len(text[at + 1 : end]) - len(text[at + 1 : end].lstrip(" ")) < column))
+        at = end
+    while after and after[-1][1]:  # a blank line, or a comment less indented: it belongs to what follows
+        after.pop()
+    at = after[-1][0] if after else _line_end(text, leaf.end_mark.index)
+    return at - (text[at - 1 : at] == "\r")
+
+
+def _entry(yaml: Any, loader: Any, text: str, key: Any, value: Any, column: int) -> list[str]:
+    """`key: value` at `column`, a mapping or a list in block style below it as the round trip writes them."""
+    head = " " * column + _scalar(yaml, loader, key, "") + ":"
+    mapping, dash = indents(text)
+    if isinstance(value, dict) and value:
+        return [head] + [line for k, v in value.items() for line in _entry(yaml, loader, text, k, v, column + mapping)]
+    if isinstance(value, list) and value:
+        return [head] + [line for item in value for line in _item(yaml, loader, text, item, column + dash)]
+    return [f"{head} {_scalar(yaml, loader, value, '')}"]
+
+
+def _item(yaml: Any, loader: Any, text: str, value: Any, dash: int) -> list[str]:
+    """One item of a block sequence, its dash at column `dash`."""
+    if isinstance(value, dict) and value:
+        lines = [line for k, v in value.items() for line in _entry(yaml, loader, text, k, v, dash + 2)]
+        return [" " * dash + "- " + lines[0][dash + 2 :], *lines[1:]]
+    return [" " * dash + "- " + _scalar(yaml, loader, value, "")]
+
+
+@functools.lru_cache(maxsize=2)  # one file at a time, asked for each value written
+def indents(text: str) -> tuple[int, int]:
+    """(a mapping's indent under its key, a sequence's dash under its key), as most of the file writes them."""
+    mappings: Counter[int] = Counter()
+    dashes: Counter[int] = Counter()
+    parent = None  # the indentation of the content of the last line that opens a block ('key:', '- key:')
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(stripped)
+        if parent is not None and indent > parent:
+            (dashes if stripped.startswith("- ") else mappings)[indent - parent] += 1
+        opens = stripped.split(" #")[0].rstrip().endswith(":")
+        parent = (indent + 2 if stripped.startswith("- ") else indent) if opens else None
+    return (mappings.most_common(1)[0][0] if mappings else 2), (dashes.most_common(1)[0][0] if dashes else 0)
 
 
 def _line_end(text: str, at: int) -> int:
