@@ -18,7 +18,23 @@ from typing import Callable, Literal
 Cause = Literal[
     "shm-space", "shm-missing", "fd-limit", "memory-limit", "shm-leak", "remove-ipc", "not-shm", "ambiguous"
 ]
-Consumer = Literal["dataloader", "nccl", "vllm", "sglang", "ray", "triton", "postgresql", "chromium", "unknown"]
+Consumer = Literal[
+    "dataloader",
+    "nccl",
+    "vllm",
+    "sglang",
+    "ray",
+    "triton",
+    "postgresql",
+    "chromium",
+    "celery",
+    "joblib",
+    "multiprocessing",
+    "prometheus-client",
+    "tensorflow",
+    "jax",
+    "unknown",
+]
 CAUSES: tuple[Cause, ...] = (
     "shm-space",
     "shm-missing",
@@ -38,6 +54,12 @@ CONSUMERS: tuple[Consumer, ...] = (
     "triton",
     "postgresql",
     "chromium",
+    "celery",
+    "joblib",
+    "multiprocessing",
+    "prometheus-client",
+    "tensorflow",
+    "jax",
     "unknown",
 )
 MiB, GB = 2**20, 10**9
@@ -281,7 +303,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "python-semlock-enospc",
         "shm-space",
-        "unknown",
+        "multiprocessing",
         "No space left on device",
         re.compile(
             rf"^OSError: \[Errno 28\] No space left on device\s{{0,{GAP}}}$"
@@ -296,7 +318,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "python-semlock-denied",
         "shm-missing",
-        "unknown",
+        "multiprocessing",
         "[Errno 13] Permission denied",
         re.compile(rf"^(?:PermissionError|OSError): \[Errno 13\] Permission denied\s{{0,{GAP}}}$"),
         "CPython multiprocessing.synchronize.SemLock (sem_open in /dev/shm): nix-community/nix-on-droid#138, "
@@ -307,7 +329,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "python-semlock-read-only",
         "shm-missing",
-        "unknown",
+        "multiprocessing",
         "[Errno 30] Read-only file system",
         re.compile(rf"^OSError: \[Errno 30\] Read-only file system\s{{0,{GAP}}}$"),
         "CPython multiprocessing.synchronize.SemLock (sem_open in /dev/shm): made here (--tmpfs /dev/shm:ro)",
@@ -317,7 +339,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "joblib-semlock-enospc",
         "shm-space",
-        "unknown",
+        "joblib",
         "joblib will operate in serial mode",
         re.compile(rf"\[Errno 28\] No space left on device\. {{1,{NUM}}}joblib will operate in serial mode"),
         "joblib's _multiprocessing_helpers (a SemLock it tries): Plachtaa/VITS-fast-fine-tuning#397",
@@ -326,7 +348,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "python-semlock-gone",
         "remove-ipc",
-        "unknown",
+        "multiprocessing",
         "No such file or directory",
         re.compile(rf"^FileNotFoundError: \[Errno 2\] No such file or directory\s{{0,{GAP}}}$"),
         "CPython SemLock._rebuild in a spawned child: mlcommons/storage#447 (RemoveIPC), screetsec/Sudomy#126",
@@ -411,7 +433,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "python-shm-leaked",
         "shm-leak",
-        "unknown",
+        "multiprocessing",
         "leaked shared_memory objects",
         re.compile(rf"resource_tracker: There appear to be [0-9]{{1,{NUM}}} leaked shared_memory objects"),
         "CPython multiprocessing.resource_tracker at shutdown",
@@ -522,13 +544,16 @@ SIGNATURES: tuple[Signature, ...] = (
         "ray-object-store-tmp",
         "shm-space",
         "ray",
-        "instead of /dev/shm because /dev/shm has only",
+        "because /dev/shm has only",
+        # 1.x and later: 'object store is using /tmp instead of /dev/shm because …'; 0.x: 'Reducing object store
+        # memory because …'; the start of a message wrapped at a space is on the line before
         re.compile(
-            rf"object store is using (?P<dir>\S{{1,{NAME}}}) instead of /dev/shm because /dev/shm has only "
-            rf"(?P<avail>{NUMBER}) bytes(?:.{{0,{GAP}}}?--shm-size=(?P<gb>{NUMBER})gb)?"
+            rf"because /dev/shm has only (?P<avail>{NUMBER}) bytes available"
+            rf"(?:.{{0,{GAP}}}?--shm-size=(?P<gb>{NUMBER})gb)?"
         ),
-        "Ray _private/services.py: ray-project/ray#11951, ray-project/ray#14616, InftyAI/llmaz#238; seen here",
-        "Ray put its object store on disk instead of /dev/shm (it works, slowly)",
+        "Ray _private/services.py: ray-project/ray#11951, ray-project/ray#14616, InftyAI/llmaz#238; Ray 0.x's "
+        "'Reducing object store memory because…': ray-project/ray#3029; seen here",
+        "Ray put its object store on disk instead of /dev/shm, or shrank it to fit (it works, slowly)",
         needed=_ray_shm_size,
         had=_bytes("avail"),
     ),
@@ -728,7 +753,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "python-semlock-enosys",
         "shm-missing",
-        "unknown",
+        "multiprocessing",
         "[Errno 38] Function not implemented",
         re.compile(rf"^OSError: \[Errno 38\] Function not implemented\s{{0,{GAP}}}$"),
         "CPython multiprocessing.synchronize.SemLock where no /dev/shm is mounted: AWS Lambda "
@@ -963,5 +988,120 @@ STATUSES: tuple[Signature, ...] = (
     ),
 )
 SIGNATURES = SIGNATURES + STATUSES
-BY_ID = {s.id: s for s in SIGNATURES}
+
+# The general reader's findings (reader.py): no text of their own, an errno or a signal of the family read with a
+# shared-memory context in the same block; the consumer is the one the block names. Their ids end as the catalogue's
+# do (-denied, -read-only, -enosys), so the fixes follow.
+_READ = (
+    "the general reader (diagnose/reader.py): the errno or signal on this line and the shared-memory context in its "
+    "block"
+)
+READINGS: tuple[Signature, ...] = (
+    Signature(
+        "read-shm-enospc",
+        "shm-space",
+        "unknown",
+        "",
+        _NEVER,
+        _READ,
+        "a write or an allocation in shared memory failed with ENOSPC (No space left on device): /dev/shm is full",
+    ),
+    Signature(
+        "read-shm-full",
+        "shm-space",
+        "unknown",
+        "",
+        _NEVER,
+        "the general reader: df's line of /dev/shm at 95% used or more",
+        "/dev/shm was full where it ran (df says so)",
+    ),
+    Signature(
+        "read-shm-denied",
+        "shm-missing",
+        "unknown",
+        "",
+        _NEVER,
+        _READ,
+        "shared memory could not be created (EACCES, Permission denied): /dev/shm is not writable for this user",
+    ),
+    Signature(
+        "read-shm-read-only",
+        "shm-missing",
+        "unknown",
+        "",
+        _NEVER,
+        _READ,
+        "shared memory could not be created (EROFS): /dev/shm is mounted read-only",
+    ),
+    Signature(
+        "read-shm-enosys",
+        "shm-missing",
+        "unknown",
+        "",
+        _NEVER,
+        _READ,
+        "a semaphore or segment could not be created (ENOSYS, Function not implemented): there is no /dev/shm "
+        "mounted (AWS Lambda, a chroot, an old container)",
+    ),
+    Signature(
+        "read-shm-enoent",
+        "shm-missing",
+        "unknown",
+        "",
+        _NEVER,
+        _READ,
+        "a semaphore could not be created (ENOENT): there is no /dev/shm to create it in",
+    ),
+    Signature(
+        "read-shm-emfile",
+        "fd-limit",
+        "unknown",
+        "",
+        _NEVER,
+        _READ,
+        "shared memory could not be opened (EMFILE, Too many open files): the process ran out of file descriptors",
+    ),
+    Signature(
+        "read-shm-enomem",
+        "memory-limit",
+        "unknown",
+        "",
+        _NEVER,
+        _READ,
+        "shared memory could not be had (ENOMEM, Cannot allocate memory): the memory its pages are charged to (a "
+        "memory limit, which /dev/shm counts toward) or the kernel's limit on mappings ran out",
+        ambiguous=True,
+    ),
+    Signature(
+        "read-shm-bus-error",
+        "shm-space",
+        "unknown",
+        "",
+        _NEVER,
+        _READ,
+        "a process died of a bus error in shared memory: a page of /dev/shm it mapped could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "read-shm-crash",
+        "shm-space",
+        "unknown",
+        "",
+        _NEVER,
+        "the general reader: a crash (SIGSEGV) inside a shared-memory call of its block (ncclShmOpen, shm_open)",
+        "a process crashed inside a shared-memory call: the segment it mapped could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "read-browser-crash",
+        "shm-space",
+        "chromium",
+        "",
+        _NEVER,
+        "the general reader: a crash said within 3 lines of a browser of the Chromium family's name",
+        "a browser tab or renderer crashed: in a container, most often its /dev/shm (64 MiB) ran out",
+        ambiguous=True,
+    ),
+)
+BY_ID = {s.id: s for s in SIGNATURES + READINGS}
 SHM_CAUSES = frozenset(CAUSES) - {"not-shm", "ambiguous"}

@@ -552,6 +552,8 @@ def _nccl_words(job: Job) -> str:
 def _message(d: Diagnosis, place: Place, measured, need, job: Job) -> str:
     cause, meaning, facts = d.cause, BY_ID[d.signature].meaning, place.facts
     where = f"line {d.line}" if d.line else d.excerpt
+    if d.found_by == "reader":  # no known text: what of its block it stands on
+        where += f", read with {d.evidence}"
     text = f"{meaning} ({where})"
     if d.reason:
         text += f"; {d.reason}"

@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from .catalogue import BY_ID, SIGNATURES, Cause, Consumer, Implausible, Signature
 from .clues import ANCHORS as CLUE_ANCHORS
 from .clues import Clues
+from .reader import ANCHORS as READER_ANCHORS
+from .reader import DF, Reader
 
 MAX_LINE = 64 * 1024  # bytes of a line that are matched; the rest of an overlong line is not looked at
 EXCERPT = 240  # characters of the matched line kept in a diagnosis: never more of the log than that line
@@ -33,6 +36,11 @@ def _emitter(text: str) -> str:
     return m.group(1) if m else ""
 
 
+FoundBy = Literal["catalogue", "reader"]
+# A known text whose consumer the block names (a bare OSError beside SemLock's frames): of these causes
+NAMED_CAUSES = frozenset({"shm-space", "shm-missing", "shm-leak", "fd-limit"})
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     signature: str
@@ -44,6 +52,10 @@ class Diagnosis:
     reason: str = ""  # why the facts changed the cause (not-shm), or what they add; empty when the text decides
     count: int = 1  # lines of the log this signature matched with this cause; this one is the first
     shm_bytes: int | None = None  # the /dev/shm the text says there was (its size, or what was free)
+    # catalogue: a known text matched the line; reader: the general reader read an errno or a signal with a
+    # shared-memory context in its block (said in evidence)
+    found_by: FoundBy = "catalogue"
+    evidence: str = ""  # what of the block said shared memory and who: a reading's contexts, a known text's consumer
 
     def as_dict(self) -> dict:
         return {
@@ -54,6 +66,8 @@ class Diagnosis:
             "excerpt": self.excerpt,
             "bytes_needed": self.bytes_needed,
             "count": self.count,
+            "found_by": self.found_by,
+            "evidence": self.evidence,
         }
 
 
@@ -61,7 +75,22 @@ def anchors() -> list[str]:
     """The literals a candidate line holds: every signature's anchor and the lines that change a match's meaning."""
     found = {s.anchor for s in SIGNATURES if s.anchor}
     found |= {c.pattern.replace("\\", "") for s in SIGNATURES for c in (s.not_after, s.only_after) if c is not None}
-    return sorted(found | set(CLUE_ANCHORS))
+    return sorted(found | set(CLUE_ANCHORS) | set(READER_ANCHORS))
+
+
+class Prefilter:
+    """Whether a line holds one of the literals, exactly as grep -F finds them, and fast in Python: one regular
+    expression over the lowercased line (each literal lowercased, none that holds another: about half as many) lets
+    through the few lines that may, then the literals themselves decide. Every alternative is a literal: linear."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self.exact = [k.encode() for k in keys]
+        low = sorted({k.lower() for k in self.exact})
+        fewest = [k for k in low if not any(other != k and other in k for other in low)]
+        self.gate = re.compile(b"|".join(re.escape(k) for k in fewest))
+
+    def holds(self, line: bytes) -> bool:
+        return self.gate.search(line.lower()) is not None and any(k in line for k in self.exact)
 
 
 def excerpt(text: str, start: int) -> str:
@@ -87,6 +116,7 @@ class Scanner:
 
     found: dict[tuple[str, Cause], Diagnosis] = field(default_factory=dict)
     clues: Clues = field(default_factory=Clues)
+    reader: Reader = field(default_factory=Reader)
     _context: dict[str, tuple[int, str]] = field(default_factory=dict)  # a context pattern's last line: number, emitter
     # The last part of a line, for each signature whose literal it holds but not its text: the next line may be the
     # rest, wrapped
@@ -119,13 +149,15 @@ class Scanner:
             # Steady from the third: the line before it was this one too, as the one before that (what the run's first
             # line finished of the line before the run, and what it left open for the second, are theirs alone)
             steady = number - first >= 2 and not self._waiting and self.clues.settled(text, number)
-            if steady and counted is not None:
+            # a line the general reader reads a failure in is read again (its block moves on with it)
+            if steady and counted is not None and (counted or not self.reader.reads(text)):
                 for key in counted:
                     self.found[key] = replace(self.found[key], count=self.found[key].count + last - number + 1)
                 if pod:
                     self.clues.pod_log(last)
                 for part in text.split("\r"):  # what it says, said by its last line
                     self.clues.line(part, last)
+                    self.reader.line(part, last, bool(counted))
                 self._open = [(last, part, sig) for _, part, sig in self._open]  # the next line may finish it
                 return
 
@@ -144,6 +176,7 @@ class Scanner:
                 if m:
                     counted = _counting(counted, sig, self._add(sig, start, head + " " + part, m))
             wrapped, self._open = [], []
+            known = False  # a known text matched this line: the general reader leaves it
             for sig in SIGNATURES:
                 for context in (sig.not_after, sig.only_after):
                     if context is not None and context.search(part):
@@ -153,9 +186,12 @@ class Scanner:
                 if sig.anchor and sig.anchor in part:
                     m = sig.pattern.search(part)
                     if m:
-                        counted = _counting(counted, sig, self._add(sig, number, part, m))
+                        key = self._add(sig, number, part, m)
+                        known |= key is not None
+                        counted = _counting(counted, sig, key)
                     else:
                         self._open.append((number, part, sig))
+            self.reader.line(part, number, known)
         return counted
 
     def _released(self, sig: Signature) -> None:
@@ -174,6 +210,7 @@ class Scanner:
             if len(self._waiting) < WAITING:  # without the line that makes it this (a bare OSError is
                 self._waiting.append((number, text, sig, m))  # anything): it may follow
             return None
+        self.reader.known(number)
         if sig.not_after is not None and seen and number - seen <= BLOCK and emitter == _emitter(text):
             cause, reason = "not-shm", f"a line just before says {sig.not_after.pattern!r}: a failed registration"
         try:
@@ -186,6 +223,8 @@ class Scanner:
             self.found[(sig.id, cause)] = Diagnosis(
                 sig.id, cause, sig.consumer, number, excerpt(text, m.start()), needed, reason, shm_bytes=had
             )
+            if sig.consumer == "unknown" and cause in NAMED_CAUSES:
+                self.reader.name((sig.id, cause), number)
         else:
             most = max(filter(None, (first.bytes_needed, needed)), default=None)
             self.found[(sig.id, cause)] = replace(first, count=first.count + 1, bytes_needed=most)
@@ -194,8 +233,51 @@ class Scanner:
     def diagnoses(self) -> tuple[Diagnosis, ...]:
         """In the order of the log, less the signatures a more specific one in the same log supersedes."""
         present = {sig_id for sig_id, _ in self.found}
-        kept = [d for d in self.found.values() if not present.intersection(BY_ID[d.signature].superseded_by)]
+        readings, named = self.reader.readings()
+        kept = [
+            _named(d, named.get(key))
+            for key, d in self.found.items()
+            if not present.intersection(BY_ID[d.signature].superseded_by)
+        ]
+        kept += self._readings(kept, readings)
         return tuple(sorted(kept, key=lambda d: (d.line, d.signature)))
+
+    @staticmethod
+    def _readings(known: list[Diagnosis], readings) -> list[Diagnosis]:
+        """The general reader's findings a known text of the log does not already say: none of a cause a certain
+        known text gives, no full df where /dev/shm is said to run out, no browser's crash where a known text
+        names the browser."""
+        certain = {d.cause for d in known if not BY_ID[d.signature].ambiguous}
+        consumers = {d.consumer for d in known}
+        out: list[Diagnosis] = []
+        for r, count in readings:
+            sig = BY_ID[r.event.id]
+            if sig.cause in certain or (sig.consumer != "unknown" and sig.consumer in consumers):
+                continue
+            m = r.event.pattern.search(r.text)
+            out.append(
+                Diagnosis(
+                    sig.id,
+                    sig.cause,
+                    r.consumer(),
+                    r.line,
+                    excerpt(r.text, m.start() if m else 0),
+                    count=count,
+                    found_by="reader",
+                    evidence=r.evidence(),
+                )
+            )
+        if any(d.cause == "shm-space" and d.signature != DF.id for d in (*known, *out)):
+            out = [d for d in out if d.signature != DF.id]
+        return out
+
+
+def _named(d: Diagnosis, best) -> Diagnosis:
+    """A known text that does not say its consumer, named by its block: (line, context) or None."""
+    if best is None:
+        return d
+    number, context = best
+    return replace(d, consumer=context.consumer, evidence=f"{context.what} (line {number}) names who")
 
 
 def scan_text(text: str | bytes) -> Scanner:
@@ -203,11 +285,11 @@ def scan_text(text: str | bytes) -> Scanner:
     scanner = Scanner()
     # \r is not a line end (grep -n)
     lines: Sequence[str | bytes] = text.split("\n") if isinstance(text, str) else text.split(b"\n")
-    keys = anchors()
+    keys = Prefilter(anchors())
     after = False  # the line after a candidate: the rest of a wrapped message
     for number, raw in enumerate(lines, 1):
         probe = raw if isinstance(raw, str) else raw[:MAX_LINE].decode("utf-8", "replace")
-        candidate = any(a in probe for a in keys)
+        candidate = keys.holds(probe.encode("utf-8", "replace"))
         if candidate or after:
             scanner.line(number, probe)
         after = candidate

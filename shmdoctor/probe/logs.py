@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import IO, BinaryIO
 
-from ..diagnose.scan import MAX_LINE, Scanner, anchors
+from ..diagnose.scan import MAX_LINE, Prefilter, Scanner, anchors
 from ..errors import UsageError
 from .regular import open_regular
 
@@ -91,7 +91,7 @@ def _skip_rest(read) -> None:
             return
 
 
-def _python_lines(f: BinaryIO, keys: list[bytes]) -> Iterator[tuple[int, bytes, int]]:
+def _python_lines(f: BinaryIO, keys: Prefilter) -> Iterator[tuple[int, bytes, int]]:
     """Each candidate line, and the line after it (the rest of a message a terminal or a viewer wrapped), as
     (number, line, repeats): a run of the same candidate line is one, with its count."""
     number, after = 0, False
@@ -109,7 +109,7 @@ def _python_lines(f: BinaryIO, keys: list[bytes]) -> Iterator[tuple[int, bytes, 
         if run:
             yield run[0], run[1], run[2]
             run = []
-        candidate = any(k in raw for k in keys)
+        candidate = keys.holds(raw)
         if candidate:
             run = [number, raw, 1]
         elif after:
@@ -204,11 +204,11 @@ def _grep_lines(f: BinaryIO, keys: list[bytes], grep: str, uniq: str | None) -> 
 
 def candidate_lines(f: BinaryIO) -> Iterator[tuple[int, bytes, int]]:
     """(number, line, repeats) of each candidate line and the line after it, runs of one line as one."""
-    keys = [k.encode() for k in anchors()]
+    keys = anchors()
     grep = shutil.which("grep")
     if grep and _is_gnu(grep):
-        return _grep_lines(f, keys, grep, shutil.which("uniq"))
-    return _python_lines(f, keys)
+        return _grep_lines(f, [k.encode() for k in keys], grep, shutil.which("uniq"))
+    return _python_lines(f, Prefilter(keys))
 
 
 def _is_gnu(grep: str) -> bool:

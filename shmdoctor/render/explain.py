@@ -29,11 +29,13 @@ def _diagnosis_lines(ex: Explanation) -> list[str]:
         if d.count > 1:
             where += f" and {d.count - 1} more"
         need = f"  needs {format_size(d.bytes_needed)}" if d.bytes_needed else ""
-        out.append(f"  {d.cause:<13}{d.consumer:<11}{d.signature:<30}{where}{need}")
+        out.append(f"  {d.cause:<13}{d.consumer:<18}{d.signature:<30}{where}{need}")
         out.append(f"      {d.excerpt}")
         if d.reason:
             out.append(f"      {'not shared memory: ' if d.cause == 'not-shm' else ''}{d.reason}")
-        out.append(f"      (text from {BY_ID[d.signature].source})")
+        if d.evidence:
+            out.append(f"      {'read with' if d.found_by == 'reader' else 'consumer:'} {d.evidence}")
+        out.append(f"      ({'read by' if d.found_by == 'reader' else 'text from'} {BY_ID[d.signature].source})")
     return out
 
 

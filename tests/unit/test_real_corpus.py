@@ -58,34 +58,15 @@ def test_the_whole_corpus_is_judged_in_one_run():
 FOURTH = yaml.safe_load((DATA / "explain" / "fourth-pass.yaml").read_text())
 # The texts explain read wrongly as pasted on a host at 267cac4 (main, before issue 35's reading of the place, the
 # other consumers and the general reader), and those it blamed on /dev/shm once the place became evidence (6693372):
-# expected failures; after that work landed (f9381a1) the list keeps only what still misses, strict.
+# expected failures; after that work landed (f9381a1) the list keeps only what still misses, strict; after the
+# general reader (issue 35 item 2) three texts are left, each without an errno, a signal or a known text: a leak told
+# in prose (authentik), MPI crashing "at random points" beside a 64MB /dev/shm (batch-shipyard), "running out of
+# memory because 64MB wasn't enough" (chapel).
 MISSED_BEFORE_35 = frozenset(
     {
-        "https://github.com/ray-project/ray/pull/3029",
-        "https://github.com/celery/celery/issues/185",
-        "https://github.com/mvantellingen/localshop/issues/68",
-        "https://github.com/NVIDIA/JAX-Toolbox/issues/183",
-        "https://github.com/msr-fiddle/pipedream/issues/76",
-        "https://github.com/sony/nnabla-ext-cuda/pull/273",
-        "https://github.com/cypress-io/cypress/issues/598",
-        "https://github.com/cypress-io/cypress-docker-images/issues/308",
-        "https://github.com/nalepae/pandarallel/issues/128",
-        "https://github.com/joblib/loky/issues/42",
-        "https://github.com/Data-Centric-AI-Community/fg-data-profiling/issues/1684",
-        "https://github.com/numba/numba/issues/3344",
-        "https://github.com/Data-Centric-AI-Community/fg-data-profiling/issues/117",
         "https://github.com/goauthentik/authentik/issues/25876",
-        "https://github.com/aidlearning/AidLearning-FrameWork/issues/47",
-        "https://github.com/travis-ci/travis-cookbooks/issues/241",
-        "https://github.com/theroyallab/tabbyAPI/issues/387",
-        "https://github.com/hiyouga/LlamaFactory/issues/7315",
-        "https://github.com/vllm-project/vllm/pull/48879",
-        "https://github.com/moby/moby/pull/4981",
-        "https://github.com/containers/toolbox/issues/9",
-        "https://github.com/markhobson/docker-maven-chrome/issues/14",
         "https://github.com/Azure/batch-shipyard/issues/8",
         "https://github.com/chapel-lang/chapel/pull/15692",
-        "https://github.com/SeleniumHQ/docker-selenium/issues/1553",
     }
 )
 
@@ -134,6 +115,20 @@ def test_explain_says_of_each_real_text_pasted_here_what_its_thread_established(
     """benchmarks/explain_corpus.py --as-pasted, one text: the real CLI on stdin, on this machine's /dev/shm."""
     if case["source"] in MISSED_BEFORE_35 | MISSED_IN_FIFTH:
         request.applymarker(pytest.mark.xfail(reason="issue 35: misread as pasted on a host", strict=True))
+    result = pasted(case)
+    assert result["right"], result
+
+
+HELDOUT_4 = yaml.safe_load((DATA / "explain" / "heldout-4.yaml").read_text())
+# Scored once held out (f9381a1: 15 of 30), then read for the general reader: kept since, what still misses strict.
+# karma-chrome-launcher#154 says only "Headless Chrome times out": no crash, no errno, nothing of /dev/shm.
+MISSED_HELDOUT_4 = frozenset({"https://github.com/karma-runner/karma-chrome-launcher/issues/154"})
+
+
+@pytest.mark.parametrize("case", HELDOUT_4, ids=[c["source"].removeprefix("https://github.com/") for c in HELDOUT_4])
+def test_explain_says_of_each_formerly_held_out_text_what_its_thread_established(case, request):
+    if case["source"] in MISSED_HELDOUT_4:
+        request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
     result = pasted(case)
     assert result["right"], result
 

@@ -26,6 +26,8 @@ def test_a_shm_failure_exits_1_with_its_diagnosis_in_json(tmp_path):
             "excerpt": ENOSPC,
             "bytes_needed": None,
             "count": 1,
+            "found_by": "catalogue",
+            "evidence": "",
         }
     ]
     assert "hunter2" not in proc.stdout and "epoch 1" not in proc.stdout

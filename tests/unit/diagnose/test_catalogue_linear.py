@@ -14,13 +14,18 @@ from re import _parser as sre_parse  # type: ignore[attr-defined]
 
 import pytest
 
-from shmdoctor.diagnose import SIGNATURES, scan_text
+from shmdoctor.diagnose import SIGNATURES, reader, scan_text
 from shmdoctor.diagnose.catalogue import PLAUSIBLE, Implausible, number
 from shmdoctor.diagnose.scan import MAX_LINE
 
-PATTERNS = {s.id: s.pattern for s in SIGNATURES if s.anchor} | {
-    f"{s.id}.not_after": s.not_after for s in SIGNATURES if s.not_after is not None
-}
+PATTERNS = (
+    {s.id: s.pattern for s in SIGNATURES if s.anchor}
+    | {f"{s.id}.not_after": s.not_after for s in SIGNATURES if s.not_after is not None}
+    # the general reader's: each context and failure it reads, a path on a failure's line, df's percent
+    | {f"reader: {c.what}": c.pattern for c in reader.CONTEXTS}
+    | {f"reader: {e.id}": e.pattern for e in reader.EVENTS}
+    | {"reader: a path": reader._PATH, "reader: df's use": reader._DF_USE}
+)
 ANCHORS = {s.id: s.anchor for s in SIGNATURES if s.anchor}
 # One of each kind of character a class may take or refuse: word, digit, point, comma, space, tab, quote, slash,
 # brackets, punctuation, a control character, non-ASCII letters and digits.
@@ -107,7 +112,8 @@ def test_long_adversarial_lines_cost_linear_time(name):
 def test_a_log_of_adversarial_lines_is_scanned_within_a_bound():
     """Every anchor then a run of word, digit, space or control characters, each a whole MAX_LINE line, through the
     scanner as `run` does (the patterns' own worst lines are timed above)."""
-    lines = [(anchor + ch * MAX_LINE)[:MAX_LINE] for anchor in set(ANCHORS.values()) for ch in "a1 \x00"]
+    keys = set(ANCHORS.values()) | set(reader.ANCHORS)
+    lines = [(anchor + ch * MAX_LINE)[:MAX_LINE] for anchor in keys for ch in "a1 /\x00"]
     start = time.thread_time()
     scan_text("\n".join(lines))
     assert time.thread_time() - start < 60

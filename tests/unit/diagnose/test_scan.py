@@ -71,14 +71,25 @@ def test_grep_and_the_python_loop_hand_over_the_line_after_a_candidate(tmp_path)
     import io
     import shutil
 
-    from shmdoctor.diagnose.scan import anchors
+    from shmdoctor.diagnose.scan import Prefilter, anchors
     from shmdoctor.probe import logs
 
     data = b"a\nKilled\nrest\nb\nc\nKilled\n"
     keys = [k.encode() for k in anchors()]
     want = [(2, b"Killed\n", 1), (3, b"rest\n", 1), (6, b"Killed\n", 1)]
-    assert list(logs._python_lines(io.BytesIO(data), keys)) == want
+    assert list(logs._python_lines(io.BytesIO(data), Prefilter(anchors()))) == want
     if shutil.which("grep"):
         (tmp_path / "x.log").write_bytes(data)
         with open(tmp_path / "x.log", "rb") as f:
             assert list(logs._grep_lines(f, keys, shutil.which("grep"), shutil.which("uniq"))) == want
+
+
+def test_the_python_prefilter_finds_exactly_the_lines_holding_a_literal_as_grep_does():
+    """Its gate is case-blind and drops literals that hold another; the literals themselves still decide."""
+    from shmdoctor.diagnose.scan import Prefilter, anchors
+
+    keys = Prefilter(anchors())
+    for key in keys.exact:
+        for line in (b"x " + key + b" y", b"x " + key.swapcase() + b" y", b"x " + key[:-1] + b" y"):
+            assert keys.holds(line) == any(k in line for k in keys.exact), line
+    assert not keys.holds(b"2026-12-01 INFO trainer.py:123 -- epoch 3 step 1200/5000 loss=0.2341")

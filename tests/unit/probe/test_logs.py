@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from shmdoctor.diagnose.scan import MAX_LINE, Scanner, anchors
+from shmdoctor.diagnose.scan import MAX_LINE, Prefilter, Scanner, anchors
 from shmdoctor.errors import UsageError
 from shmdoctor.probe import logs
 
@@ -22,7 +22,7 @@ LOG = (
     b"insufficient shared memory (shm).\n"
     b"Killed"  # no newline at the end
 )
-KEYS = [k.encode() for k in anchors()]
+KEYS = Prefilter(anchors())
 
 
 def _python(data: bytes):
@@ -47,7 +47,7 @@ def test_grep_and_the_python_loop_find_the_same(tmp_path):
         return scanner.diagnoses()
 
     with open(path, "rb") as f:
-        by_grep = diagnosed(logs._grep_lines(f, KEYS, shutil.which("grep"), shutil.which("uniq")))
+        by_grep = diagnosed(logs._grep_lines(f, KEYS.exact, shutil.which("grep"), shutil.which("uniq")))
     assert by_grep == diagnosed(_python(LOG))
     assert [d.line for d in by_grep] == [5, 6]  # the bus error at 3 is superseded by the worker's own line
 
