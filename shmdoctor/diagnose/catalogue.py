@@ -139,7 +139,8 @@ def _ray_shm_size(m: re.Match[str]) -> int | None:
 _TORCH_FILE = rf"</?(?:dev/shm/)?torch_\w{{1,{NAME}}}>"
 _NCCL_DENIED = re.compile(r"Cuda failure 'invalid argument'")
 _WORKER = rf"DataLoader worker \(pids?\(?s?\)? [0-9, ]{{1,{GAP}}}\)"
-_PIDS = rf"DataLoader worker(?: \(pids?\(?s?\)? [0-9, ]{{1,{GAP}}}\))? is killed by signal"  # pid: not always said
+# pid: not always said, or said as a placeholder ('(pid ...)')
+_PIDS = rf"DataLoader worker(?: \(pids?\(?s?\)? [^)]{{1,{GAP}}}\))? is killed by signal"
 # 'exited with code', 'exits with error code', 'exit with code', 'Exited with 137', 'exit code: 137', 'exit status',
 # 'status code', 'Subprocess return code: 137', 'returned non-zero exit status'; '-137' where a runtime negates it
 _EXIT = (
@@ -217,7 +218,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "torch-worker-killed-bus-error",
         "shm-space",
         "dataloader",
-        "is killed by signal: Bus error",
+        "is killed by signal: Bus",  # 'Bus' ends the line where a message wraps before 'error' (fastai#21)
         re.compile(rf"{_PIDS}: Bus error"),
         "PyTorch's main process on a worker's SIGBUS: pytorch#5040, XPixelGroup/BasicSR#59",
         "a DataLoader worker was killed by a bus error",
@@ -379,7 +380,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "postgres-shm-removed",
         "remove-ipc",
-        "unknown",
+        "postgresql",
         "could not open shared memory segment",
         re.compile(rf'could not open shared memory segment "/PostgreSQL\.[0-9]{{1,{NUM}}}": No such file or directory'),
         "PostgreSQL's dynamic shared memory: autobase-tech/autobase#1200, cloudfoundry/postgres-release#73",
@@ -561,11 +562,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "ray-object-store-too-big",
         "shm-space",
         "ray",
-        "exceeds /dev/shm size",
+        "The configured object store size",
+        # 'exceeds the capacity of /dev/shm' without the sizes: Ray 1.x (ray-project/ray#14535)
         re.compile(
-            rf"The configured object store size \((?P<gb>{NUMBER}) GB\) exceeds /dev/shm size \((?P<shm>{NUMBER}) GB\)"
+            rf"The configured object store size (?:\((?P<gb>{NUMBER}) GB\) exceeds /dev/shm size \((?P<shm>{NUMBER}) "
+            r"GB\)|exceeds the capacity of /dev/shm)"
         ),
-        "Ray _private/services.py: ray-project/ray#16308",
+        "Ray _private/services.py: ray-project/ray#16308, ray-project/ray#14535",
         "Ray refused to start: its object store does not fit in /dev/shm",
         needed=_bytes("gb", GB),
         had=_bytes("shm", GB),
@@ -833,8 +836,8 @@ STATUSES: tuple[Signature, ...] = (
         "deepspeed-sigbus",
         "shm-space",
         "unknown",
-        "exits with return code = -7",
-        re.compile(r"exits with return code = -7\b"),
+        "xits with return code = -7",
+        re.compile(r"[Ee]xits with return code = -7\b"),
         "DeepSpeed's launcher (launch.py sigkill_handler) on a rank's SIGBUS: deepspeedai/DeepSpeed#4002",
         "a rank died of a bus error (return code -7): a page of a mapped file, /dev/shm's most often, could not be had",
         ambiguous=True,
@@ -843,8 +846,8 @@ STATUSES: tuple[Signature, ...] = (
         "deepspeed-sigkill",
         "memory-limit",
         "unknown",
-        "exits with return code = -9",
-        re.compile(r"exits with return code = -9\b"),
+        "xits with return code = -9",
+        re.compile(r"[Ee]xits with return code = -9\b"),
         "DeepSpeed's launcher (launch.py sigkill_handler) on a rank's SIGKILL: deepspeedai/DeepSpeed#4239",
         "a rank was killed (return code -9): the OOM killer, whose count includes /dev/shm pages, or a kill",
         ambiguous=True,

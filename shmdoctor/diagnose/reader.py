@@ -77,7 +77,14 @@ CONTEXTS: tuple[Context, ...] = (
         ("tritonserver", "triton_python_backend", "python_backend", "riton server", "riton Server", "riton Inference"),
         re.compile(r"tritonserver|triton_python_backend|python_backend|[Tt]riton (?:[Ss]erver|Inference)"),
     ),
-    Context("PostgreSQL's segment", "shm", "postgresql", ("/PostgreSQL.",), re.compile(r"/PostgreSQL\.")),
+    Context(
+        "PostgreSQL's segment",
+        "shm",
+        "postgresql",
+        ("/PostgreSQL.", "shared memory segment"),
+        # dsm_impl.c's words: a segment resized or opened is the dynamic one, in /dev/shm
+        re.compile(r"/PostgreSQL\.|could not (?:resize|open) shared memory segment"),
+    ),
     Context(
         "PostgreSQL",
         "frame",
@@ -93,7 +100,23 @@ CONTEXTS: tuple[Context, ...] = (
             *("chrom", "Chrom", "CHROM", "puppeteer", "Puppeteer", "playwright", "Playwright", "selenium"),
             *("Selenium", "cypress", "Cypress", "renderer", "Renderer", "targetCrashed"),
         ),
-        re.compile(r"(?i:\b(?:chrom(?:e|ium|edriver)|puppeteer|playwright|selenium|cypress|renderer)\b|targetCrashed)"),
+        # a name, not a folder of a path (Firefox's ipc/chromium/src)
+        re.compile(
+            r"(?i:(?<![/\w])(?:chrom(?:e|ium|edriver)|puppeteer|playwright|selenium|cypress|renderer)\b(?!/)"
+            r"|targetCrashed)"
+        ),
+    ),
+    Context(
+        "Chromium's own log line",
+        "frame",
+        "chromium",
+        ("ERROR:", "FATAL:", "WARNING:", "Received signal "),
+        # '[494:502:0131/235140.848732:FATAL:memory.cc(22)]'; its signal handler: 'Received signal 7 BUS_ADRERR'
+        re.compile(
+            r"(?:^|[`'\"\s])\[[0-9]{1,10}:[0-9]{1,10}:[0-9]{4}/[0-9]{6}\.[0-9]{3,6}:"
+            r"(?:ERROR|FATAL|WARNING|INFO|VERBOSE[0-9]):"
+            r"|Received signal [0-9]{1,2} [A-Z]{3,4}_[A-Z]{3,8}\b"
+        ),
     ),
     Context(
         "PyTorch's shared tensor",
@@ -113,8 +136,12 @@ CONTEXTS: tuple[Context, ...] = (
         "prometheus_client's multiprocess files",
         "frame",
         "prometheus-client",
-        ("prometheus_client", "PROMETHEUS_MULTIPROC", "prometheus_multiproc", "rometheus multiprocess"),
-        re.compile(r"prometheus_client|PROMETHEUS_MULTIPROC|prometheus_multiproc|[Pp]rometheus multiprocess"),
+        ("prometheus_client", "PROMETHEUS_MULTIPROC", "prometheus_multiproc", "rometheus multiprocess", ".db"),
+        # and its files: counter_<pid>.db, gauge_livesum_<pid>.db, histogram_<pid>.db (values.py)
+        re.compile(
+            r"prometheus_client|PROMETHEUS_MULTIPROC|prometheus_multiproc|[Pp]rometheus multiprocess"
+            r"|/(?:counter|histogram|summary|gauge_[a-z]{3,10})_[0-9]{1,10}\.db\b"
+        ),
     ),
     Context("Celery's pool", "pool", "celery", ("celery", "billiard"), re.compile(r"\bcelery\w{0,10}|\bbilliard\b")),
     Context("joblib's pool", "pool", "joblib", ("joblib", "loky"), re.compile(r"\b(?:joblib|loky)\b")),
@@ -169,11 +196,18 @@ CONTEXTS: tuple[Context, ...] = (
     ),
     Context("SemLock._rebuild", "rebuild", None, ("SemLock._rebuild",), re.compile(r"SemLock\._rebuild")),
     Context(
-        "System V shared memory (not /dev/shm)",
+        "System V shared memory or huge pages (not /dev/shm)",
         "sysv",
         None,
-        ("shmget", "SHMMAX", "SHMMNI", "SHMALL", "System V", "SysV", "could not create shared memory segment"),
-        re.compile(r"\bshmget\b|\bSHM(?:MAX|MNI|ALL)\b|System V|SysV|could not create shared memory segment:"),
+        (
+            *("shmget", "SHMMAX", "SHMMNI", "SHMALL", "System V", "SysV", "could not create shared memory segment"),
+            *("huge_pages", "hugepages", "HugePages", "hugetlb", "PGSharedMemoryCreate"),
+        ),
+        # and huge pages (hugetlbfs), PostgreSQL's main segment (anonymous or System V): not /dev/shm either
+        re.compile(
+            r"\bshmget\b|\bSHM(?:MAX|MNI|ALL)\b|System V|SysV|could not create shared memory segment:"
+            r"|huge_?pages|HugePages|hugetlb|PGSharedMemoryCreate"
+        ),
     ),
     Context(
         "another call (InfiniBand, a socket)",
@@ -230,8 +264,8 @@ EVENTS: tuple[Event, ...] = (
     Event("read-shm-enomem", *_errno("Cannot allocate memory", "ENOMEM", 12), ALL, own_path=True, mapped=True, reach=0),
     Event(
         "read-shm-bus-error",
-        ("SIGBUS", "Bus error", "bus error", "BUS error", "BUS ERROR", "signal 7"),
-        re.compile(r"\bSIGBUS\b|[Bb]us error|BUS (?:error|ERROR)|\bsignal 7\b"),
+        ("SIGBUS", "Bus error", "bus error", "BUS error", "BUS ERROR", "signal 7", "BUS_ADRERR"),
+        re.compile(r"\bSIGBUS\b|[Bb]us error|BUS (?:error|ERROR)|\bsignal 7\b|BUS_ADRERR"),
         frozenset({"shm", "call", "semaphore", "semlock", "frame"}),
         mapped=True,
     ),
@@ -244,8 +278,9 @@ EVENTS: tuple[Event, ...] = (
     ),
     Event(
         "read-browser-crash",
-        ("crash", "Crash", "CRASH", "Aw, Snap", "Aw snap", "Aw, snap"),
-        re.compile(r"(?i:crash)(?:ed|es|ing)?\b(?!\s?(?:pad|report|handler|dump))|Aw,? [Ss]nap"),
+        ("crash", "Crash", "CRASH", "Aw, Snap", "Aw snap", "Aw, snap", ":FATAL:"),
+        # and a fatal error in Chromium's own log
+        re.compile(r"(?i:crash)(?:ed|es|ing)?\b(?!\s?(?:pad|report|handler|dump))|Aw,? [Ss]nap|:FATAL:"),
         frozenset({"frame"}),
         reach=CRASH_REACH,
         by_consumer="chromium",
@@ -255,6 +290,14 @@ EVENTS: tuple[Event, ...] = (
 # shared memory name is one part: '/PostgreSQL.1', '/loky-1-a')
 _PATH = re.compile(r"(?<![\w/.:-])/(?:[\w.@+-]{1,255}/){1,40}[\w.@+-]{0,255}")
 _SHM_PATH = re.compile(r"/(?:dev|run)/shm\b")
+# A program's source file on the line says where it was said, not what failed (Firefox's shared_memory_posix.cc)
+_SOURCE = re.compile(r"\.(?:c|cc|cpp|cxx|h|hpp|py|go|rs|java|js|ts)(?::[0-9]{1,10})?$")
+
+
+def _elsewhere(path: str) -> bool:
+    return not _SHM_PATH.match(path) and not _SOURCE.search(path)
+
+
 # df's line of a /dev/shm this full (percent used), read as a full /dev/shm
 FULL = 95
 _DF_USE = re.compile(r"\s(?P<use>[0-9]{1,3})%\s{1,40}/dev/shm\s{0,40}$")
@@ -309,9 +352,9 @@ class Reading:
         for number, c in sorted(self.seen, key=lambda s: (s[1].kind not in proof, abs(s[0] - self.line), s[0])):
             if c.kind in ("mapped", "rebuild", "name", "sysv", "other"):
                 continue
-            words = f"{c.what} (line {number})"
-            if words not in said:
-                said.append(words)
+            if any(w.startswith(f"{c.what} (line ") for w in said):
+                continue  # the nearest line of each context
+            said.append(f"{c.what} (line {number})")
             if len(said) == EVIDENCE:
                 break
         return ", ".join(said)
@@ -372,7 +415,7 @@ class Reader:
         return found
 
     def _read(self, event: Event, text: str, number: int) -> None:
-        if event.own_path and any(not _SHM_PATH.match(p.group()) for p in _PATH.finditer(text)):
+        if event.own_path and any(_elsewhere(p.group()) for p in _PATH.finditer(text)):
             return  # an errno about a file elsewhere: that file's
         if len(self._open) >= WAITING:
             return

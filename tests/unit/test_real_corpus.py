@@ -72,36 +72,19 @@ MISSED_BEFORE_35 = frozenset(
 
 
 FIFTH = yaml.safe_load((DATA / "explain" / "fifth-pass.yaml").read_text())
-# the fifth pass's texts explain read wrongly at 039cbf3 (main, measured when the harvest came in), strict
+# the fifth pass's texts explain read wrongly at 039cbf3 (main, measured when the harvest came in), strict; after the
+# general reader (issue 35 item 2) the 9 it still misses: billiard's and authentik's leaks told by their titles only,
+# a traceback cut before its error (imposm2), a Bus error in initdb that was huge pages (kubernetes#71233, blamed),
+# Open MPI's mmap words without an errno, a Bus error in prose, a bare NCCL system error (kaito), '/dev/smh'.
 MISSED_IN_FIFTH = frozenset(
     {
-        "https://github.com/kyegomez/swarms/issues/667",
         "https://github.com/celery/billiard/issues/293",
         "https://github.com/celery/billiard/issues/5",
-        "https://github.com/aquasecurity/aqua-helm/issues/937",
-        "https://github.com/rubytoolbox/rubytoolbox/pull/1754",
-        "https://github.com/stephen-fox/chrome-docker/issues/8",
-        "https://github.com/catchpoint/WebPageTest.agent/issues/327",
-        "https://github.com/ZoneMinder/zoneminder/issues/1924",
-        "https://github.com/dlandon/zoneminder.machine.learning/issues/106",
-        "https://github.com/ray-project/ray/issues/14535",
         "https://github.com/goauthentik/authentik/issues/16386",
-        "https://github.com/goauthentik/authentik/issues/16432",
         "https://github.com/omniscale/imposm2/issues/9",
         "https://github.com/kubernetes/kubernetes/issues/71233",
-        "https://github.com/fastai/docker-containers/issues/21",
-        "https://github.com/triton-inference-server/hugectr_backend/issues/42",
-        "https://github.com/vectorize-io/hindsight/pull/3896",
-        "https://github.com/timescale/timescaledb/issues/5686",
-        "https://github.com/PyAr/pyarweb/issues/408",
-        "https://github.com/uyuni-project/uyuni/pull/8098",
-        "https://github.com/aws/amazon-ecs-agent/issues/2324",
-        "https://github.com/catchpoint/WebPageTest/issues/1446",
-        "https://github.com/electron/electron/issues/4491",
         "https://github.com/open-mpi/ompi/issues/12784",
-        "https://github.com/haotian-liu/LLaVA/issues/739",
         "https://github.com/sgl-project/sglang/pull/38638",
-        "https://github.com/open-mmlab/mmrotate/issues/501",
         "https://github.com/kaito-project/kaito/pull/1102",
         "https://github.com/opendatahub-io/kubeflow/issues/111",
     }

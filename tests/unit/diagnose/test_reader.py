@@ -60,6 +60,19 @@ READ = [
         'Intermittently getting "Renderer process crashed" when running the tests via jenkins.',
         ("read-browser-crash", "shm-space", "chromium", 1),
     ),
+    (  # electron/electron#4491: Chromium's signal handler, a frame copying into shared memory
+        "Received signal 7 BUS_ADRERR 7fac3055e29c\n#5 0x0000030784e0 printing::PrintWebViewHelper::"
+        "CopyMetafileDataToSharedMem()",
+        ("read-shm-bus-error", "shm-space", "chromium", 1),
+    ),
+    (  # stephen-fox/chrome-docker#8: a FATAL line of Chromium's own log
+        "`[778:7:0131/235140.910186:FATAL:memory.cc(22)] Out of memory. size=524288`",
+        ("read-browser-crash", "shm-space", "chromium", 1),
+    ),
+    (  # goauthentik/authentik#16432: prometheus_client's own file name
+        "PermissionError: [Errno 13] Permission denied: '/dev/shm/counter_2.db'",
+        ("read-shm-denied", "shm-missing", "prometheus-client", 1),
+    ),
     (  # triton-inference-server/server#4869: df of a full /dev/shm in a pod, Triton named above
         "I installed triton server using helm chart.\nFilesystem      Size  Used Avail Use% Mounted on\n"
         "shm              64M   64M     0 100% /dev/shm",
@@ -94,6 +107,10 @@ NOT_READ = {
     "a crash reporter beside Chrome": "Chrome 120 started; crashpad handler ready\ncrash reporting is enabled",
     "a permission error on a socket beside /dev/shm": "connect(/var/run/docker.sock): Permission denied\n"
     "mounted /dev/shm",
+    "a SIGBUS in PostgreSQL's main segment, huge pages (yugabyte-db#28816)": "* thread #1, name = 'postgres', stop "
+    "reason = signal SIGBUS\n  * frame #0: postgres`PGSharedMemoryCreate(size=1073741824) at pg_shmem.c:754:2",
+    "EACCES said at a source file of a chromium folder, no shared memory": "failed to open file: Permission denied: "
+    "file /build/src/ipc/chromium/src/base/file_util.cc, line 250",
     "ENOSYS with no shared-memory context": "OSError: [Errno 38] Function not implemented: 'inotify_init'",
 }
 

@@ -12,7 +12,7 @@ import tempfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shmdoctor.diagnose.scan import Scanner, anchors
+from shmdoctor.diagnose.scan import Prefilter, Scanner, anchors
 from shmdoctor.probe import logs
 
 LINES = [
@@ -61,7 +61,7 @@ def one_by_one(data: bytes) -> tuple:
 def test_a_run_read_once_says_what_its_lines_read_one_by_one_say(log):
     data = "".join((line + "\n") * times for line, times in log).encode()
     want = one_by_one(data)
-    assert read(logs._python_lines(io.BytesIO(data), [k.encode() for k in anchors()])) == want
+    assert read(logs._python_lines(io.BytesIO(data), Prefilter(anchors()))) == want
     if shutil.which("grep"):
         with tempfile.TemporaryFile() as f:
             f.write(data)
@@ -73,7 +73,7 @@ def test_a_run_read_once_says_what_its_lines_read_one_by_one_say(log):
 def test_a_million_of_one_error_is_one_run_counted_a_million_times():
     line = LINES[1] + "\n"
     data = b"epoch 1\n" + line.encode() * 1_000_000 + b"done\n"
-    runs = list(logs._python_lines(io.BytesIO(data), [k.encode() for k in anchors()]))
+    runs = list(logs._python_lines(io.BytesIO(data), Prefilter(anchors())))
     assert [(n, r) for n, _, r in runs] == [(2, 1_000_000), (1_000_002, 1)]  # the run, then the line after it
     (d,) = read(runs)[0]
     assert (d.line, d.count) == (2, 1_000_000)
