@@ -1,10 +1,11 @@
 """A YAML file's change written as text where that is exact, without a round trip through ruamel.yaml (which loads
 and dumps the whole file: four times plain lint on a compose file of 2,000 services): the editors change a plain
 parse of the file, the change is found by comparing it with an untouched copy, and it is written into the text
-only where it is scalars replaced (each in its own quoting) and scalar keys added to a block mapping (a line
-after its last, or before its first, indented as its keys). Anything else (a list grown, a key removed, a value
-under an anchor, an alias or a merge key, a duplicate key ruamel refuses, a block scalar) is None: the round trip
-does it. The text written is read again and must be the changed parse, or it is None too."""
+only where it is scalars replaced (each in its own quoting), keys added to a block mapping and items added to a
+block list (after the last, where the round trip places them, in the file's own indents; keys before the first).
+Anything else (a key removed, a flow collection grown, a value under an anchor, an alias or a merge key, a duplicate
+key ruamel refuses, a block scalar, comments below a line that changes and grows) is None: the round trip does it.
+The text written is read again and must be the changed parse, or it is None too."""
 
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ _BREAKS = re.compile("[\x85\u2028\u2029\ufeff]|\r(?!\n)")  # line breaks str and
 
 
 class _Inexact(Exception):
-    """The change is not only scalars replaced and keys added in place."""
+    """The change is not one this module writes exactly."""
 
 
 Edit = tuple[int, int, str]  # text[start:end] becomes the string
+# Lines added after a block collection: (the end of its last value's line, how deep it is, its column, the lines)
+Tail = tuple[int, int, int, str]
 
 
 def rewrite(text: str, source: str, change: Callable[[list[tuple[int, Any]]], None]) -> str | None:
@@ -60,9 +63,11 @@ def _rewrite(text: str, source: str, change: Callable[[list[tuple[int, Any]]], N
     changed = [(d.index, d.body) for d in docs]
     change(changed)
     edits: list[Edit] = []
+    tails: list[Tail] = []
     try:
         for doc, before in zip(docs, untouched):
-            _compare(yaml, loader, text, nodes[doc.index], before, doc.body, edits)
+            _compare(yaml, loader, text, nodes[doc.index], before, doc.body, edits, tails)
+        edits += _placed(text, tails, edits)
     except _Inexact:
         return None
     pieces, done = [], 0
@@ -95,8 +100,11 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _compare(yaml: Any, loader: Any, text: str, node: Any, before: Any, after: Any, edits: list[Edit]) -> None:
-    """The edits that make `node` (which reads as `before`) read as `after`."""
+def _compare(
+    yaml: Any, loader: Any, text: str, node: Any, before: Any, after: Any, edits: list[Edit], tails: list[Tail], depth=0
+) -> None:
+    """The edits that make `node` (which reads as `before`) read as `after`; lines added after a collection, with
+    how deep it is, in `tails`."""
     if type(before) is not type(after) or text[node.start_mark.index : node.start_mark.index + 1] in ("&", "!", "*"):
         raise _Inexact  # a value of another type, an anchored or tagged node (an alias reaches its anchor's node)
     if isinstance(before, dict):
@@ -109,20 +117,20 @@ def _compare(yaml: Any, loader: Any, text: str, node: Any, before: Any, after: A
             raise _Inexact  # a key removed or moved
         added = [k for k in after if k not in before]
         if added:
-            edits.append(_added(yaml, loader, text, node, list(after), added, after))
+            _added(yaml, loader, text, node, list(after), added, after, edits, tails, depth)
         for key in before:
             if not _same(before[key], after[key]):
                 if key not in pairs:
                     raise _Inexact
-                _compare(yaml, loader, text, pairs[key][1], before[key], after[key], edits)
+                _compare(yaml, loader, text, pairs[key][1], before[key], after[key], edits, tails, depth + 1)
     elif isinstance(before, list):
         if not isinstance(node, yaml.SequenceNode) or len(before) > len(after):
             raise _Inexact
         if len(after) > len(before):
-            edits.append(_appended(yaml, loader, text, node, after[len(before) :]))
+            tails.append(_appended(yaml, loader, text, node, after[len(before) :], depth))
         for item, old, new in zip(node.value, before, after):
             if not _same(old, new):
-                _compare(yaml, loader, text, item, old, new, edits)
+                _compare(yaml, loader, text, item, old, new, edits, tails, depth + 1)
     else:
         if not isinstance(node, yaml.ScalarNode) or node.start_mark.line != node.end_mark.line:
             raise _Inexact
@@ -137,26 +145,28 @@ def _compare(yaml: Any, loader: Any, text: str, node: Any, before: Any, after: A
         edits.append((start, end, _scalar(yaml, loader, after, style)))
 
 
-def _added(yaml: Any, loader: Any, text: str, node: Any, keys: list, added: list, after: dict) -> Edit:
-    """Keys added to a block mapping, all after its last key or all before its first, each written as the round
-    trip writes it (a mapping or a list below its key, in the file's own indents)."""
+def _added(
+    yaml: Any, loader: Any, text: str, node: Any, keys: list, added: list, after: dict, edits, tails, depth: int
+) -> None:
+    """Keys added to a block mapping, all after its last key (a tail) or all before its first, each written as the
+    round trip writes it (a mapping or a list below its key, in the file's own indents)."""
     if node.flow_style or not node.value:
         raise _Inexact
     first = node.value[0][0]
     column = first.start_mark.column
     lines = "".join("\n" + line for k in added for line in _entry(yaml, loader, text, k, after[k], column))
     if keys[-len(added) :] == added:
-        at = _after_last(yaml, text, node, column)
-        return (at, at, lines)
-    if keys[: len(added)] == added:
+        tails.append((_last_line(yaml, text, node), depth, column, lines))
+    elif keys[: len(added)] == added:
         start = text.rfind("\n", 0, first.start_mark.index) + 1
         if text[start : first.start_mark.index] != " " * column:
             raise _Inexact  # the first key shares its line (`- name: x`)
-        return (start, start, lines[1:] + "\n")
-    raise _Inexact
+        edits.append((start, start, lines[1:] + "\n"))
+    else:
+        raise _Inexact
 
 
-def _appended(yaml: Any, loader: Any, text: str, node: Any, items: list) -> Edit:
+def _appended(yaml: Any, loader: Any, text: str, node: Any, items: list, depth: int) -> Tail:
     """Items added to the end of a block sequence, each a dash at its items' column."""
     if node.flow_style or not node.value:
         raise _Inexact
@@ -165,14 +175,12 @@ def _appended(yaml: Any, loader: Any, text: str, node: Any, items: list) -> Edit
     dash = first.start_mark.column - 2
     if dash < 0 or text[start : first.start_mark.index] != " " * dash + "- ":
         raise _Inexact  # a dash with more than one space after it, or an item on its parent's line
-    at = _after_last(yaml, text, node, dash)
-    return (at, at, "".join("\n" + line for item in items for line in _item(yaml, loader, text, item, dash)))
+    lines = "".join("\n" + line for item in items for line in _item(yaml, loader, text, item, dash))
+    return (_last_line(yaml, text, node), depth, dash, lines)
 
 
-def _after_last(yaml: Any, text: str, node: Any, column: int) -> int:
-    """Where a line indented `column` goes after a block collection, as lint --fix's round trip places it: after
-    its last value's line and the comments below it, less the blank lines and less indented comments that end them
-    (they belong to what follows); before its line end's \\r."""
+def _last_line(yaml: Any, text: str, node: Any) -> int:
+    """The end of the line of a block collection's last value."""
     leaf = node
     while isinstance(leaf, (yaml.MappingNode, yaml.SequenceNode)) and not leaf.flow_style and leaf.value:
         leaf = leaf.value[-1][1] if isinstance(leaf, yaml.MappingNode) else leaf.value[-1]
@@ -180,19 +188,36 @@ def _after_last(yaml: Any, text: str, node: Any, column: int) -> int:
             raise _Inexact  # an alias's node is written where its anchor is
     if isinstance(leaf, yaml.ScalarNode) and leaf.style in ("|", ">"):
         raise _Inexact  # a block scalar's end is not its last line
-    at = _line_end(text, leaf.end_mark.index)
-    after = []  # the ends of the blank and comment lines between it and the next line of content
-    while at < len(text):
-        end = _line_end(text, at + 1)
-        line = text[at + 1 : end].strip(" \r")
-        if line and not line.startswith("#"):
-            break
-        after.append((end, not line or len(text[at + 1 : end]) - len(text[at + 1 : end].lstrip(" ")) < column))
-        at = end
-    while after and after[-1][1]:  # a blank line, or a comment less indented: it belongs to what follows
-        after.pop()
-    at = after[-1][0] if after else _line_end(text, leaf.end_mark.index)
-    return at - (text[at - 1 : at] == "\r")
+    return _line_end(text, leaf.end_mark.index)
+
+
+def _placed(text: str, tails: list[Tail], replaced: list[Edit]) -> list[Edit]:
+    """Where the round trip places lines added after collections: the tails after one line are one run, deepest
+    first (as a dump writes them), placed after the comments below that line, less the blank lines and comments
+    less indented than the run's first line that end them (those belong to what follows); before its \\r."""
+    runs: dict[int, list[Tail]] = {}
+    for tail in tails:
+        runs.setdefault(tail[0], []).append(tail)
+    edits = []
+    for line_end, run in runs.items():
+        run.sort(key=lambda t: -t[1])
+        column, at, after = run[0][2], line_end, []
+        while at < len(text):  # the blank and comment lines between it and the next line of content
+            end = _line_end(text, at + 1)
+            line = text[at + 1 : end]
+            if line.strip(" \r") and not line.lstrip(" ").startswith("#"):
+                break
+            after.append((end, not line.strip(" \r") or len(line) - len(line.lstrip(" ")) < column, line.strip()))
+            at = end
+        changed = any(text.rfind("\n", 0, line_end) < start <= line_end for start, _, _ in replaced)
+        if changed and any(said for _, _, said in after):  # a comment below a line that changes: the round trip
+            raise _Inexact  # places the lines as its own dump has them there
+        while after and after[-1][1]:
+            after.pop()
+        at = after[-1][0] if after else line_end
+        at -= text[at - 1 : at] == "\r"
+        edits.append((at, at, "".join(t[3] for t in run)))
+    return edits
 
 
 def _entry(yaml: Any, loader: Any, text: str, key: Any, value: Any, column: int) -> list[str]:

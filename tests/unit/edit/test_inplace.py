@@ -145,3 +145,61 @@ def test_real_files_written_in_place_are_written_as_the_round_trip_writes_them(m
             assert fast == slow or not slow[0], source.name  # or the round trip could not place it
             compared += bool(slow[0])
     assert compared >= 20
+
+
+@st.composite
+def manifests(draw) -> str:
+    """Pods and Jobs as people write them: a dash under its key or indented, mounts and volumes there or not, block or
+    flow, comments after the last item at any indent, limits or none."""
+    dash = draw(st.sampled_from(["", "  "]))
+    docs = []
+    for i in range(draw(st.integers(min_value=1, max_value=3))):
+        job = draw(st.booleans())
+        pad = "    " if job else ""
+        spec = f"{pad}spec:\n" if not job else "spec:\n  template:\n    spec:\n"
+        body = f"apiVersion: {'batch/v1' if job else 'v1'}\nkind: {'Job' if job else 'Pod'}\nmetadata:\n  name: p{i}\n"
+        body += spec + f"{pad}  containers:\n"
+        for c in range(draw(st.integers(min_value=1, max_value=2))):
+            item = f"{pad}  {dash}- name: c{c}\n{pad}  {dash}  image: pytorch/pytorch\n"
+            inner = f"{pad}  {dash}  "
+            item += draw(
+                st.sampled_from(
+                    [
+                        "",
+                        f"{inner}resources:\n{inner}  limits:\n{inner}    memory: 1Gi\n",
+                        f"{inner}resources: {{limits: {{memory: 1Gi}}}}\n",
+                        f"{inner}volumeMounts:\n{inner}{dash}- name: data\n{inner}{dash}  mountPath: /data\n",
+                        f"{inner}volumeMounts: [{{name: data, mountPath: /data}}]\n",
+                        f"{inner}command: [python, train.py]  # the job\n",
+                    ]
+                )
+            )
+            item += draw(st.sampled_from(["", f"{inner}# about c{c}\n", f"{pad}  # the next container\n", "\n"]))
+            body += item
+        body += draw(
+            st.sampled_from(
+                [
+                    "",
+                    f"{pad}  volumes:\n{pad}  {dash}- name: data\n{pad}  {dash}  emptyDir: {{}}\n",
+                    f"{pad}  volumes: [{{name: data, emptyDir: {{}}}}]\n",
+                    f"{pad}  restartPolicy: Never\n",
+                ]
+            )
+        )
+        docs.append(body + draw(st.sampled_from(["", "# end\n", "\n"])))
+    return "---\n".join(docs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=manifests())
+def test_manifests_written_in_place_are_written_as_the_round_trip_writes_them(text, monkeypatch):
+    written = []
+    real = inplace.rewrite
+    monkeypatch.setattr(inplace, "rewrite", lambda *a: written.append(real(*a)) or written[-1])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "pods.yaml"
+        path.write_text(text)
+        fast = diff(path, True, monkeypatch)
+        if written and written[-1] is not None:
+            slow = diff(path, False, monkeypatch)
+            assert fast == slow or not slow[0]
