@@ -56,7 +56,7 @@ def one_by_one(data: bytes) -> tuple:
     return read(lines)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(LOGS)
 def test_a_run_read_once_says_what_its_lines_read_one_by_one_say(log):
     data = "".join((line + "\n") * times for line, times in log).encode()
