@@ -93,10 +93,11 @@ def saved_by_an_editor(path: Path, text: str) -> None:
     beside.replace(path)
 
 
-@pytest.mark.parametrize("at_open", [1, 2], ids=["while-lint-judges", "while-the-fix-is-made"])
+@pytest.mark.parametrize("at_open", [2, 3], ids=["while-lint-judges", "while-the-fix-is-made"])
 def test_a_save_made_while_it_works_is_kept_and_the_file_not_written(folder, at_open):
-    """The user saves the file the moment --fix opens it (lint's read, then the fix's own): that file is not
-    written, one line says why, exit 2; the other file of the folder is still written."""
+    """The user saves the file the moment --fix opens it (lint's read, then the fix's own; the first open is the
+    compose set's look for include/extends, before the text lint judges): that file is not written, one line says
+    why, exit 2; the other file of the folder is still written."""
     mine, other = folder / "compose.yml", folder / "other.yml"
     mine.write_text(FAILING)
     other.write_text(FAILING)
