@@ -37,16 +37,18 @@ def explain_log(
         raise ProbeError(f"{source}: the log did not end within --timeout {timeout:g} s") from None
     except OSError as e:  # a file that opens but does not read: /proc/self/mem (EIO), /proc/self/clear_refs (EINVAL)
         raise UsageError(f"{source}: cannot read: {e.strerror or e}") from None
+    clues = scanner.clues  # shmdoctor run's line in the log says how the command ended
+    ended = Exit(clues.exit_code, seen_by=clues.exit_from) if clues.exit_code is not None else None
     if here:
         facts = local.probe()
         note = "facts are of this machine or container (--here): the log is said to come from here"
         return judge(
-            scanner.diagnoses(), facts, need=need, notes=(note,), source=source, clues=scanner.clues, gpus=gpus
+            scanner.diagnoses(), facts, ended=ended, need=need, notes=(note,), source=source, clues=clues, gpus=gpus
         )
-    where, found = elsewhere(scanner.clues, shm_bytes, form), scanner.diagnoses()
+    where, found = elsewhere(clues, shm_bytes, form), scanner.diagnoses()
     weighed = where.known == "unknown" and any(BY_ID[d.signature].ambiguous for d in found)  # the place would tell
     notes = (UNKNOWN_NOTE,) if weighed else ()
-    return judge(found, where, need=need, notes=notes, source=source, clues=scanner.clues, gpus=gpus)
+    return judge(found, where, ended=ended, need=need, notes=notes, source=source, clues=clues, gpus=gpus)
 
 
 UNKNOWN_NOTE = (

@@ -30,6 +30,15 @@ MAX_CHANNELS = 64  # NCCL's MAXCHANNELS (src/include/device.h; 32 in older relea
 # torchrun: '--nproc-per-node 4', '--nproc_per_node=4'; its failure report: 'local_rank: 7'
 _NPROC = re.compile(rf"--nproc[-_]per[-_]node[= ]([0-9]{{1,{NUM}}})\b")
 _LOCAL_RANK = re.compile(rf"\blocal_rank: ([0-9]{{1,{NUM}}})\b")
+# A server's or a launcher's GPUs in a pasted command or config (issue 35 item 4): vLLM's --tensor-parallel-size / -tp,
+# SGLang's --tp-size, tensor_parallel_size=, world_size / WORLD_SIZE (one host assumed: more is the safe side), docker
+# run --gpus N, a pod's nvidia.com/gpu: N and requestGPU: N
+_GPUS = re.compile(
+    rf"(?:--tensor[-_]parallel[-_]size|(?<![\w-])--?tp(?:[-_]size)?|\btensor_parallel_size|\b(?:world_size|WORLD_SIZE)"
+    rf"|--gpus|\bnvidia\.com/gpu|\brequestGPU)['\"]?\s{{0,4}}[=: ]\s{{0,4}}['\"]?([0-9]{{1,{NUM}}})\b"
+)
+# CUDA_VISIBLE_DEVICES=0,1,2: the devices listed
+_VISIBLE = re.compile(r"\bCUDA_VISIBLE_DEVICES=['\"]?([0-9]{1,6}(?:,[0-9]{1,6}){0,4095})\b")
 
 # The kernel's OOM report (mm/memcontrol.c): 'memory: usage 65536kB, limit 65536kB, failcnt 0', then the cgroup's
 # stats, 'shmem 65458176' (bytes of tmpfs pages, /dev/shm's; cgroup v1 adds 'total_shmem' for the hierarchy)
@@ -58,12 +67,33 @@ _INSPECT_SHM = re.compile(rf'"ShmSize":\s{{0,40}}(?P<size>[0-9]{{1,{BYTES}}})\b'
 # Kubernetes: a kubectl or helm command, and a container's 'limits:' then 'memory: 2Gi' within a few lines
 _KUBE = re.compile(
     r"\b(?:kubectl|helm)\s(?:\S{1,40}\s)?(?:logs|describe|get|install|upgrade|apply|exec|run|template)\b"
+    r"|\b[Hh]elm chart"
 )
 _LIMITS = re.compile(r"^\s{0,80}limits:\s{0,40}$")
 _K8S_MEMORY = re.compile(r"^\s{0,80}memory:\s{0,40}['\"]?(?P<q>[0-9.]{1,40}[a-zA-Z]{0,2})['\"]?\s{0,40}$")
 LIMITS_REACH = 4  # lines from 'limits:' to its 'memory:'
 
+# shmdoctor run's own lines in a pasted log (render/run.py): its facts line ('shmdoctor run: /dev/shm 64 MiB, 0 B
+# used: …; IPC private; memory limit 2 GiB; …'), the loaders' need it computed ('the loaders' need 900 MiB (…') and
+# how the command ended ('shmdoctor run: python train.py exited 135 (SIGBUS) after 4.2 s; …')
+RUN = "shmdoctor run:"
+_UNIT = r"(?:[KMGTPE]iB|B)"
+_OURS_SHM = re.compile(rf"^shmdoctor run: /dev/shm (?P<size>{SIZE}) (?P<unit>{_UNIT}), ")
+_OURS_MEMORY = re.compile(rf"; memory limit (?P<size>{SIZE}) (?P<unit>{_UNIT});")
+_OURS_NEED = re.compile(rf"; the loaders' need (?P<size>{SIZE}) (?P<unit>{_UNIT}) \(")
+_OURS_EXIT = re.compile(r"^shmdoctor run: .{1,4000}? exited (?P<code>[0-9]{1,3})(?: \(SIG[A-Z]{2,8}\))? after ")
+
 ANCHORS = (
+    RUN,
+    "tensor-parallel-size",
+    "tensor_parallel_size",
+    "-tp",
+    "world_size",
+    "WORLD_SIZE",
+    "--gpus",
+    "nvidia.com/gpu",
+    "requestGPU",
+    "CUDA_VISIBLE_DEVICES",
     "nranks",
     "nRanks",
     "localRanks",
@@ -84,6 +114,7 @@ ANCHORS = (
     "mem_limit",
     "kubectl",
     "helm",
+    "Helm chart",
     "limits:",
     "memory:",
 )
@@ -103,6 +134,10 @@ class Clues:
     form_from: str = ""
     memory_said: int | None = None  # a memory limit the text gives it (a pasted command or manifest)
     memory_said_from: str = ""
+    need_said: int | None = None  # bytes: the loaders' need shmdoctor run computed and printed
+    need_said_from: str = ""
+    exit_code: int | None = None  # how the command ended, as shmdoctor run printed it (128+N for a signal)
+    exit_from: str = ""
     _limits_at: int | None = None  # the last 'limits:' line's number, for its 'memory:'
 
     def line(self, text: str, number: int = 0) -> None:
@@ -111,10 +146,14 @@ class Clues:
             (_NRANKS, 0, "NCCL's nranks"),
             (_NPROC, 0, "torchrun's --nproc-per-node"),
             (_LOCAL_RANK, 1, "torchrun's local_rank"),
+            (_GPUS, 0, "the GPUs its command or config gives"),
         ):
             m = pattern.search(text)
             if m:
                 self._ranks(int(m.group(1)) + at_least, what)
+        m = _VISIBLE.search(text)
+        if m:
+            self._ranks(m.group(1).count(",") + 1, "CUDA_VISIBLE_DEVICES")
         if "NCCL" in text:
             m = _DEVICE.match(text)
             if m:
@@ -130,8 +169,26 @@ class Clues:
             self.shmem = max(self.shmem or 0, int(m.group(1)))
         self._place(text, number)
 
+    def _run(self, text: str, number: int) -> None:
+        """shmdoctor run's own lines: the place it measured, the loaders' need, how the command ended."""
+        m = _OURS_SHM.match(text)
+        if m:
+            self._shm(_size(m.group("size") + m.group("unit")), f"shmdoctor run's facts, line {number}")
+        m = _OURS_MEMORY.search(text)
+        if m:
+            self._memory(_size(m.group("size") + m.group("unit")), f"shmdoctor run's facts, line {number}")
+        m = _OURS_NEED.search(text)
+        if m:
+            self.need_said = _size(m.group("size") + m.group("unit"))
+            self.need_said_from = f"the loaders' need shmdoctor run printed, line {number}"
+        m = _OURS_EXIT.match(text)
+        if m:
+            self.exit_code, self.exit_from = int(m.group("code")), f"shmdoctor run, line {number}"
+
     def _place(self, text: str, number: int) -> None:
         """Where it ran: its /dev/shm's size, its memory limit and its form, each as the text says it."""
+        if text.startswith(RUN):
+            self._run(text, number)
         m = _DF.match(text)
         if m:  # df -h prints binary units (64M: 64 MiB); without one, 1K-blocks
             self._shm(_size(m.group("size") + (m.group("unit") or "k")), f"df, line {number}")

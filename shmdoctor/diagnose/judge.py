@@ -289,12 +289,14 @@ class Job:
     channels: int | None = None
     memory_limit: int | None = None  # the memory cgroup's limit the kernel's OOM report says was hit
     shmem: int | None = None  # and the tmpfs (/dev/shm) pages in it then
+    need_bytes: int | None = None  # the loaders' need shmdoctor run printed in the log
+    need_from: str = ""
 
     @classmethod
     def of(cls, facts: Facts, clues: Clues | None = None, gpus: int | None = None) -> Job:
         if clues is None:
             clues = Clues()
-        read = cls(None, "", clues.channels, clues.memory_limit, clues.shmem)
+        read = cls(None, "", clues.channels, clues.memory_limit, clues.shmem, clues.need_said, clues.need_said_from)
         if gpus:
             return replace(read, ranks=gpus, ranks_from="--gpus")
         if (clues.ranks or 0) >= 2:  # one device named is a lower bound, not a count
@@ -314,6 +316,7 @@ class Job:
 
 
 NCCL_TWO, NCCL_EIGHT = consumers.nccl(2, "shm").bytes, consumers.nccl(8, "shm").bytes
+LOADERS = ("dataloader", "unknown")  # whose need shmdoctor run's loader line is
 
 
 def _need_bytes(d: Diagnosis, facts: Facts, measured: Measured | None, need: Requirement | None, job: Job):
@@ -325,6 +328,8 @@ def _need_bytes(d: Diagnosis, facts: Facts, measured: Measured | None, need: Req
         return need.bytes
     if d.consumer == "postgresql":  # one parallel query's segment: the server's whole need is not in the text
         return None
+    if job.need_bytes and d.consumer in LOADERS:  # shmdoctor run read the loaders and printed their need
+        return job.need_bytes
     asked = d.bytes_needed or None
     base = measured.peak_bytes if measured else None
     seen = None if asked is None else (base or 0) + asked
@@ -347,6 +352,8 @@ def _evidence(d: Diagnosis, measured: Measured | None, job: Job) -> str:
         return f"NCCL's measured model for {job.ranks} local GPUs, their number from {job.ranks_from}"
     if d.consumer in ("vllm", "sglang") and job.ranks and job.ranks >= 2:
         return f"{d.consumer}'s rings for {job.ranks} ranks from {job.ranks_from}, or the log's size if larger"
+    if job.need_bytes and d.consumer in LOADERS:
+        return job.need_from
     if measured is not None:
         return "the peak measured + the size the log says could not be had"
     return "read from the log"
@@ -373,12 +380,37 @@ SIZED_BY = {
     "suite's own peak",
     "triton": "size /dev/shm for Triton's python backend: each model instance's pool (shm-default-byte-size, growing "
     "by shm-growth-byte-size) × instances; --backend-config=python,shm-default-byte-size=… sets it",
+    "vllm": "size /dev/shm for vLLM's rings: (16 MiB + 1 + T) × 10 for the scheduler, (24 MiB + 2) × 10 a worker and "
+    "(4 MiB + T) × 6 for the TP group, about 2 GiB at tensor parallel 8, plus NCCL's; `--gpus T` (its "
+    "--tensor-parallel-size) gives the exact size",
+    "sglang": "size /dev/shm for SGLang: its TP queue (4 MiB + T) × 6 and NCCL's SHM transport (139 MiB for two GPUs, "
+    "SGLang turns cuMem off); `--gpus T` (its --tp-size) gives the exact size",
+    # a semaphore is one 4 KiB page: where making one fails for space, /dev/shm was full of something else
+    "multiprocessing": "a semaphore takes one 4 KiB page of /dev/shm: it was full of something else (a leak, another "
+    "program): `df -h /dev/shm` and `ls -la /dev/shm` there show what, `shmdoctor clean` frees what no process holds",
+    "celery": "a Celery (billiard) pool's semaphores take a 4 KiB page each: /dev/shm was full of something else, "
+    "often billiard's own semaphores left by pools that were not closed (celery/billiard#293): `ls -la /dev/shm` "
+    "there shows them, `shmdoctor clean` frees what no process holds",
+    "joblib": "size /dev/shm for joblib: its workers get each array above max_nbytes (1M by default) as a memmap in "
+    "its temp folder, /dev/shm where it is writable (joblib's Parallel docs, temp_folder): the arrays passed at once; "
+    "or Parallel(temp_folder='/tmp') / JOBLIB_TEMP_FOLDER=/tmp (disk: slower), or max_nbytes=None (no memmap)",
+    "prometheus-client": "size /dev/shm for prometheus_client's multiprocess files: each process keeps one file a "
+    "metric type, mapped and grown 1 MiB at a time (its mmap_dict), and a dead worker's stay: (workers + recycled "
+    "ones) × types × 1 MiB or more; its docs: empty PROMETHEUS_MULTIPROC_DIR at each start and call "
+    "multiprocess.mark_process_dead in gunicorn's child_exit",
+    "tensorflow": "size /dev/shm for TensorFlow's input pipeline: workers that share batches (Keras "
+    "use_multiprocessing, tf.data service) keep them there, and several GPUs add NCCL's; run the job under "
+    "`shmdoctor run -- CMD` for its peak",
+    "jax": "size /dev/shm for JAX: several GPUs of one host talk through XLA's NCCL, whose SHM transport takes 139 MiB "
+    "for two GPUs, 813 MiB for eight (`--gpus N` gives the exact one); run the job under `shmdoctor run -- CMD` for "
+    "its peak",
 }
 
 
 # A size a consumer's own documentation asks, where it gives one: offered where the need is not known (never the size
 # that failed + 25%)
 DOCS_SIZE = {"chromium": (2 * GiB, "the size docker-selenium's README asks for Chrome (--shm-size=2g)")}
+DISK = "on disk in most containers: slower"
 CHROME_NO_SHM = Fix(
     "Chrome's --disable-dev-shm-usage flag: its shared memory in /tmp instead of /dev/shm",
     caveat="/tmp is on disk in most containers: slower rendering (Puppeteer's troubleshooting guide offers it where "
@@ -405,6 +437,15 @@ def _alternatives(d: Diagnosis) -> tuple[Fix, ...]:
         )
     if d.consumer == "chromium":
         return (CHROME_NO_SHM,)
+    if d.consumer == "joblib":
+        return (Fix("joblib's memmaps on disk: JOBLIB_TEMP_FOLDER=/tmp (Parallel(temp_folder=...))", caveat=DISK),)
+    if d.consumer == "prometheus-client":
+        return (
+            Fix(
+                "remove a dead worker's files: prometheus_client.multiprocess.mark_process_dead(worker.pid) in "
+                "gunicorn's child_exit hook, and an empty PROMETHEUS_MULTIPROC_DIR at each start (its docs)"
+            ),
+        )
     if d.consumer == "nccl":
         return (
             fixes.env_fix(fixes.NCCL_SHM_OFF, "NCCL_SHM_DISABLE", "1", caveat=fixes.NCCL_SHM_OFF_CAVEAT),

@@ -39,6 +39,8 @@ def _emitter(text: str) -> str:
 FoundBy = Literal["catalogue", "reader"]
 # A known text whose consumer the block names (a bare OSError beside SemLock's frames): of these causes
 NAMED_CAUSES = frozenset({"shm-space", "shm-missing", "shm-leak", "fd-limit"})
+# whose known text the block may name better: nobody's, and multiprocessing's by the pool built on it
+NAMED_BY_BLOCK: dict[str, frozenset[str] | None] = {"unknown": None, "multiprocessing": frozenset({"celery", "joblib"})}
 
 
 @dataclass(frozen=True)
@@ -223,7 +225,7 @@ class Scanner:
             self.found[(sig.id, cause)] = Diagnosis(
                 sig.id, cause, sig.consumer, number, excerpt(text, m.start()), needed, reason, shm_bytes=had
             )
-            if sig.consumer == "unknown" and cause in NAMED_CAUSES:
+            if sig.consumer in NAMED_BY_BLOCK and cause in NAMED_CAUSES:
                 self.reader.name((sig.id, cause), number)
         else:
             most = max(filter(None, (first.bytes_needed, needed)), default=None)
@@ -277,6 +279,9 @@ def _named(d: Diagnosis, best) -> Diagnosis:
     if best is None:
         return d
     number, context = best
+    better = NAMED_BY_BLOCK.get(d.consumer)
+    if better is not None and context.consumer not in better:
+        return d
     return replace(d, consumer=context.consumer, evidence=f"{context.what} (line {number}) names who")
 
 

@@ -108,3 +108,34 @@ def test_dev_shm_pages_in_the_cgroup_are_read_up_to_1_pib(shmem, read):
 @pytest.mark.parametrize("usage, read", [(18446744073709551615, 64 * 2**20), (184467440737095516150, None)])
 def test_a_byte_count_of_the_report_is_at_most_20_digits_as_a_64_bit_counter_prints(usage, read):
     assert scan_text(OOM.format(usage=usage, limit=65536, shmem=0)).clues.memory_limit == read
+
+
+@pytest.mark.parametrize(
+    ("said", "gpus"),
+    [
+        ("vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 4", 4),
+        ("python -m vllm.entrypoints.openai.api_server -tp 8", 8),
+        ("python -m sglang.launch_server --tp-size 2", 2),
+        ("llm = LLM(model, tensor_parallel_size=4)", 4),
+        ("world_size: 8", 8),
+        ("docker run --gpus 2 --shm-size=64m image", 2),
+        ("            nvidia.com/gpu: 4", 4),
+        ("  requestGPU: 2", 2),
+        ("CUDA_VISIBLE_DEVICES=0,1,2 python train.py", 3),
+    ],
+)
+def test_the_gpus_a_pasted_command_or_config_gives_size_nccl(said, gpus):
+    """issue 35 item 4: the numbers in the paste; NCCL's whole need is for that many GPUs, said where it comes from."""
+    text = message(f"{said}\n{SEGMENT}")
+    assert f"for {gpus} local GPUs (the log: " in text, text
+
+
+@pytest.mark.parametrize("said", ["docker run --gpus all image", "--tp-size auto", "CUDA_VISIBLE_DEVICES= python x"])
+def test_a_gpu_option_without_a_count_gives_none(said):
+    assert UNKNOWN in message(f"{said}\n{SEGMENT}")
+
+
+def test_a_helm_chart_said_is_the_kubernetes_form():
+    """triton-inference-server/server#4869: 'I installed triton server using helm chart.'"""
+    clues = scan_text("I installed triton server using helm chart.\nshm 64M 64M 0 100% /dev/shm").clues
+    assert clues.form == "kubernetes" and clues.shm_size == 64 * 2**20

@@ -51,3 +51,38 @@ def test_a_chrome_with_no_dev_shm_gets_one_of_its_docs_size_or_the_flag():
 def test_a_semaphore_with_no_dev_shm_mounted_is_told_there_is_none():
     (fix,) = finding(LAMBDA).fixes
     assert fix.summary.startswith("there is no /dev/shm: mount a tmpfs there") and "AWS Lambda" in fix.summary
+
+
+# The general reader's consumers (issue 35 item 3): each named by its block, each told its own way to a size
+JOBLIB = (  # joblib's memmapping folder in /dev/shm (its Parallel docs: temp_folder)
+    "OSError: [Errno 28] No space left on device: '/dev/shm/joblib_memmapping_folder_1_abc/a.pkl'\n"
+    '  File "/usr/lib/python3/site-packages/joblib/parallel.py", line 1056, in __call__'
+)
+PROMETHEUS = (  # goauthentik/authentik#16432's file, full instead of refused
+    "OSError: [Errno 28] No space left on device: '/dev/shm/counter_2.db'"
+)
+BILLIARD = (  # celery/billiard#293, cut to its frames
+    "OSError: [Errno 28] No space left on device\n"
+    '  File "billiard/synchronize.py", line 182, in __init__\n'
+    "    SemLock.__init__(self, SEMAPHORE, 1, 1, ctx=ctx)"
+)
+
+
+def test_joblib_is_told_its_memmaps_and_their_folder_on_disk_as_the_other_way():
+    found = finding(JOBLIB)
+    ask, _host, disk = found.fixes
+    assert ask.summary.startswith("size /dev/shm for joblib") and "max_nbytes" in ask.summary
+    assert "JOBLIB_TEMP_FOLDER=/tmp" in disk.summary and disk.caveat
+
+
+def test_prometheus_client_is_told_its_files_a_process_and_the_dead_workers_to_remove():
+    found = finding(PROMETHEUS)
+    ask, _host, dead = found.fixes
+    assert ask.summary.startswith("size /dev/shm for prometheus_client") and "1 MiB" in ask.summary
+    assert "mark_process_dead" in dead.summary
+
+
+def test_a_semaphores_enospc_says_something_else_filled_dev_shm_never_the_loaders_dose():
+    found = finding(BILLIARD)
+    assert found.fixes[0].summary.startswith("a Celery (billiard) pool's semaphores take a 4 KiB page")
+    assert not any("loader" in f.summary for f in found.fixes)
