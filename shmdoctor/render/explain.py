@@ -19,7 +19,11 @@ def headline(ex: Explanation) -> str:
         return f"{d.cause} ({d.consumer}): {top.message}"
     if ex.diagnoses:
         return ex.report.findings[0].message
-    return f"no shared-memory failure in {ex.source}: none of the {len(SIGNATURES)} known failure texts is there"
+    return (
+        f"no shared-memory failure recognised in {ex.source}: none of the {len(SIGNATURES)} known failure texts is "
+        "there, and no errno or signal of the family beside a shared-memory context (which is no proof it was not: "
+        "`shmdoctor run -- CMD` measures the job itself)"
+    )
 
 
 def _diagnosis_lines(ex: Explanation) -> list[str]:
@@ -41,8 +45,9 @@ def _diagnosis_lines(ex: Explanation) -> list[str]:
 
 def to_text(ex: Explanation) -> str:
     report = ex.report
-    label = "FAIL" if ex.exit_code else "WARN" if _undecided(ex) else "OK"
-    color = {"FAIL": "red", "WARN": "yellow", "OK": "green"}[label]
+    # a text that names nothing is not recognised, never OK (exit 0 and the JSON's verdict ok: no finding)
+    label = "FAIL" if ex.exit_code else "WARN" if _undecided(ex) else "OK" if ex.diagnoses else "NOT RECOGNISED"
+    color = {"FAIL": "red", "WARN": "yellow", "OK": "green", "NOT RECOGNISED": "yellow"}[label]
     out = [f"{text.style(label, color, bold=True)}  {headline(ex)}"]
     failing = ex.exit_code != 0  # a failure's fixes; else what a finding that is not /dev/shm offers
     top = next((f for f in report.findings if f.fixes and (f.severity == "error" or not failing)), None)

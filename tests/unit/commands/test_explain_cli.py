@@ -56,7 +56,9 @@ def test_an_mmap_enomem_is_said_not_shm_with_what_fixes_it():
 
 def test_nothing_found_exits_0():
     proc = forked_cli("explain", "-", input_text="all good\nepoch 2 loss 0.1\n")
-    assert proc.returncode == 0 and proc.stdout.startswith("OK  no shared-memory failure in stdin")
+    """Nothing recognised is said so, never OK (issue 35): exit 0, no finding."""
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("NOT RECOGNISED  no shared-memory failure recognised in stdin")
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
