@@ -270,12 +270,21 @@ def _one_way(found: list[Diagnosis], weighed: tuple[Diagnosis, ...]) -> tuple[Di
     """One failure is never named both ways: where the text itself says /dev/shm ran out (a certain shm-space), an
     ambiguous shm-space text of the same log (the worker's bus error above PyTorch's ENOSPC) is that failure too."""
     certain = next((d for d in weighed if d.cause == "shm-space" and not BY_ID[d.signature].ambiguous), None)
-    if certain is None:
+    if certain is not None:
+        said = f"line {certain.line} says /dev/shm ran out: the same failure" if certain.line else ""
+        weighed = tuple(
+            replace(before, reason=said) if after.cause == "not-shm" and before.cause == "shm-space" else after
+            for before, after in zip(found, weighed)
+        )
+    # A bare NCCL system error beside NCCL's own shared-memory failure in the same log (a bus error in its frames,
+    # its ENOSPC) is that failure, not another one left ambiguous
+    nccl = next((d for d in weighed if d.consumer == "nccl" and d.cause == "shm-space" and d.line), None)
+    if nccl is None:
         return weighed
-    said = f"line {certain.line} says /dev/shm ran out: the same failure" if certain.line else ""
+    same = f"line {nccl.line} says NCCL's shared memory failed: the same failure"
     return tuple(
-        replace(before, reason=said) if after.cause == "not-shm" and before.cause == "shm-space" else after
-        for before, after in zip(found, weighed)
+        replace(d, cause="shm-space", reason=same) if d.cause == "ambiguous" and d.consumer == "nccl" else d
+        for d in weighed
     )
 
 

@@ -175,3 +175,23 @@ def test_a_flood_of_errnos_keeps_memory_flat():
     (d,) = scanner.diagnoses()
     assert (d.signature, d.line, d.count) == ("read-shm-enospc", 2, 100_000)
     assert len(scanner.reader._open) <= 64 and len(scanner.reader._done) == 1
+
+
+def test_a_bare_nccl_system_error_beside_nccls_own_shared_memory_failure_is_that_failure():
+    """UCX's bus error in NCCL's frames (pipedream#76), then PyTorch's 'unhandled system error': one failure, named
+    once as /dev/shm; the same error alone stays ambiguous (test_place.py)."""
+    from shmdoctor.diagnose import judge
+    from shmdoctor.diagnose.place import elsewhere
+
+    log = (
+        "[h:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+        " 2 0x000000000007587d ncclGroupEnd()  ???:0\n"
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.7.8\n"
+    )
+    scanned = scan_text(log)
+    ex = judge(scanned.diagnoses(), elsewhere(scanned.clues), clues=scanned.clues)
+    assert [(d.signature, d.cause) for d in ex.diagnoses] == [
+        ("caught-sigbus", "shm-space"),
+        ("nccl-system-error", "shm-space"),
+    ]
+    assert ex.diagnoses[1].reason == "line 1 says NCCL's shared memory failed: the same failure"
