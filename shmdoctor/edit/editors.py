@@ -9,7 +9,7 @@ import shlex
 from typing import Any
 
 from ..model import SHM, Facts, Fix
-from ..probe.kubernetes import at_shm
+from ..probe.mountpath import at_shm
 from ..probe.runargs import Arg, RunArgs, parse
 from ..probe.shell import words
 from ..sizes import MiB, docker_size, k8s_quantity, parse_quantity
@@ -71,15 +71,22 @@ def compose(services: dict, name: str, fix: Fix, facts: Facts) -> list[str]:
     return done
 
 
+def tmpfs_resized(options: str, size: str) -> str:
+    """A tmpfs at /dev/shm as Docker and Podman write it (PATH:OPTIONS), of the size given and read-write: every
+    other option kept in its place (mode, uid, nr_inodes, noexec...), the size last, `ro` dropped (ro and rw are one
+    flag, the last written wins: moby's MergeTmpfsOptions)."""
+    kept = [o for o in options.split(",") if o and o != "ro" and not o.startswith("size=")]
+    return f"{SHM}:" + ",".join([*kept, f"size={size}"])
+
+
 def _compose_tmpfs(service: dict, size: int) -> str:
     """The tmpfs entry at /dev/shm given the size, and read-write (it overrides shm_size)."""
     entries = service.get("tmpfs")
     listed = entries if isinstance(entries, list) else [entries]
     for i, entry in enumerate(listed):
         path, _, options = str(entry).partition(":")
-        if path.rstrip("/") == SHM:
-            kept = [o for o in options.split(",") if o and o != "ro" and not o.startswith("size=")]
-            value = f"{SHM}:" + ",".join(kept + [f"size={docker_size(size)}"])
+        if at_shm(path):
+            value = tmpfs_resized(options, docker_size(size))
             if isinstance(entries, list):
                 entries[i] = _like(entry, value)
             else:
@@ -161,9 +168,13 @@ def ecs(kind: str, definition: dict, container: dict, fix: Fix, facts: Facts) ->
     if fix.shm_bytes:
         size = -(-fix.shm_bytes // MiB)
         params = _first(container, "linuxParameters", {})
-        tmpfs = next((t for t in params.get("tmpfs") or [] if str(t.get("containerPath", "")).rstrip("/") == SHM), None)
+        tmpfs = next((t for t in params.get("tmpfs") or [] if at_shm(t.get("containerPath", ""))), None)
         if tmpfs is not None:
             done.append(_set(tmpfs, "size", size, "linuxParameters.tmpfs size"))
+            options = tmpfs.get("mountOptions")
+            if isinstance(options, list) and "ro" in options:  # written read-write, as every tmpfs fix is
+                tmpfs["mountOptions"] = [o for o in options if o != "ro"]
+                done.append("linuxParameters.tmpfs mountOptions: without ro")
         else:
             done.append(_set(params, "sharedMemorySize", size, "linuxParameters.sharedMemorySize"))
     if fix.memory_bytes:
@@ -284,9 +295,8 @@ def _tmpfs_edit(run: RunArgs, size: str) -> tuple[Arg, str, bool]:
     for found in reversed(run.values("--tmpfs")):
         flag, value = found
         path, _, options = value.text.partition(":") if value is not None else ("", "", "")
-        if value is not None and not value.unknown and path.rstrip("/") == SHM:
-            kept = [o for o in options.split(",") if o and o != "ro" and not o.startswith("size=")]
-            return _flag_edit(found, "--tmpfs", f"{SHM}:" + ",".join(kept + [f"size={size}"]))
+        if value is not None and not value.unknown and at_shm(path):
+            return _flag_edit(found, "--tmpfs", tmpfs_resized(options, size))
     raise Refused("its /dev/shm is a --mount of type tmpfs: set its tmpfs-size there by hand")
 
 

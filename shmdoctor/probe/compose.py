@@ -44,6 +44,7 @@ from ..sizes import compose_size, parse_tmpfs_size
 from ..suppress import IGNORE_LABEL
 from . import compose_merge, compose_sets
 from .documents import Definition, Document, line_of, where
+from .mountpath import at_shm
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
@@ -248,7 +249,7 @@ def _mount_at_shm(svc: _Service) -> tuple[ShmSource, int | None, str, bool] | No
     for entry in [tmpfs] if isinstance(tmpfs, str) else tmpfs or []:
         expanded, unset = svc.expand(str(entry), "tmpfs")
         path, _, options = expanded.partition(":")
-        if path.rstrip("/") == SHM:
+        if at_shm(path):
             svc.unset |= unset
             read_only = "ro" in (o.strip() for o in options.split(","))
             return "tmpfs", _tmpfs_bytes(svc, options, str(entry)), f"tmpfs: {entry}", read_only
@@ -271,7 +272,7 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[ShmSource,
             volume.get("source", "")
         ).rstrip("/"):  # moby mounts none of its own under a bound /dev: the host's /dev/shm is seen
             return "host", None, f"volumes: a bind of the host's /dev, and its {SHM}", volume.get("read_only") is True
-        if str(volume.get("target", "")).rstrip("/") != SHM:
+        if not at_shm(volume.get("target", "")):
             return None
         kind, source = volume.get("type") or "volume", volume.get("source")
         read_only = volume.get("read_only") in (True, "true")
@@ -292,11 +293,11 @@ def _volume_at_shm(svc: _Service, volume: Any, written: Any) -> tuple[ShmSource,
         read_only = len(parts) > 2 and "ro" in parts[2].split(",")
         if kind == "bind" and target.rstrip("/") == str(source).rstrip("/") == "/dev":  # moby mounts none of its own
             return "host", None, f"volumes: {volume}: the host's /dev, and its {SHM}", read_only
-        if target.rstrip("/") != SHM:
+        if not at_shm(target):
             return None
     else:
         return None
-    if kind == "bind" and str(source).rstrip("/") == SHM:
+    if kind == "bind" and at_shm(source):
         return "host", None, f"volumes: the host's {SHM} bound in", read_only
     what = f"a {kind} of {source}" if source else "an anonymous volume"
     if isinstance(written, dict):

@@ -28,6 +28,7 @@ from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc,
 from ..sizes import parse_tmpfs_size
 from ..suppress import IGNORE_LABEL
 from .deadline import concurrently, within
+from .mountpath import at_shm
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
@@ -94,22 +95,22 @@ def _tmpfs_size(options: str) -> int | None:
 def _mounted_shm(info: Inspect, host_shm: int | None) -> Shm | None:
     """A user's mount at /dev/shm, which the engine puts there whatever the IPC mode; None when there is none."""
     host = _dict(info.get("HostConfig"))
-    tmpfs = _str(_dict(host.get("Tmpfs")).get(SHM))
+    tmpfs = next((_str(v) for k, v in _dict(host.get("Tmpfs")).items() if at_shm(k)), None)
     if tmpfs is not None:
         size = _tmpfs_size(tmpfs)
         unsized = "" if size else ": no size, the kernel's default of half the host's memory"
         read_only = "ro" in (o.strip() for o in tmpfs.split(","))
         return Shm.unmeasured(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}{unsized}", read_only)
     for mount in map(_dict, _list(host.get("Mounts"))):
-        if mount.get("Target") == SHM and mount.get("Type") == "tmpfs":
+        if at_shm(mount.get("Target", "")) and mount.get("Type") == "tmpfs":
             size = _count(_dict(mount.get("TmpfsOptions")).get("SizeBytes"))
             detail = f"HostConfig.Mounts: tmpfs at /dev/shm, SizeBytes {size}"
             return Shm.unmeasured(size, "tmpfs", detail, mount.get("ReadOnly") is True)
     for mount in map(_dict, _list(info.get("Mounts"))):
-        if mount.get("Destination") == SHM:
+        if at_shm(mount.get("Destination", "")):
             source = _str(mount.get("Source")) or _str(mount.get("Name")) or "?"
             read_only = mount.get("RW") is False
-            if mount.get("Type") == "bind" and source == SHM:
+            if mount.get("Type") == "bind" and at_shm(source):
                 known = "" if host_shm else ": its size is not known from a remote engine (--exec reads it)"
                 return Shm.unmeasured(host_shm, "host", f"Mounts: bind of the host's /dev/shm{known}", read_only)
             detail = f"Mounts: a {_str(mount.get('Type'))} mount of {source} at /dev/shm"

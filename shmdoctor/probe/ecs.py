@@ -17,6 +17,7 @@ from ..limits import MAX_BYTES, MAX_DIGITS, shown
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm
 from ..sizes import MiB
 from .documents import Definition, Document, target
+from .mountpath import at_shm
 from .unknown import Unknown
 from .workload import idle, ml_signs, serving
 
@@ -90,7 +91,7 @@ class _Container:
 
     def shm(self, unreadable: list[str]) -> tuple[Shm, Ipc]:
         for mount in _list(self.params.get("tmpfs"), "linuxParameters.tmpfs", self.where):
-            if isinstance(mount, dict) and str(mount.get("containerPath", "")).rstrip("/") == SHM:
+            if isinstance(mount, dict) and at_shm(mount.get("containerPath", "")):
                 size = _mib(mount.get("size"), "linuxParameters.tmpfs size", self.where)
                 options = [str(o) for o in _list(mount.get("mountOptions"), "tmpfs mountOptions", self.where)]
                 return Shm.unmeasured(size, "tmpfs", f"linuxParameters.tmpfs at {SHM}", "ro" in options), Ipc("private")

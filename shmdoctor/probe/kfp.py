@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from .documents import Definition, Document
+from .mountpath import at_shm
 
 SOURCE = "kubeflow/pipelines 7b70c7b9"
 NOT_APPLIED = (
@@ -127,7 +128,7 @@ def _mounts(config: dict) -> tuple[list[dict], list[dict]]:
         mounts.append({"name": name, "mountPath": path})
     for key, kind in (("pvcMount", "persistentVolumeClaim"), ("genericEphemeralVolume", "ephemeral")):
         for given in _list(config.get(key)):
-            if str(_dict(given).get("mountPath", "")).rstrip("/") == "/dev/shm":
+            if at_shm(_dict(given).get("mountPath", "")):
                 name = f"kfp-{key}-{len(volumes)}"
                 volumes.append({"name": name, kind: {}})
                 mounts.append({"name": name, "mountPath": "/dev/shm"})

@@ -15,7 +15,6 @@ Nothing runs from a manifest: use, and so what is free, is never known (used and
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -27,19 +26,12 @@ from ..sizes import format_size, parse_quantity
 from ..suppress import IGNORE_LABEL
 from . import operators, workflows
 from .documents import Definition, Document, line_of, target, where, with_changes
+from .mountpath import at_shm
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 # Keys that only lead to a pod template: left out of the name of a template nested in a CRD.
 _STRUCTURAL = {"spec", "template", "jobTemplate"}
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")  # no pod nests in a container
-
-
-def at_shm(mount_path: Any) -> bool:
-    """Whether a container's mountPath is /dev/shm however it is written (/dev/shm/, //dev/shm, /dev/./shm): the
-    runtime takes it cleaned (containerd's mergeMounts compares filepath.Clean of each path, runc mounts at the
-    cleaned path), so the volume is the container's /dev/shm, in place of the runtime's own."""
-    path = str(mount_path)
-    return path.startswith("/") and posixpath.normpath("/" + path.lstrip("/")) == SHM
 
 
 def is_manifest(body: Any) -> bool:
@@ -237,7 +229,7 @@ class _Pod:
             added = self.added.get(volume["name"])
             return replace(shm, read_only=read_only, detail=f"{added}: {shm.detail}" if added else shm.detail)
         host_path = _mapping(volume.get("hostPath"), "hostPath", self.doc.source, volume).get("path", "")
-        if str(host_path).rstrip("/") == SHM:
+        if at_shm(host_path):
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (hostPath {SHM} is the node's, whose size a manifest does not tell)")
             return Shm.unmeasured(None, "host", f"hostPath {SHM} (the node's /dev/shm)", read_only)
         kind = next((k for k in volume if k != "name"), "unknown")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import os
-import posixpath
 import re
 import shlex
 
@@ -34,6 +33,7 @@ from ..sizes import parse_size, parse_tmpfs_size
 from ..suppress import IGNORE_LABEL
 from . import documents
 from .documents import STDIN, Definition
+from .mountpath import at_shm
 from .workload import amd_gpus, idle, ml_signs, serving
 
 SUFFIX = ".container"
@@ -215,11 +215,9 @@ class _Unit:
     def mount(self, unreadable: list[str]) -> Shm | None:
         """A tmpfs, volume or mount at /dev/shm (Tmpfs=, Volume=, Mount= or their PodmanArgs flags), as Podman mounts
         it: one only (_one_at_shm)."""
-        tmpfs = [(p, v) for p, v in self._values("--tmpfs") if posixpath.normpath(v.partition(":")[0] or ".") == SHM]
+        tmpfs = [(p, v) for p, v in self._values("--tmpfs") if at_shm(v.partition(":")[0])]
         volumes = [
-            (p, v)
-            for p, v in self._values("--volume", "-v")
-            if len(v.split(":")) > 1 and posixpath.normpath(v.split(":")[1] or ".") == SHM
+            (p, v) for p, v in self._values("--volume", "-v") if len(v.split(":")) > 1 and at_shm(v.split(":")[1])
         ]
         mounts = [(p, v, fields) for p, v in self._values("--mount") if (fields := _at_shm(p, v)) is not None]
         _one_at_shm(tmpfs, volumes, mounts)
@@ -230,7 +228,7 @@ class _Unit:
             value = volumes[0][1]
             parts = value.split(":")
             read_only = len(parts) > 2 and "ro" in parts[2].split(",")
-            if posixpath.normpath(parts[0] or ".") == SHM:
+            if at_shm(parts[0]):
                 unreadable.append(f"{SHM_SIZE_UNKNOWN} (Volume={value}: the host's, not in the unit)")
                 return Shm.unmeasured(None, "host", f"Volume={value}: the host's /dev/shm", read_only)
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (Volume={value}: the volume's, not in the unit)")
@@ -250,7 +248,7 @@ class _Unit:
         kind = fields.get("type", "volume")
         if kind not in ("tmpfs", "ramfs"):
             source = fields.get("source") or fields.get("src") or ""
-            host = kind == "bind" and posixpath.normpath(source or ".") == SHM
+            host = kind == "bind" and at_shm(source)
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (Mount={value}: {'the host' if host else 'its source'}'s)")
             return Shm.unmeasured(None, "host" if host else "unknown", f"Mount={value}")
         read_only = False
@@ -351,7 +349,7 @@ def _at_shm(place: str, value: str) -> dict[str, str] | None:
         raise UsageError(f"{place}: Mount={value!r}: {e}") from None
     fields = dict(t.partition("=")[::2] for t in tokens)
     target = next((fields[k] for k in TARGETS if fields.get(k)), "")
-    return fields if target and posixpath.normpath(target) == SHM else None
+    return fields if at_shm(target) else None
 
 
 def _one_at_shm(tmpfs: list[tuple[str, str]], volumes: list[tuple[str, str]], mounts: list[tuple]) -> None:

@@ -33,6 +33,7 @@ from ..model import (
 )
 from ..sizes import parse_size, parse_tmpfs_size
 from ..suppress import IGNORE_LABEL
+from .mountpath import at_shm
 from .workload import amd_gpus, idle, ml_signs, nccl_env, serving
 
 ENGINES = ("docker", "podman", "nerdctl", "nvidia-docker")
@@ -286,7 +287,7 @@ def _mount_at_shm(run: RunArgs, unreadable: list[str]) -> Shm | None:
             continue  # an unknown mount: said with the unknown options below only where it is no flag's value
         if name == "--tmpfs":
             path, _, options = value.text.partition(":")
-            if posixpath.normpath(path or ".") == SHM:
+            if at_shm(path):
                 opts = [o.strip() for o in options.split(",")]
                 size = next((parse_tmpfs_size(o[5:]) for o in opts if o.startswith("size=")), None)
                 found = Shm.unmeasured(size, "tmpfs", said, "ro" in opts)
@@ -320,14 +321,14 @@ def _at(
         return Shm.unmeasured(
             None, "host", f"{said}: the host's /dev/shm (the engine mounts none of its own under /dev)"
         )
-    if target != SHM:
+    if not at_shm(target):
         return None
     if kind == "tmpfs":
         size = parse_tmpfs_size(tmpfs_size) if tmpfs_size else None
         if size is None:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} ({said}: no tmpfs-size, the kernel's half of memory)")
         return Shm.unmeasured(size, "tmpfs", said, read_only)
-    if kind == "bind" and source == SHM:
+    if kind == "bind" and at_shm(source):
         unreadable.append(f"{SHM_SIZE_UNKNOWN} ({said}: the host's {SHM}, whose size a file does not tell)")
         return Shm.unmeasured(None, "host", f"{said}: the host's /dev/shm bound in", read_only)
     unreadable.append(f"{SHM_SIZE_UNKNOWN} ({said}: its size is the volume's, which a file does not tell)")

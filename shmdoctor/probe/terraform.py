@@ -30,6 +30,7 @@ from ..sizes import MiB
 from . import docker, documents, ecs, kubernetes
 from .documents import Definition, Document, Node
 from .hcl import Block, blocks, unknowns
+from .mountpath import at_shm
 from .unknown import Unknown
 
 KUBERNETES_KINDS = {
@@ -184,16 +185,16 @@ def _docker(address: str, resource: Block, source: str) -> tuple[list[Definition
         host["IpcMode"] = ipc
     mounts: list[dict] = []
     for mount in blocks(resource, "mounts"):
-        target = str(mount.get("target", "")).rstrip("/")
+        target = at_shm(mount.get("target", ""))
         options = next(iter(blocks(mount, "tmpfs_options")), Block())
         size = options.get("size_bytes")
         kind = mount.get("type")
-        if target == SHM and kind == "tmpfs":
+        if target and kind == "tmpfs":
             host["Mounts"].append({"Target": SHM, "Type": "tmpfs", "TmpfsOptions": {"SizeBytes": size}})
-        elif target == SHM:
+        elif target:
             mounts.append({"Destination": SHM, "Type": kind, "Source": mount.get("source")})
     for volume in blocks(resource, "volumes"):
-        if str(volume.get("container_path", "")).rstrip("/") == SHM:
+        if at_shm(volume.get("container_path", "")):
             named = volume.get("volume_name")
             mounts.append(
                 {"Destination": SHM, "Type": "volume" if named else "bind", "Source": volume.get("host_path") or named}

@@ -52,3 +52,40 @@ def test_the_peak_is_judged_against_the_budget_with_a_few_pages_of_slack(tmp_pat
         sampler = Sampler(str(tmp_path), budget=100 * mib)
         sampler.record(0.0, 1000 * mib, peak, None)
         assert sampler.summary(1.0).over_budget is over, peak
+
+
+def test_a_hold_that_shrinks_is_remembered_at_its_biggest(tmp_path):
+    # pid 7 holds 3 pages, then 1 (a worker freed two batches), then 2; pid 9 1 page then 4: what each held at most
+    # is 3 and 4 pages, whatever came last; each scan's biggest is another process's
+    page, sampler = 4096, Sampler(str(tmp_path), holders_every=1.0)
+    seg = lambda inode, n: Segment(inode, f"torch_{inode}", n * page, True)  # noqa: E731
+    scans = [
+        (Holder(7, "train", (seg(1, 1), seg(2, 2))), Holder(9, "worker", (seg(3, 1),))),
+        (Holder(9, "worker", (seg(3, 1), seg(4, 3))), Holder(7, "train", (seg(1, 1),))),
+        (Holder(7, "train", (seg(1, 1), seg(5, 1))), Holder(9, "worker", (seg(3, 1),))),
+    ]
+    for t, held in enumerate(scans):
+        sampler.record(float(t), 100 * page, sum(h.bytes for h in held), Holders(held))
+    summary = sampler.summary(3.0)
+    assert [(h.pid, h.bytes) for h in summary.holders] == [(9, 4 * page), (7, 3 * page)]
+    assert [s.inode for s in summary.holders[1].segments] == [1, 2]  # the hold that was biggest, not the last one
+
+
+def test_a_consumers_use_that_shrinks_is_remembered_at_its_biggest(tmp_path):
+    # the DataLoader's segments take 8 pages then 2, NCCL's 1 then 5: at most 8 and 5 pages, biggest first; the last
+    # scan's order is the other way round
+    page, sampler = 4096, Sampler(str(tmp_path), holders_every=1.0)
+    seg = lambda inode, name, n: Segment(inode, name, n * page, True)  # noqa: E731
+    scans = [
+        Holder(7, "train", (seg(1, "torch_7_1_1", 8), seg(2, "nccl-Ab12Cd", 1))),
+        Holder(7, "train", (seg(3, "torch_7_1_2", 2), seg(4, "nccl-Xy34Zw", 5))),
+    ]
+    for t, held in enumerate(scans):
+        sampler.record(float(t), 100 * page, held.bytes, Holders((held,)))
+    assert list(sampler.summary(2.0).consumers.items()) == [("dataloader", 8 * page), ("nccl", 5 * page)]
+
+
+def test_holds_of_the_same_size_are_listed_by_pid():
+    w, seg = Tally(), Segment(1, "torch_1", 4096, True)
+    w.scanned(Holders((Holder(12, "b", (seg,)), Holder(3, "a", (seg,)))), {})
+    assert [h.pid for h in w.biggest()] == [3, 12]
