@@ -50,4 +50,4 @@ class Scrape:
     errors: tuple[str, ...]  # what this scrape could not read, in words (the engine away, too slow)
     errors_total: int  # scrapes with an error since the exporter started
     engine_up: bool | None  # None: no engine (--source proc)
-    skipped: int = 0  # targets past --max-targets, not exported
+    skipped: int  # targets past --max-targets, not exported

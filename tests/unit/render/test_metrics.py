@@ -7,7 +7,7 @@ import json
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from shmdoctor.exporter.model import LABEL_MAX, Labels, Scrape, Target
+from shmdoctor.exporter.model import LABEL_MAX, Labels, Scrape, Target, bounded
 from shmdoctor.loader import loader_config, requirement
 from shmdoctor.model import Facts, Ipc, Memory, Shm
 from shmdoctor.model import Target as Of
@@ -43,7 +43,7 @@ def _samples(text: bytes) -> dict[str, list]:
 
 
 def _scrape(*targets: Target, errors=(), engine_up=True) -> Scrape:
-    return Scrape(tuple(targets), 0.0123, tuple(errors), len(errors), engine_up)
+    return Scrape(tuple(targets), 0.0123, tuple(errors), len(errors), engine_up, skipped=0)
 
 
 def test_a_full_default_container_gives_every_series_with_its_five_labels():
@@ -112,6 +112,19 @@ def test_label_values_are_bounded():
     (labels, _), *_ = got["shmdoctor_shm_size_bytes"]
     assert all(len(v) <= LABEL_MAX for v in labels.values())
     assert labels["container"].startswith("x" * 100)
+
+
+@pytest.mark.parametrize(
+    "value, label",
+    [
+        ("x" * 128, "x" * 128),  # docs/commands/exporter.md: a label value is at most 128 characters
+        ("x" * 129, "x" * 127 + "…"),
+        ("\x1b" * 32, "\\x1b" * 32),  # 32 ESCs are 128 characters written out
+        ("\x1b" * 33, "\\x1b" * 31 + "\\x1…"),
+    ],
+)
+def test_a_label_value_is_cut_at_128_characters_with_its_control_characters_written_out(value, label):
+    assert bounded(value) == label
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in INSPECT.glob("*.json")))
