@@ -29,7 +29,13 @@ def test_listen_addresses_as_the_manual_writes_them(text, address):
     assert serve.parse(text) == address
 
 
-@pytest.mark.parametrize("text", ["9787", ":0", ":65536", "host:9787", "[::1]9787", "::1:9787x"])
+@pytest.mark.parametrize(
+    "text",
+    # a name is no address, whether it sorts before "localhost" or after; a port past 65535 however many digits;
+    # an address with one bracket of two
+    ["9787", ":0", ":65536", ":65537", ":99999", "host:9787", "metrics:9787", "[::1]9787", "::1:9787x", "[::1:9787",
+     "::1]:9787"],
+)  # fmt: skip
 def test_what_is_no_listen_address_is_a_usage_error(text):
     with pytest.raises(UsageError, match=r"--listen"):
         serve.parse(text)

@@ -23,3 +23,14 @@ def test_gzip_is_sent_where_accepted(header):
 def test_gzip_is_not_sent_where_refused_or_not_asked(header):
     """q=0 refuses; a qvalue that is not one (2, nan, a non-ASCII digit) refuses; past 64 codings nothing is read."""
     assert not accepts_gzip(header)
+
+
+def test_the_64th_coding_is_read_and_the_65th_is_not():
+    assert accepts_gzip("br, " * 63 + "gzip")
+    assert not accepts_gzip("br, " * 64 + "gzip")
+
+
+@pytest.mark.parametrize("parameter", ["level=0", "x=0", "a=0", "Q=1"])
+def test_only_q_is_a_weight(parameter):
+    """RFC 9110's weight is `;q=` (case-insensitive); another parameter is no weight, so gzip stays acceptable."""
+    assert accepts_gzip(f"gzip;{parameter}")
