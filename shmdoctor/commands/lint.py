@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from ..config import config_options, resolver, show
@@ -9,7 +11,7 @@ from ..errors import UsageError
 from ..exits import ExitCode
 from ..fleet import lint
 from ..options import consumer_options, loader_options, output_options, selection_option
-from ..probe.documents import STDIN, files
+from ..probe.documents import STDIN, files, keeping
 from ..render import render
 from ..render.lint import diffs_json
 from ..reports import Lint
@@ -131,13 +133,22 @@ def command(
 
     if diff and fmt not in ("text", "json"):
         raise UsageError(f"--diff prints a patch as text or json, not {fmt}")
-    doc = again()
     if not (fix or diff):
+        doc = again()
         click.echo(render(doc, fmt))
         return doc.exit_code
     from .. import edit  # lazy: ruamel.yaml only where a file is written
 
-    changes = edit.fix_files(doc, (*paths, *compose_files))
+    with keeping(), edit.collector_paused():  # each text parsed once: lint's parse is what --fix edits, the text it
+        return _fixing(again, (*paths, *compose_files), fix, diff, fmt)  # writes is judged as it was checked
+
+
+def _fixing(again: Callable[[], Lint], given: tuple[str, ...], fix: bool, diff: bool, fmt: str) -> int:
+    """lint --fix (the files written, then linted again) or --diff (the patch printed beside lint's verdict)."""
+    from .. import edit
+
+    doc = again()
+    changes = edit.fix_files(doc, given)
     changed = any(c.after != c.before for c in changes)
     refused = False
     for change in changes:

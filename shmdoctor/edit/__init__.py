@@ -6,11 +6,13 @@ written is said with why, and the fix is printed instead."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -51,6 +53,19 @@ class FileFix:
         name = self.path.lstrip("/")
         lines = matching.unified_diff(before, after, f"a/{name}", f"b/{name}")
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while --fix runs: the parses, copies and reports of a run make no cycle, and
+    the collector's full passes over them grew with the file (10x the services took 11.2-13.6x the time)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def sizing(report: Report) -> Fix | None:

@@ -10,7 +10,6 @@ The text written is read again and must be the changed parse, or it is None too.
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import pickle
 import re
@@ -39,16 +38,6 @@ Tail = tuple[int, int, int, str]
 def rewrite(text: str, source: str, change: Callable[[list[tuple[int, Any]]], None]) -> str | None:
     """`text` with what change(documents) does to its parsed documents ((index, body) pairs, changed in place),
     written as text edits; None where that is not exact."""
-    collecting = gc.isenabled()
-    gc.disable()  # three parses of the file make no cycle: the collector's passes over them grew with the file
-    try:
-        return _rewrite(text, source, change)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _rewrite(text: str, source: str, change: Callable[[list[tuple[int, Any]]], None]) -> str | None:
     if _BREAKS.search(text):
         return None
     try:

@@ -10,9 +10,12 @@ import copy
 import hashlib
 import json
 import os
+import pickle
 import re
 import sys
 from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -149,11 +152,44 @@ def _yaml_loader(source: str | None = None, unknown_tags: bool = False):
     return yaml, Loader
 
 
+# Inside keeping(): each text's parse (source, unknown_tags, digest) -> its bodies pickled as parsed, or None
+_KEPT: ContextVar[dict[tuple[str, bool, str], bytes | None] | None] = ContextVar("kept", default=None)
+
+
+@contextmanager
+def keeping() -> Iterator[None]:
+    """Each text parsed once while inside: lint --fix parses a file to judge it, edits a copy of that parse, parses
+    the text it writes to check it and judges that text again; a text parsed before is a fresh copy of that parse
+    (pickled as parsed, before anyone could change it), never a second parse (two of four parses of a manifest of
+    2,000 pods)."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
 def parse(text: str, source: str, unknown_tags: bool = False) -> list[Document]:
     """All documents of one input; empty documents (a trailing `---`) are dropped. UsageError with file:line.
     `unknown_tags`: YAML's local tags (`!Ref x`) are Unknown values, not errors.
     Bounded: JSON up to MAX_JSON_BYTES, YAML up to MAX_YAML_BYTES, nesting up to MAX_DEPTH, MAX_NODES values once
     YAML's aliases are expanded, numbers of MAX_DIGITS digits, no NaN or Infinity, no lone surrogate."""
+    kept = _KEPT.get()
+    if kept is None:
+        return _parse(text, source, unknown_tags)
+    key = (source, unknown_tags, digest(text))
+    copied = kept.get(key)
+    if copied is not None:
+        return [Document(source, i, body) for i, body in pickle.loads(copied)]
+    docs = _parse(text, source, unknown_tags)
+    try:
+        kept[key] = pickle.dumps([(d.index, d.body) for d in docs], pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError):  # parsed again when asked again
+        kept[key] = None
+    return docs
+
+
+def _parse(text: str, source: str, unknown_tags: bool) -> list[Document]:
     if source.endswith(".json") or (source == STDIN and text.lstrip()[:1] in ("{", "[")):
         try:
             return [Document(source, 0, body) for body in [_json(text, source)] if body is not None]
