@@ -6,11 +6,15 @@ setting: WorkerPoolSpec is machineSpec, replicaCount, containerSpec or pythonPac
 Vertex AI v1 API reference). What its containers get is not in the file: said, with the one thing to check, where
 the pool looks like it loads data (an ML image or command, GPUs). A Model's serving container (`containerSpec` with
 `imageUri`, as `gcloud ai models upload` and models.upload take it) has `sharedMemorySizeMb`: "the default shared
-memory size is 64MB" (cloud.google.com/vertex-ai/docs/predictions/deploy-genai).
+memory size is 64MB" (cloud.google.com/vertex-ai/docs/predictions/deploy-genai). Each field is read under its JSON
+name or its proto name (`workerPoolSpecs` or `worker_pool_specs`): the API's JSON takes both (protobuf's JSON mapping:
+"parsers accept both the lowerCamelCase name ... and the original proto field name"), as the Python SDK's dicts
+are written.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import UsageError
@@ -27,6 +31,14 @@ CHECK = (
 _SERVING_KEYS = ("predictRoute", "healthRoute", "ports", "sharedMemorySizeMb", "grpcPorts", "deploymentTimeout")
 
 
+def _get(holder: Any, name: str) -> Any:
+    """A field under its JSON name (`imageUri`), else its proto name (`image_uri`)."""
+    if not isinstance(holder, dict):
+        return None
+    found = holder.get(name)
+    return found if found is not None else holder.get(re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), name))
+
+
 def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -39,8 +51,8 @@ def pools(body: Any) -> list | None:
     """A CustomJob's worker pools, wherever the file holds its CustomJobSpec; None where it holds none."""
     if not isinstance(body, dict):
         return None
-    for holder in (body, body.get("jobSpec"), body.get("trialJobSpec"), body.get("trainingTaskInputs")):
-        found = _dict(holder).get("workerPoolSpecs")
+    for holder in (body, _get(body, "jobSpec"), _get(body, "trialJobSpec"), _get(body, "trainingTaskInputs")):
+        found = _get(holder, "workerPoolSpecs")
         if isinstance(found, (list, dict)):  # gcloud's --config takes one pool as a mapping too
             return found if isinstance(found, list) else [found]
     return None
@@ -51,8 +63,8 @@ def model_container(body: Any) -> dict | None:
     if not isinstance(body, dict):
         return None
     for holder in (body, body.get("model")):
-        spec = _dict(_dict(holder).get("containerSpec"))
-        if isinstance(spec.get("imageUri"), str) and any(k in spec for k in _SERVING_KEYS):
+        spec = _dict(_get(holder, "containerSpec"))
+        if isinstance(_get(spec, "imageUri"), str) and any(_get(spec, k) is not None for k in _SERVING_KEYS):
             return spec
     return None
 
@@ -67,13 +79,13 @@ def _count(value: Any) -> str | None:
 
 
 def _pool(doc: Document, index: int, pool: dict) -> Definition:
-    container = _dict(pool.get("containerSpec"))
-    package = _dict(pool.get("pythonPackageSpec"))
-    image = container.get("imageUri") or package.get("executorImageUri")
+    container = _dict(_get(pool, "containerSpec"))
+    package = _dict(_get(pool, "pythonPackageSpec"))
+    image = _get(container, "imageUri") or _get(package, "executorImageUri")
     command = [*_list(container.get("command")), *_list(container.get("args")), *_list(package.get("args"))]
-    module = package.get("pythonModule")
+    module = _get(package, "pythonModule")
     env = env_pairs(container.get("env") or package.get("env"))
-    gpus = _count(_dict(pool.get("machineSpec")).get("acceleratorCount"))
+    gpus = _count(_get(_get(pool, "machineSpec"), "acceleratorCount"))
     signs = ml_signs(image, command, [module] if isinstance(module, str) else None)
     name = f"workerPoolSpecs[{index}]"
     return Definition(
@@ -96,8 +108,8 @@ def _pool(doc: Document, index: int, pool: dict) -> Definition:
 
 def _model(doc: Document, spec: dict) -> Definition:
     holder = doc.body.get("model") if isinstance(doc.body.get("model"), dict) else doc.body
-    name = f"Model/{holder.get('displayName') or 'model'}"
-    written = spec.get("sharedMemorySizeMb")
+    name = f"Model/{_get(holder, 'displayName') or 'model'}"
+    written = _get(spec, "sharedMemorySizeMb")
     if written is None:
         shm = Shm.unmeasured(ENGINE_DEFAULT_SHM, "runtime-shm", f"no sharedMemorySizeMb: {DEFAULT}")
     elif _count(written) is None:
@@ -105,7 +117,7 @@ def _model(doc: Document, spec: dict) -> Definition:
         raise UsageError(f"{where(doc.source, spec)}: {name}: {said}")
     else:
         shm = Shm.unmeasured(int(str(written)) * MiB, "docker-shm", f"containerSpec.sharedMemorySizeMb: {written}")
-    image, command, args = spec.get("imageUri"), spec.get("command"), spec.get("args")
+    image, command, args = _get(spec, "imageUri"), spec.get("command"), spec.get("args")
     env = env_pairs(spec.get("env"))
     return Definition(
         Facts(

@@ -64,3 +64,29 @@ def test_fix_is_shown_in_vertex_words_and_not_written(tmp_path):
     fix = validate(json.loads(proc.stdout))["reports"][0]["findings"][0]["fixes"][0]
     assert fix["form"] == "vertex" and fix["text"].startswith('containerSpec: {sharedMemorySizeMb: "1024"}')
     assert "--container-shared-memory-size-mb=1024" in fix["text"]
+
+
+def test_fields_under_their_proto_names_as_the_api_takes_them(tmp_path):
+    """RasmusArnmark/mlops_project's custom_job.yaml writes the CustomJob body in proto names (job_spec,
+    worker_pool_specs, image_uri): one CPU pool, judged as its JSON-named twin."""
+    [(name, report)] = _reports(REAL / "food-classification-custom_job.yaml").items()
+    assert (name, report.verdict, report.facts.form) == ("workerPoolSpecs[0]", "ok", "vertex")
+    assert report.facts.ml_signs == () and report.facts.gpus is None
+    snake = tmp_path / "snake.yaml"
+    snake.write_text(
+        "worker_pool_specs:\n- machine_spec: {machine_type: a2-highgpu-1g, accelerator_count: 1}\n"
+        "  replica_count: 1\n  container_spec: {image_uri: 'us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-0'}\n"
+    )
+    [pool] = _reports(snake).values()
+    assert (pool.facts.gpus, pool.verdict, pool.facts.ml_signs[0]) == ("1", "warn", f"image {_IMAGE}")
+    body = json.loads(MODEL.read_text())["model"]
+    spec = body.pop("containerSpec")
+    body["container_spec"] = {"image_uri": spec["imageUri"], "command": spec["command"], "args": spec["args"]}
+    body["container_spec"]["shared_memory_size_mb"] = "4096"
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps({"model": body}))
+    served = _reports(model)["Model/llama-vllm"]
+    assert (served.facts.shm.size_bytes, served.facts.server is not None) == (4096 * MiB, True)
+
+
+_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-0"
