@@ -338,11 +338,15 @@ def _jenkinsfile(path: str, text: str, todo, written: list[str], printed: list[s
     """An agent's args string changed in place, a flag added first in it, or an `args` (a `.inside('...')`) given;
     an `sh` step's docker run as a script's."""
     agents = {f"{path}:{a.line}": a for a in jenkins.agents(text, path)}
-    runs = {f"{path}:{r.line}": r for r in shell.runs(text, path, jenkins.sh_steps(text))}
+    expanded, plain, named = jenkins.steps(text)
+    runs = {f"{path}:{r.line}": r for r in shell.runs(text, path, plain)} if plain else {}
+    held = {f"{path}:{r.line}" for r in shell.runs(expanded, path, named)} if named else set()
     edits: list[tuple[Arg, str, bool]] = []
 
     def edit(report: Report, fix: Fix) -> list[str] | None:
         name = report.facts.target.name
+        if name in held:
+            raise editors.Refused("its docker run is put together from the pipeline's own strings: change it there")
         agent, run = agents.get(name), runs.get(name)
         if agent is None and run is None:
             return None
@@ -350,6 +354,8 @@ def _jenkinsfile(path: str, text: str, todo, written: list[str], printed: list[s
         for arg, new, after in made:
             if not after or agent is None:
                 edits.append((arg, new, after))
+            elif agent.shorthand[0] >= 0:  # dockerfile true -> dockerfile { args '...' }
+                edits.append((Arg("true", *agent.shorthand), f"{{ args '{new}' }}", False))
             elif agent.body[0] >= 0:  # first in the args string
                 edits.append((Arg("", agent.body[0], agent.body[0]), new + " ", False))
             elif agent.declarative:  # an args line below the image's

@@ -107,3 +107,66 @@ def test_slurm_pyxis_is_the_nodes_shm_and_says_what_to_check(tmp_path, capsys):
     assert main(["lint", str(path), *LOADER, "--format", "json"]) == 0
     [report] = json.loads(capsys.readouterr().out)["reports"]
     assert report["verdict"] == "warn" and "srun df -h /dev/shm" in report["findings"][0]["message"]
+
+
+def test_dockerfile_true_is_the_repositorys_dockerfile_run_without_args(tmp_path):
+    """Rjected/cuda-timelock's `agent { dockerfile true }` (the Pipeline Syntax's shorthand): a container of its
+    own at docker's 64 MiB; --fix turns the shorthand into a block with the args, once."""
+    real = (DATA / "real" / "jenkins" / "cuda-timelock" / "Jenkinsfile").read_text()
+    [agent] = jenkins.probe(real, "Jenkinsfile")
+    assert (agent.facts.target.line, agent.facts.shm.size_bytes, agent.facts.gpus) == (2, 64 * MiB, None)
+    path = tmp_path / "Jenkinsfile"
+    path.write_text(real)
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    assert path.read_text() == real.replace("dockerfile true", "dockerfile { args '--shm-size=1536m' }")
+    assert main(["lint", str(path), "--fix", *LOADER]) == 0 and "dockerfile {" in path.read_text()
+
+
+PIPELINE_STRINGS = """pipeline {
+    environment {
+        RUN = "docker run --rm --gpus all \\
+            --shm-size 64m"
+        IMAGE = 'pytorch/pytorch'
+    }
+    stages {
+        stage('a') { steps { sh "${RUN} ${IMAGE} python train.py" } }
+        stage('b') { steps { sh '$RUN $IMAGE python train.py' } }
+        stage('c') { steps { script { def LOCAL = "docker run --gpus all pytorch/pytorch python train.py"
+            sh '$LOCAL'
+            sh "${LOCAL}"
+            sh "\\$LOCAL"
+        } } }
+        stage('d') { steps { sh "docker run --gpus all ${TWICE} python train.py" } }
+    }
+}
+TWICE = 'a'
+TWICE = 'b'
+"""
+
+
+def test_sh_steps_get_the_pipelines_own_strings_as_groovy_and_the_shell_give_them(tmp_path, capsys):
+    """environment{} values are the shell's too; a `def` string is Groovy's only (a "..." step's ${NAME}, not the
+    shell's $NAME, nor Groovy's escaped \\$NAME); a name set to two values stays unknown."""
+    found = {d.facts.target.line: d.facts for d in jenkins.probe(PIPELINE_STRINGS, "Jenkinsfile")}
+    assert sorted(found) == [8, 9, 12, 15]
+    for line in (8, 9, 12):
+        assert (found[line].shm.size_bytes, found[line].gpus) == (64 * MiB, "all"), line
+    assert found[8].ml_signs == ("image pytorch/pytorch", "command train.py")
+    assert 'sh "docker run --gpus all ${TWICE} python' in jenkins.steps(PIPELINE_STRINGS)[0]  # set twice: unknown
+    path = tmp_path / "Jenkinsfile"
+    path.write_text(PIPELINE_STRINGS)
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1  # only the plain step's run is written
+    assert path.read_text() == PIPELINE_STRINGS.replace(
+        "run --gpus all ${TWICE}", "run --shm-size=1536m --gpus all ${TWICE}"
+    )
+    assert "Jenkinsfile:8: not written: its docker run is put together from the pipeline's own strings" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_real_pipelines_docker_run_held_in_its_environment():
+    """ROCm/Megatron-LM's Jenkinsfile runs `${DOCKER_RUN_CMD} ${DOCKER_RUN_ARGS} ... ${env.DOCKER_IMAGE}`, the run
+    command set in its environment block with --ipc=host: the host's /dev/shm."""
+    text = (DATA / "real" / "jenkins" / "rocm-megatron-lm" / "Jenkinsfile").read_text()
+    [run] = jenkins.probe(text, "Jenkinsfile")
+    assert (run.facts.target.line, run.facts.ipc.mode, run.facts.shm.source) == (82, "host", "host-ipc")
