@@ -164,6 +164,33 @@ def sglang(tensor_parallel: int) -> Need:
     return Need("sglang", _ring(TP_GROUP_CHUNK, t - 1, 6), f"TP queue (4 MiB + {t}) × 6")
 
 
+# --- PostgreSQL 15 (src/backend/executor/nodeHash.c ExecChooseHashTableSize, src/backend/utils/mmgr/dsa.c,
+# src/backend/storage/ipc/dsm_impl.c) -----------------------------------------------------------------------------
+
+PG_HASH_MEM_MULTIPLIER = 2.0  # hash_mem_multiplier's default from PostgreSQL 15 (1.0 in 13 and 14): the larger
+PG_WORKERS = 2  # max_parallel_workers_per_gather's default
+# dsa.c makes an area's segments 1 MiB, doubling every second one (DSA_NUM_SEGMENTS_AT_EACH_SIZE 2), and dsm_impl.c
+# posix_fallocate()s each whole in /dev/shm: past a few MiB the segments hold up to half again what is used
+PG_SEGMENTS = 1.5
+
+
+def postgres_hash(work_mem: int, multiplier: float | None = None, workers: int | None = None) -> tuple[int, str]:
+    """What one parallel hash join may take of /dev/shm: PostgreSQL lets its shared table grow to the combined
+    hash_mem of the participants (space_allowed = work_mem × hash_mem_multiplier × (workers + 1)) before it splits
+    it into batches on disk, in segments of its dynamic shared area. Each such join running at once takes its own;
+    a skewed one that no batch split shrinks may pass the bound (nodeHash.c: growth disabled)."""
+    x = PG_HASH_MEM_MULTIPLIER if multiplier is None else multiplier
+    w = PG_WORKERS if workers is None else workers
+    table = int(work_mem * x * (w + 1))
+    said_x = f"{x:g}" + (" (its default)" if multiplier is None else "")
+    said_w = f"{w} workers" + (" (the default per Gather)" if workers is None else "") + " + the leader"
+    formula = (
+        f"work_mem {format_size(work_mem)} × hash_mem_multiplier {said_x} × ({said_w}) = {format_size(table)} "
+        f"of shared hash table, × {PG_SEGMENTS:g} for its segments"
+    )
+    return int(table * PG_SEGMENTS), formula
+
+
 # --- Ray 2.60 (_private/utils.py resolve_object_store_memory, services.py determine_plasma_store_config) ------------
 
 RAY_SHARE = 0.3  # DEFAULT_OBJECT_STORE_MEMORY_PROPORTION of the memory available

@@ -10,7 +10,7 @@ Every pattern is linear (bounded repetitions only, as the catalogue's)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..limits import MAX_BYTES
@@ -73,6 +73,19 @@ _LIMITS = re.compile(r"^\s{0,80}limits:\s{0,40}$")
 _K8S_MEMORY = re.compile(r"^\s{0,80}memory:\s{0,40}['\"]?(?P<q>[0-9.]{1,40}[a-zA-Z]{0,2})['\"]?\s{0,40}$")
 LIMITS_REACH = 4  # lines from 'limits:' to its 'memory:'
 
+# PostgreSQL's settings that bound a parallel hash join's shared table (nodeHash.c): in a SET, a postgresql.conf or
+# YAML line, a `postgres -c` ('SET work_mem = '256MB'', 'work_mem: 1GB', '-c work_mem=65536' in kB), and the
+# workers of a Gather (its setting, or EXPLAIN ANALYZE's 'Workers Launched: 4'); not maintenance_work_mem's
+_PG_SET = r"['\"]?\s{0,4}(?:=|:|\s[Tt][Oo]\s)\s{0,4}['\"]?"
+_WORK_MEM = re.compile(rf"(?<![\w.])work_mem{_PG_SET}(?P<n>[0-9]{{1,12}})\s{{0,2}}(?P<unit>(?i:[kmgt]?b))?\b")
+_HASH_MEM = re.compile(rf"(?<![\w.])hash_mem_multiplier{_PG_SET}(?P<x>[0-9]{{1,4}}(?:\.[0-9]{{1,6}})?)\b")
+_PG_WORKERS = re.compile(
+    rf"(?:(?<![\w.])max_parallel_workers_per_gather{_PG_SET}|\bWorkers (?:Launched|Planned): )(?P<n>[0-9]{{1,{NUM}}})\b"
+)
+PG_UNITS = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}  # its memory units; none: kB
+PG_MAX_MULTIPLIER = 1000.0  # hash_mem_multiplier's maximum (guc_tables.c)
+PG_MAX_WORKERS = 1024  # max_parallel_workers_per_gather's maximum (MAX_PARALLEL_WORKER_LIMIT)
+
 # shmdoctor run's own lines in a pasted log (render/run.py): its facts line ('shmdoctor run: /dev/shm 64 MiB, 0 B
 # used: …; IPC private; memory limit 2 GiB; …'), the loaders' need it computed ('the loaders' need 900 MiB (…') and
 # how the command ended ('shmdoctor run: python train.py exited 135 (SIGBUS) after 4.2 s; …')
@@ -117,6 +130,11 @@ ANCHORS = (
     "Helm chart",
     "limits:",
     "memory:",
+    "work_mem",
+    "hash_mem_multiplier",
+    "max_parallel_workers_per_gather",
+    "Workers Launched",
+    "Workers Planned",
 )
 MAX_RANKS = 4096  # more local GPUs than any host has: not a count
 
@@ -138,6 +156,10 @@ class Clues:
     need_said_from: str = ""
     exit_code: int | None = None  # how the command ended, as shmdoctor run printed it (128+N for a signal)
     exit_from: str = ""
+    work_mem: int | None = None  # bytes: PostgreSQL's work_mem as the text sets it, the most said
+    hash_mem_multiplier: float | None = None  # and its hash_mem_multiplier, the most said
+    pg_workers: int | None = None  # and the parallel workers of a Gather, the most said
+    pg_said: dict[str, str] = field(default_factory=dict)  # each of them: the line that said it
     _limits_at: int | None = None  # the last 'limits:' line's number, for its 'memory:'
 
     def line(self, text: str, number: int = 0) -> None:
@@ -167,7 +189,24 @@ class Clues:
         m = _SHMEM.match(text)
         if m and int(m.group(1)) <= MAX_BYTES:
             self.shmem = max(self.shmem or 0, int(m.group(1)))
+        if "_mem" in text or "orkers" in text:
+            self._postgres(text, number)
         self._place(text, number)
+
+    def _postgres(self, text: str, number: int) -> None:
+        """PostgreSQL's settings that bound a parallel hash join's shared memory, the most each is said to be."""
+        m = _WORK_MEM.search(text)
+        size = int(m.group("n")) * PG_UNITS[(m.group("unit") or "kB").lower()] if m else 0
+        if 0 < size <= MAX_BYTES and size > (self.work_mem or 0):
+            self.work_mem, self.pg_said["work_mem"] = size, f"line {number}"
+        m = _HASH_MEM.search(text)
+        x = float(m.group("x")) if m else 0.0
+        if 0 < x <= PG_MAX_MULTIPLIER and x > (self.hash_mem_multiplier or 0):
+            self.hash_mem_multiplier, self.pg_said["hash_mem_multiplier"] = x, f"line {number}"
+        m = _PG_WORKERS.search(text)
+        n = int(m.group("n")) if m else 0
+        if 0 < n <= PG_MAX_WORKERS and n > (self.pg_workers or 0):
+            self.pg_workers, self.pg_said["workers"] = n, f"line {number}"
 
     def _run(self, text: str, number: int) -> None:
         """shmdoctor run's own lines: the place it measured, the loaders' need, how the command ended."""

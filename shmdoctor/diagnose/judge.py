@@ -300,12 +300,23 @@ class Job:
     shmem: int | None = None  # and the tmpfs (/dev/shm) pages in it then
     need_bytes: int | None = None  # the loaders' need shmdoctor run printed in the log
     need_from: str = ""
+    work_mem: int | None = None  # PostgreSQL's settings the log gives (clues.py)
+    hash_mem_multiplier: float | None = None
+    pg_workers: int | None = None
+    pg_said: str = ""
 
     @classmethod
     def of(cls, facts: Facts, clues: Clues | None = None, gpus: int | None = None) -> Job:
         if clues is None:
             clues = Clues()
         read = cls(None, "", clues.channels, clues.memory_limit, clues.shmem, clues.need_said, clues.need_said_from)
+        read = replace(
+            read,
+            work_mem=clues.work_mem,
+            hash_mem_multiplier=clues.hash_mem_multiplier,
+            pg_workers=clues.pg_workers,
+            pg_said="; ".join(f"{name} {where}" for name, where in clues.pg_said.items()),
+        )
         if gpus:
             return replace(read, ranks=gpus, ranks_from="--gpus")
         if (clues.ranks or 0) >= 2:  # one device named is a lower bound, not a count
@@ -323,6 +334,12 @@ class Job:
         channels = max(self.channels or 0, consumers.NCCL_CHANNELS)
         return consumers.nccl(self.ranks, "shm", channels=channels).bytes
 
+    def postgres(self) -> tuple[int, str] | None:
+        """One parallel hash join's bound from the settings the log gives; None where it gives no work_mem."""
+        if self.work_mem is None:
+            return None
+        return consumers.postgres_hash(self.work_mem, self.hash_mem_multiplier, self.pg_workers)
+
 
 NCCL_TWO, NCCL_EIGHT = consumers.nccl(2, "shm").bytes, consumers.nccl(8, "shm").bytes
 LOADERS = ("dataloader", "unknown")  # whose need shmdoctor run's loader line is
@@ -335,8 +352,9 @@ def _need_bytes(d: Diagnosis, facts: Facts, measured: Measured | None, need: Req
     says it had (its size, or what was free)."""
     if need is not None:
         return need.bytes
-    if d.consumer == "postgresql":  # one parallel query's segment: the server's whole need is not in the text
-        return None
+    if d.consumer == "postgresql":  # one parallel query's segment, not the whole need: that from its settings only
+        bound = job.postgres()
+        return bound[0] if bound else None
     if job.need_bytes and d.consumer in LOADERS:  # shmdoctor run read the loaders and printed their need
         return job.need_bytes
     asked = d.bytes_needed or None
@@ -355,6 +373,12 @@ def _need_bytes(d: Diagnosis, facts: Facts, measured: Measured | None, need: Req
 
 def _evidence(d: Diagnosis, measured: Measured | None, job: Job) -> str:
     """Where a need without the loader's settings comes from (_need_bytes' order), said after it in the fix."""
+    bound = job.postgres() if d.consumer == "postgresql" else None
+    if bound:
+        return (
+            f"one parallel hash join's bound in PostgreSQL: {bound[1]}, its settings read from the log "
+            f"({job.pg_said}); each one running at once takes its own, the size in the error is one segment's"
+        )
     if d.consumer == "nccl":
         if job.ranks is None:
             return "NCCL's measured model for 8 GPUs with all-to-all: nothing tells their number (--gpus N does)"
@@ -380,10 +404,11 @@ SIZED_BY = {
     "--sample-bytes S`) for the size, or run the job under `shmdoctor run`",
     "ray": "size /dev/shm for Ray's object store: its object_store_memory + 10% (`ray status` says it; by default 30% "
     "of the memory), or start Ray with --object-store-memory below the /dev/shm there is",
-    "postgresql": "size /dev/shm for PostgreSQL: the segment its error names is one parallel query's, not the "
-    "server's need (each parallel worker of each running query takes its own: max_connections × "
-    "max_parallel_workers_per_gather segments of up to work_mem × hash_mem_multiplier); run the server under "
-    "`shmdoctor run -- postgres …` through the heavy queries for its peak",
+    "postgresql": "size /dev/shm for PostgreSQL: the segment its error names is one of a parallel query's, not the "
+    "server's need: one parallel hash join may take work_mem × hash_mem_multiplier × (workers + 1) × 1.5 for its "
+    "segments (nodeHash.c, dsa.c), each one running at once its own; paste its settings with the error (its "
+    "postgresql.conf's work_mem, hash_mem_multiplier, max_parallel_workers_per_gather lines) for that size, or run "
+    "the server under `shmdoctor run -- postgres …` through the heavy queries for its peak",
     "chromium": "size /dev/shm for Chrome: each tab's renderer shares its frames through it; docker-selenium's README "
     "asks --shm-size=2g, Puppeteer's troubleshooting guide 1 GB; `shmdoctor run` around the browser measures a "
     "suite's own peak",
@@ -616,7 +641,9 @@ def _message(d: Diagnosis, place: Place, measured, need, job: Job) -> str:
     wanted = _need_bytes(d, facts, measured, need, job) if cause == "shm-space" else None
     if cause == "shm-space" and need is None and d.consumer == "nccl":
         text += _nccl_words(job)
-    if wanted is not None:
+    if wanted is not None and d.consumer == "postgresql" and need is None:  # a bound of its settings, not a need seen
+        text += f"; one parallel hash join may take up to {format_size(wanted)} at the settings in the log"
+    elif wanted is not None:
         text += f"; needs ≥ {format_size(wanted)}"
         here = capacity.available(facts, need.ranks if need else 1) if place.here else None
         if here is not None and wanted <= here and measured is None:

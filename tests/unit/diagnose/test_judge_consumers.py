@@ -3,6 +3,10 @@ never its need; Chrome gets the size its docs ask and --disable-dev-shm-usage wi
 /dev/shm mounted (AWS Lambda) is told there is none. Texts are quoted from tests/data/explain/cases.yaml's sources;
 sizes are written here."""
 
+from pathlib import Path
+
+import pytest
+
 from shmdoctor.diagnose import judge, scan_text
 from shmdoctor.diagnose.place import elsewhere
 from shmdoctor.sizes import GiB, MiB
@@ -86,3 +90,38 @@ def test_a_semaphores_enospc_says_something_else_filled_dev_shm_never_the_loader
     found = finding(BILLIARD)
     assert found.fixes[0].summary.startswith("a Celery (billiard) pool's semaphores take a 4 KiB page")
     assert not any("loader" in f.summary for f in found.fixes)
+
+
+# Debian's PostgreSQL 15 in a 64 MiB container, its parallel hash join's log as `docker logs` gave it (psql -e echoes
+# the SETs; tests/integration/docker/test_explain_apps.py runs it, captured/README.md says how)
+PG_CAPTURED = Path(__file__).resolve().parents[2] / "data" / "explain" / "captured" / "postgres-parallel-hash-64m.log"
+
+
+def test_postgresqls_own_settings_in_the_log_size_one_parallel_hash_join_never_its_one_segment():
+    found = finding(PG_CAPTURED.read_text())
+    assert found.id == "postgres-shm-resize" and "one segment's" in found.message
+    # nodeHash.c's bound: 256 MiB × hash_mem_multiplier 2 (15's default) × (4 workers + the leader) = 2.5 GiB, × 1.5
+    # for dsa.c's doubling segments = 3.75 GiB; + 25% = 4.7 GiB: 6 GiB, where 16 MiB + 25% would fail again
+    assert "one parallel hash join may take up to 3.75 GiB at the settings in the log" in found.message
+    grow = found.fixes[0]
+    assert grow.shm_bytes == 6 * GiB
+    assert "work_mem 256 MiB × hash_mem_multiplier 2 (its default) × (4 workers + the leader)" in grow.summary
+    assert "work_mem line 9" in grow.summary and "workers line 5" in grow.summary  # where each was read
+
+
+@pytest.mark.parametrize(
+    "settings, size",
+    [
+        # without a work_mem, no size: the segment's is not the need (item 5)
+        ("SET max_parallel_workers_per_gather = 4;", None),
+        # 64 MiB × 2 × (2 workers by default + 1) × 1.5 = 576 MiB; + 25%: 768 MiB
+        ("SET work_mem TO '64MB';", 768 * MiB),
+        # a postgresql.conf and EXPLAIN ANALYZE's count: 64 MiB × 1 × 9 × 1.5 = 864 MiB; + 25%: 1.5 GiB (3 GiB at 2)
+        ("work_mem = 64MB\nhash_mem_multiplier = 1.0\n         Workers Launched: 8", 1536 * MiB),
+        # postgres -c in kB (its unit where none is given); maintenance_work_mem is not work_mem
+        ("postgres -c maintenance_work_mem=2GB -c work_mem=65536", 768 * MiB),
+    ],
+)
+def test_postgresqls_settings_read_in_their_spellings(settings, size):
+    fixes = finding(f"{settings}\n{POSTGRES}").fixes
+    assert fixes[0].shm_bytes == size
