@@ -240,6 +240,8 @@ def _editor(docs: list[tuple[int, Any]], path: str, made: set[int]):
             return None
         if facts.form == "gitlab-runner" and docs:
             raise editors.Refused("GitLab's jobs cannot size /dev/shm: the runner's config.toml does")
+        if ci.RUN_LABEL.search(name) and any(ci.is_gitlab(body, path) for _, body in docs):
+            raise editors.Refused("a docker run of a GitLab job's script: give the flag in the script")
         if not indexed:
             index()
         if facts.runtime == "kubernetes" and ":TrainJob/" in name:  # its pod is its runtime's (probe/trainjob.py)

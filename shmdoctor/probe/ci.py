@@ -8,21 +8,26 @@ reads them (runargs.py), a `${{ ... }}` expression unknown. A job without a cont
 `services:`, but not /dev/shm: that is the runner's (the Docker executor's `[runners.docker] shm_size` in its
 config.toml, 0 by default: the engine's 64 MiB; the Kubernetes executor's pod: the runtime's 64 MiB). A job is
 judged at that default, and the note says what the file cannot tell; its fix is said for the runner's config.toml.
+Each `docker run` its script starts (`before_script` and `script`, through `extends:`, YAML anchors and `!reference`
+tags, as GitLab merges them) is a container of its own, read as a script's with the pipeline's variables (global and
+the job's: the shell's environment, `$$` a `$`) put in, `$(echo ...)` and `$(eval echo ...)` of them as their words;
+its fix is printed (the flag in the script), not written.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import UsageError
 from ..model import Target
-from .documents import Definition, Document, line_of
+from . import shell
+from .documents import GITLAB_NAMES, GITLAB_REFERENCE, Definition, Document, Tagged, line_of
 from .runargs import Arg, RunArgs, facts, parse
 from .shell import words
 
-GITLAB_NAMES = (".gitlab-ci.yml", ".gitlab-ci.yaml")
 _GITLAB_KEYWORDS = frozenset(
     ("default", "include", "stages", "variables", "workflow", "image", "services", "before_script", "after_script",
      "cache", "spec")
@@ -32,6 +37,11 @@ GITLAB_NOTE = (
     "shm_size in config.toml, 0 by default: the engine's 64 MiB; the Kubernetes executor's pod: 64 MiB)"
 )
 MAX_EXTENDS = 16  # extends: followed this deep
+MAX_REFERENCES = 10  # !reference tags resolved this deep (GitLab's own limit)
+_GLOBALS = ("image", "before_script", "services")  # a job's when it has none: default:'s, else the file's top level
+_VARIABLE = re.compile(r"\$\$|\$\{(\w+)\}|\$(\w+)")
+RUN_LABEL = re.compile(r"/docker-run-\d+$")  # a job's docker run: <file>:<job>/docker-run-N
+_ECHOED = re.compile(r"\$\((?:\s*eval)?\s*echo\s+")  # $(echo words), $(eval echo words): the words
 
 
 def is_workflow(body: Any) -> bool:
@@ -96,38 +106,127 @@ def probe_workflow(doc: Document) -> list[Definition]:
     return out
 
 
-def _image(job: dict, body: dict, seen: int = 0) -> str | None:
-    """A GitLab job's image: its own, its `extends:`' (the last template that has one), or the default."""
-    image = job.get("image")
-    if isinstance(image, dict):
-        image = image.get("name")
-    if isinstance(image, str):
-        return image
-    parents = job.get("extends")
-    for parent in reversed([parents] if isinstance(parents, str) else parents if isinstance(parents, list) else []):
-        template = body.get(parent)
+def _merged(job: dict, body: dict, seen: int = 0) -> dict:
+    """A job as GitLab runs it: its `extends:` templates merged in order under its own keys (mappings key by key,
+    lists and values replaced), then default:'s (or the top level's) image, before_script and services where it
+    has none."""
+    names = job.get("extends")
+    out: dict = {}
+    for parent in [names] if isinstance(names, str) else names if isinstance(names, list) else []:
+        template = body.get(parent) if isinstance(parent, str) else None
         if isinstance(template, dict) and seen < MAX_EXTENDS:
-            found = _image(template, body, seen + 1)
-            if found:
-                return found
-    default = body.get("default")
-    return _image(default, {}, MAX_EXTENDS) if isinstance(default, dict) and default is not job else None
+            _merge(out, _merged(template, body, seen + 1))
+    _merge(out, {k: v for k, v in job.items() if k != "extends"})
+    written = body.get("default")
+    default: dict = written if isinstance(written, dict) else {}
+    for key in _GLOBALS if seen == 0 else ():
+        value = default.get(key, body.get(key))
+        if key not in out and value is not None:
+            out[key] = value
+    return out
+
+
+def _merge(into: dict, over: dict) -> None:
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            into[key] = dict(into[key])
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _image(job: dict) -> str | None:
+    """A merged job's image (a name, or `image: {name: ...}`)."""
+    image = job.get("image")
+    image = image.get("name") if isinstance(image, dict) else image
+    return image if isinstance(image, str) else None
+
+
+def _lines(value: Any, body: dict, depth: int = 0) -> list[str]:
+    """A script's lines: its strings, nested lists flattened and `!reference [job, key]` tags put in, as GitLab
+    does (10 levels)."""
+    if depth > MAX_REFERENCES:
+        return []
+    if isinstance(value, Tagged) and value.tag == GITLAB_REFERENCE:
+        found: Any = body
+        for key in value.value if isinstance(value.value, list) else []:
+            found = found.get(key) if isinstance(found, dict) and isinstance(key, str) else None
+        return _lines(found, body, depth + 1)
+    if isinstance(value, list):
+        return [line for item in value for line in _lines(item, body, depth + 1)]
+    return [str(value)] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else []
+
+
+def _variables(*holders: Any) -> dict[str, str]:
+    """The pipeline's variables, later holders over earlier ones: a value (or `{value: ...}`) with the variables
+    before it put in and `$$` read as `$`, as GitLab expands them."""
+    out: dict[str, str] = {}
+    for holder in holders:
+        for name, value in holder.items() if isinstance(holder, dict) else []:
+            value = value.get("value") if isinstance(value, dict) else value
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                out[str(name)] = _VARIABLE.sub(lambda m: _put(m, out, "$"), str(value))
+    return out
+
+
+def _put(ref: re.Match, known: dict[str, str], dollars: str) -> str:
+    name = ref.group(1) or ref.group(2)
+    return dollars if name is None else known.get(name, ref.group(0))
+
+
+def _echoed(text: str) -> str:
+    """`$(echo words)` and `$(eval echo words)` as their words (the parentheses inside them balanced)."""
+    out, at = [], 0
+    for m in _ECHOED.finditer(text):
+        if m.start() < at:
+            continue
+        depth, end = 1, m.end()
+        while end < len(text) and depth:
+            depth += (text[end] == "(") - (text[end] == ")")
+            end += 1
+        if depth:
+            break
+        out += [text[at : m.start()], text[m.end() : end - 1]]
+        at = end
+    return "".join([*out, text[at:]])
+
+
+def _runs(name: str, job: dict, body: dict, doc: Document) -> list[Definition]:
+    """Each docker run of the job's before_script and script, a container of its own named <file>:<job>/docker-run-N
+    (its fix printed: the script is not the file's text)."""
+    lines = _lines(job.get("before_script"), body) + _lines(job.get("script"), body)
+    if not any("run" in line for line in lines):
+        return []
+    env = _variables(body.get("variables"), job.get("variables"))
+    text = _echoed(_VARIABLE.sub(lambda m: _put(m, env, "$$"), "\n".join(lines)))
+    out = []
+    for number, run in enumerate(shell.runs(text, doc.source), 1):
+        label = f"{name}/docker-run-{number}"
+        target = Target("container", f"{doc.source}:{label}", file=doc.source, line=line_of(doc.body.get(name)))
+        read = facts(run.args, target)
+        out.append(Definition(read.facts, read.loader_spec, f"{doc.source}:{label}", ignore_label=read.ignore_label))
+    return out
 
 
 def probe_gitlab(doc: Document) -> list[Definition]:
-    """One Definition per job that runs (hidden `.templates` do not), at the runner's default /dev/shm."""
+    """One Definition per job that runs (hidden `.templates` do not), at the runner's default /dev/shm, and one per
+    docker run its script starts."""
     out = []
-    for name, job in doc.body.items():
-        if not isinstance(job, dict) or name in _GITLAB_KEYWORDS or str(name).startswith("."):
+    for name, written in doc.body.items():
+        if not isinstance(written, dict) or name in _GITLAB_KEYWORDS or str(name).startswith("."):
             continue
-        if "script" not in job and "extends" not in job:
+        if "script" not in written and "extends" not in written:
             continue
-        script = job.get("script")
-        lines = [str(s) for s in script] if isinstance(script, list) else [str(script or "")]
+        job = _merged(written, doc.body)
         run = parse([], "docker", Arg("script"), image=False)
-        run.command = [Arg(line) for line in lines]
-        target = Target("container", f"{doc.source}:{name}", file=doc.source, line=line_of(job))
-        read = facts(run, target, assumed_image=_image(job, doc.body), form="gitlab-runner")
+        run.command = [Arg(line) for line in _lines(job.get("script"), doc.body)]
+        target = Target("container", f"{doc.source}:{name}", file=doc.source, line=line_of(written))
         at = f"{doc.source}:{name}"
+        try:
+            read = facts(run, target, assumed_image=_image(job), form="gitlab-runner")
+            runs = _runs(str(name), job, doc.body, doc)
+        except UsageError as e:
+            raise UsageError(f"{at}: {e}") from None
         out.append(Definition(read.facts, read.loader_spec, at, notes=(GITLAB_NOTE,), ignore_label=read.ignore_label))
+        out += runs
     return out

@@ -51,7 +51,8 @@ class Node(dict):
 
 class Tagged:
     """A value under compose's `!reset` or `!override` tag (compose-go's merge): `!reset` takes the key away from
-    what the files before set, `!override` replaces it instead of merging. Resolved by probe/compose_merge."""
+    what the files before set, `!override` replaces it instead of merging. Resolved by probe/compose_merge. In a
+    GitLab file, `!reference [job, key, ...]` (resolved by probe/ci)."""
 
     __slots__ = ("tag", "value")
 
@@ -68,6 +69,8 @@ class Tagged:
 
 
 COMPOSE_TAGS = ("!reset", "!override")
+GITLAB_NAMES = (".gitlab-ci.yml", ".gitlab-ci.yaml")
+GITLAB_REFERENCE = "!reference"  # GitLab's tag for another job's key: `!reference [.setup, script]`
 
 
 def with_changes(mapping: dict, **changes: Any) -> dict:
@@ -138,6 +141,8 @@ def _yaml_loader(source: str | None = None, unknown_tags: bool = False):
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     for tag in COMPOSE_TAGS:
         Loader.add_constructor(tag, tagged)
+    if source is not None and source.endswith(GITLAB_NAMES):  # resolved by probe/ci.py
+        Loader.add_constructor(GITLAB_REFERENCE, tagged)
     if unknown_tags:
 
         def unknown(loader, suffix, node):

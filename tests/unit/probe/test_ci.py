@@ -135,3 +135,73 @@ def test_a_gitlab_file_whose_jobs_are_all_included_is_passed_over_not_read_as_co
     assert capsys.readouterr().err == (
         f"shmdoctor: error: {path}: a GitLab CI file with no job of its own (its jobs come from its include:)\n"
     )
+
+
+GITLAB_RUNS = """variables:
+  RUN_ARGS: "--shm-size=2g --ulimit stack=$$((1024*65536))"
+  IMAGE: nvcr.io/nvidia/pytorch:24.01-py3
+default:
+  before_script:
+    - docker login -u ci -p x registry
+.gpu:
+  variables:
+    RUN_ARGS: "--ipc=host"
+  script:
+    - docker run --rm --gpus all $(eval echo ${RUN_ARGS}) $IMAGE python train.py
+.setup:
+  script:
+    - docker run --rm --privileged multiarch/qemu-user-static --reset -p yes
+sized:
+  script:
+    - docker pull ${IMAGE}
+    - docker run --rm --gpus all $(echo ${RUN_ARGS}) ${IMAGE} python train.py
+host:
+  extends: .gpu
+both:
+  script:
+    - !reference [.setup, script]
+    - docker run --gpus 2 $SHM_ARGS ${IMAGE} torchrun train.py
+"""
+
+
+def test_gitlab_scripts_docker_runs_with_the_pipelines_variables(tmp_path, capsys):
+    """Each docker run of a job's script is a container of its own: the global and the job's variables (through
+    extends) put in, GitLab's $$ a $, $(echo ...) and $(eval echo ...) their words, !reference's lines included;
+    a hidden template's runs nowhere; its fix is printed, the file left as written."""
+    [doc] = documents.parse(GITLAB_RUNS, ".gitlab-ci.yml")
+    found = {d.facts.target.name.removeprefix(".gitlab-ci.yml:"): d.facts for d in ci.probe_gitlab(doc)}
+    assert list(found) == ["sized", "sized/docker-run-1", "host", "host/docker-run-1", "both"] + [
+        "both/docker-run-1",
+        "both/docker-run-2",
+    ]
+    sized, host = found["sized/docker-run-1"], found["host/docker-run-1"]
+    assert (sized.shm.size_bytes, sized.gpus, sized.ml_signs[0]) == (2 * GiB, "all", "image " + _PYTORCH)
+    assert (host.ipc.mode, host.gpus) == ("host", "all")  # the template's RUN_ARGS over the global one
+    qemu, torch = found["both/docker-run-1"], found["both/docker-run-2"]
+    assert (qemu.shm.size_bytes, qemu.ml_signs, torch.gpus) == (64 * MiB, (), "2")
+    assert torch.unreadable  # $SHM_ARGS among its options: the file does not give it
+    assert found["sized"].form == "gitlab-runner" and found["sized/docker-run-1"].form is None
+    path = tmp_path / ".gitlab-ci.yml"
+    path.write_text(GITLAB_RUNS.replace("$(echo ${RUN_ARGS})", "--shm-size=64m"))
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    assert path.read_text() == GITLAB_RUNS.replace("$(echo ${RUN_ARGS})", "--shm-size=64m")
+    assert "sized/docker-run-1: not written: a docker run of a GitLab job's script: give the flag in the script" in (
+        capsys.readouterr().err
+    )
+
+
+_PYTORCH = "nvcr.io/nvidia/pytorch:24.01-py3"
+
+
+def test_real_gitlab_files_docker_runs_and_references():
+    """NVIDIA/DALI's L0 tests run `docker run ... $(eval echo ${EXTRA_DOCKER_RUN_ARGS})` from a YAML anchor: 1 GiB
+    from the pipeline's variables; nvidia-container-toolkit's jobs get their qemu registration through extends and
+    GitLab's !reference tag (the file was refused as no YAML)."""
+    lines = (DATA / "real" / "gitlab" / "dali" / ".gitlab-ci.yml").read_text()
+    runs = [d.facts for d in ci.probe_gitlab(documents.parse(lines, "dali/.gitlab-ci.yml")[0])]
+    sized = [f.shm.size_bytes for f in runs if ci.RUN_LABEL.search(f.target.name)]
+    assert sized == [GiB] * 15 and len(runs) == 35
+    text = (DATA / "real" / "gitlab" / "nvidia-container-toolkit" / ".gitlab-ci.yml").read_text()
+    names = [d.facts.target.name for d in ci.probe_gitlab(documents.parse(text, "t/.gitlab-ci.yml")[0])]
+    assert "t/.gitlab-ci.yml:image-ubi8/docker-run-1" in names and "t/.gitlab-ci.yml:go-build" in names
+    assert len(names) == 35 and sum(bool(ci.RUN_LABEL.search(n)) for n in names) == 11
