@@ -4,13 +4,16 @@
 Read in kserve/kserve (pkg/controller/v1beta1/inferenceservice: the predictor's pod spec is the runtime's
 ServingRuntimePodSpec with the predictor's own pod fields over it; utils.MergeRuntimeContainers merges the model's
 container over the runtime's `kserve-container` by strategic merge patch, args concatenated, runtime's first). The
-runtime is the one named in `model.runtime`, else the one KServe would select among the runtimes in the same run:
-not disabled, `autoSelect` on the supported format of the model's name (and version, where both say one), a
-namespaced ServingRuntime before a ClusterServingRuntime, the highest `priority` first; where the run has none, the
-one KServe ships of that name or choice (SHIPPED: read in kserve/kserve config/runtimes at aaac4e29; the vLLM and
-Hugging Face servers mount an unsized memory-backed emptyDir at /dev/shm, the others nothing), said as assumed. A
-runtime neither in the run nor shipped is said in one line (the multi-node Hugging Face runtime is not modelled).
-The protocol version is not matched.
+runtime is the one named in `model.runtime`, else the one KServe would select among the runtimes in the same run
+(pkg/apis/serving/v1beta1/predictor_model.go GetSupportingRuntimes): not disabled, not a ModelMesh runtime
+(`multiModel: true`: an InferenceService is served one model a pod), one with a `workerSpec` only for a predictor
+with one, a `protocolVersions` list that holds the model's `protocolVersion` (v1 unless it says), `autoSelect` on a
+supported format of the model's name (and of its version, where the model says one); a namespaced ServingRuntime
+before a ClusterServingRuntime, then a given `priority` (the first of the format's name) before none, the highest
+first, then the lowest protocol version, then the name. Where the run has none, the one KServe ships of that name or
+choice (SHIPPED: read in kserve/kserve config/runtimes at aaac4e29; the vLLM and Hugging Face servers mount an
+unsized memory-backed emptyDir at /dev/shm, the others nothing), said as assumed. A runtime neither in the run nor
+shipped is said in one line (the multi-node Hugging Face runtime is not modelled).
 """
 
 from __future__ import annotations
@@ -81,6 +84,24 @@ SHIPPED: dict[str, tuple[tuple[tuple[str, str, int], ...], str, tuple[str, ...],
 }
 
 
+# name: its protocolVersions (config/runtimes at aaac4e29; vLLM's lists none: any)
+PROTOCOLS: dict[str, tuple[str, ...]] = {
+    "kserve-tensorflow-serving": ("v1", "grpc-v1"),
+    "kserve-sklearnserver": ("v1", "v2"),
+    "kserve-mlserver": ("v2",),
+    "kserve-xgbserver": ("v1", "v2"),
+    "kserve-tritonserver": ("v2", "grpc-v2"),
+    "kserve-pmmlserver": ("v1", "v2"),
+    "kserve-paddleserver": ("v1", "v2"),
+    "kserve-lgbserver": ("v1", "v2"),
+    "kserve-torchserve": ("v1", "v2", "grpc-v2"),
+    "kserve-huggingfaceserver": ("v2", "v1"),
+    "kserve-autogluonserver": ("v1", "v2"),
+    "kserve-vllmserver": (),
+}
+_PROTOCOL_ORDER = {"v1": 1, "v2": 2, "grpc-v1": 3, "grpc-v2": 4}  # constants.GetProtocolVersionInt; else 5
+
+
 def _shipped(name: str) -> Document:
     """The ClusterServingRuntime KServe ships under that name, as the facts SHIPPED keeps of it."""
     formats, image, command, shm = SHIPPED[name]
@@ -95,6 +116,8 @@ def _shipped(name: str) -> Document:
         "supportedModelFormats": [{"name": f, "version": v, "autoSelect": True, "priority": p} for f, v, p in formats],
         "containers": [container],
     }
+    if PROTOCOLS[name]:
+        spec["protocolVersions"] = list(PROTOCOLS[name])
     if shm:
         container["volumeMounts"] = [{"name": "devshm", "mountPath": "/dev/shm"}]
         spec["volumes"] = [{"name": "devshm", "emptyDir": {"medium": "Memory"}}]
@@ -129,34 +152,42 @@ def name_of(body: dict) -> str:
     return str(_dict(body.get("metadata")).get("name") or "?")
 
 
-def _supports(runtime: dict, fmt: dict) -> int | None:
-    """The priority with which a runtime would be auto-selected for the model's format, None where it would not."""
+def _supports(runtime: dict, model: dict, multinode: bool) -> tuple[bool, int | None] | None:
+    """(whether it gives the format a priority, that priority) where KServe would auto-select the runtime for the
+    model; None where it would not."""
     spec = _dict(runtime.get("spec"))
-    if spec.get("disabled") is True:
+    if spec.get("disabled") is True or spec.get("multiModel") is True or ("workerSpec" in spec) != multinode:
         return None
+    protocols = _list(spec.get("protocolVersions"))
+    if protocols and str(model.get("protocolVersion") or "v1") not in [str(p) for p in protocols]:
+        return None
+    fmt = _dict(model.get("modelFormat"))
     name, version = str(fmt.get("name") or "").lower(), fmt.get("version")
-    for supported in _list(spec.get("supportedModelFormats")):
-        supported = _dict(supported)
-        if str(supported.get("name") or "").lower() != name or supported.get("autoSelect") is not True:
-            continue
-        if version is not None and supported.get("version") not in (None, version):
-            continue
-        priority = supported.get("priority")
-        return priority if isinstance(priority, int) and not isinstance(priority, bool) else 0
-    return None
+    formats = [_dict(f) for f in _list(spec.get("supportedModelFormats"))]
+    if not any(
+        str(f.get("name") or "").lower() == name and f.get("autoSelect") is True and version in (None, f.get("version"))
+        for f in formats
+    ):
+        return None
+    priority = next((f.get("priority") for f in formats if str(f.get("name") or "").lower() == name), None)
+    return (True, priority) if isinstance(priority, int) and not isinstance(priority, bool) else (False, None)
 
 
-def _runtime(model: dict, runtimes: dict[tuple[str, str], Document]) -> Document | None:
+def _protocol_order(runtime: dict) -> int:
+    protocols = _list(_dict(runtime.get("spec")).get("protocolVersions"))
+    return min((_PROTOCOL_ORDER.get(str(p), 5) for p in protocols), default=5)
+
+
+def _runtime(model: dict, runtimes: dict[tuple[str, str], Document], multinode: bool = False) -> Document | None:
     named = model.get("runtime")
     if isinstance(named, str) and named:
         return runtimes.get(("ServingRuntime", named)) or runtimes.get(("ClusterServingRuntime", named))
-    fmt = _dict(model.get("modelFormat"))
     chosen = [
-        (kind == "ServingRuntime", priority, doc)
-        for (kind, _), doc in runtimes.items()
-        if (priority := _supports(doc.body, fmt)) is not None
+        (kind != "ServingRuntime", not found[0], -(found[1] or 0), _protocol_order(doc.body), name, doc)
+        for (kind, name), doc in runtimes.items()
+        if (found := _supports(doc.body, model, multinode)) is not None
     ]
-    return max(chosen, key=lambda c: (c[0], c[1]))[2] if chosen else None
+    return min(chosen, key=lambda c: c[:5])[5] if chosen else None
 
 
 def _merge_by(own: list, given: list, key: str) -> list:
@@ -194,12 +225,14 @@ def resolve(doc: Document, runtimes: dict[tuple[str, str], Document]) -> tuple[D
     predictor = _dict(spec.get("predictor"))
     model = _dict(predictor.get("model"))
     name = name_of(doc.body)
-    found = _runtime(model, runtimes)
+    multinode = "workerSpec" in predictor
+    found = _runtime(model, runtimes, multinode)
     shipped = found is None
     if found is None:  # KServe's own, as it ships them
-        found = _runtime(model, {("ClusterServingRuntime", n): _shipped(n) for n in SHIPPED})
+        found = _runtime(model, {("ClusterServingRuntime", n): _shipped(n) for n in SHIPPED}, multinode)
     if found is None:
-        wanted = model.get("runtime") or f"one that auto-selects {_dict(model.get('modelFormat')).get('name')!s}"
+        fmt, protocol = _dict(model.get("modelFormat")).get("name"), model.get("protocolVersion") or "v1"
+        wanted = model.get("runtime") or f"one that auto-selects {fmt!s} for protocol {protocol!s}"
         why = f"its runtime ({wanted}) is neither in this run nor one KServe ships: give the ServingRuntime's file too"
         return None, f"{doc.source}:InferenceService/{name}: {why}", None
     runtime = found.body

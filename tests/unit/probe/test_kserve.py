@@ -78,8 +78,11 @@ def test_without_its_runtime_in_the_run_the_one_kserve_ships_is_assumed(tmp_path
     assert (report.facts.shm.size_bytes, report.facts.target.related) == (48 * GiB, ())
     assert any(n.startswith("assumed ClusterServingRuntime/kserve-vllmserver as KServe ships it") for n in report.notes)
     body = yaml.safe_load(ISVC.read_text())
-    body["spec"]["predictor"]["model"]["modelFormat"]["name"] = "onnx"  # Triton's, as shipped: nothing at /dev/shm
+    body["spec"]["predictor"]["model"]["modelFormat"]["name"] = "onnx"  # Triton's, which speaks v2 only
     path = tmp_path / "isvc.yaml"
+    path.write_text(yaml.safe_dump(body))
+    assert_one_line_error(forked_cli("lint", str(path)), 2, "its runtime (one that auto-selects onnx for protocol v1)")
+    body["spec"]["predictor"]["model"]["protocolVersion"] = "v2"  # as KServe's ONNX sample says it: Triton, 64 MiB
     path.write_text(yaml.safe_dump(body))
     assert _reports(path)["InferenceService/llama"].facts.shm.size_bytes == 64 * MiB
     body["spec"]["predictor"]["model"]["runtime"] = "my-runtime"
@@ -102,3 +105,37 @@ def test_fix_is_not_written_into_the_services_file(tmp_path):
     proc = forked_cli("lint", str(path), str(VLLM), "--fix", "--workload", "*")
     assert path.read_text() == before and "a model's pod is its ServingRuntime's" in proc.stderr
     assert _reports(path, VLLM)["InferenceService/llama"].facts.shm.size_bytes == 1024 * MiB
+
+
+def _choice(model: dict, *runtimes: tuple[tuple[str, str], Document], multinode: bool = False) -> str | None:
+    found = kserve._runtime({"modelFormat": {"name": "vLLM"}, **model}, dict(runtimes), multinode)
+    return found.body["metadata"]["name"] if found else None
+
+
+def test_kserves_selection_rules_of_predictor_model_go():
+    """GetSupportingRuntimes at aaac4e29: a ModelMesh runtime (multiModel) never serves an InferenceService; a
+    runtime with a workerSpec only a multinode predictor; the model's protocolVersion (v1 unless it says) among the
+    runtime's protocolVersions; a model's version only a format of that version; a given priority before none."""
+    mesh, plain = _runtime("ServingRuntime", "mesh", 9), _runtime("ClusterServingRuntime", "plain")
+    mesh[1].body["spec"]["multiModel"] = True
+    assert _choice({}, mesh, plain) == "plain"  # the namespace's runtime would win were it not ModelMesh's
+    workers = _runtime("ServingRuntime", "workers", 9)
+    workers[1].body["spec"]["workerSpec"] = {"containers": [{"name": "worker-container", "image": "w"}]}
+    assert (_choice({}, workers, plain), _choice({}, workers, plain, multinode=True)) == ("plain", "workers")
+    v2 = _runtime("ServingRuntime", "v2-only", 9)
+    v2[1].body["spec"]["protocolVersions"] = ["v2", "grpc-v2"]
+    assert (_choice({}, v2, plain), _choice({"protocolVersion": "v2"}, v2, plain)) == ("plain", "v2-only")
+    versioned, unversioned = _runtime("ServingRuntime", "one", version="1"), _runtime("ServingRuntime", "any")
+    assert (_choice({"modelFormat": {"name": "vLLM", "version": "1"}}, unversioned, versioned)) == "one"
+    assert _choice({}, _runtime("ServingRuntime", "a"), _runtime("ServingRuntime", "b", 0)) == "b"
+
+
+def test_a_models_default_protocol_picks_the_shipped_runtime_that_speaks_it():
+    """An sklearn model (protocol v1): kserve-mlserver's priority 2 speaks v2 only, so kserve-sklearnserver (the
+    corpus' ART sample); the same model at v2 goes to MLServer."""
+    art = DATA / "real" / "kserve" / "explanation-art-mnist-art.yaml"
+    notes = _reports(art)["InferenceService/artserver"].notes
+    assert any("ClusterServingRuntime/kserve-sklearnserver as KServe ships it" in n for n in notes)
+    model = {"modelFormat": {"name": "sklearn"}, "protocolVersion": "v2"}
+    shipped = {("ClusterServingRuntime", n): kserve._shipped(n) for n in kserve.SHIPPED}
+    assert kserve._runtime(model, shipped).body["metadata"]["name"] == "kserve-mlserver"
