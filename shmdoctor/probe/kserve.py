@@ -13,7 +13,11 @@ before a ClusterServingRuntime, then a given `priority` (the first of the format
 first, then the lowest protocol version, then the name. Where the run has none, the one KServe ships of that name or
 choice (SHIPPED: read in kserve/kserve config/runtimes at aaac4e29; the vLLM and Hugging Face servers mount an
 unsized memory-backed emptyDir at /dev/shm, the others nothing), said as assumed. A runtime neither in the run nor
-shipped is said in one line (the multi-node Hugging Face runtime is not modelled).
+shipped is said in one line (the multi-node Hugging Face runtime is not modelled). An InferenceService in ModelMesh's
+deployment mode (`serving.kserve.io/deploymentMode: ModelMesh`) has no pod of its own: modelmesh-serving loads it
+into the pods of a ServingRuntime with `multiModel: true`, made of that runtime's containers and volumes (its
+controllers/modelmesh/runtime.go adds a models-dir emptyDir on disk and its own sidecars), so the runtime's file is
+judged as that pod and the model is said in one line.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from .documents import Definition, Document, line_of
 GROUP = "serving.kserve.io"
 KINDS = ("ServingRuntime", "ClusterServingRuntime")
 SOURCE = "kserve/kserve MergeRuntimeContainers"
+DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 _MODEL_ONLY = ("modelFormat", "runtime", "storageUri", "protocolVersion", "storage")
 
 
@@ -225,6 +230,10 @@ def resolve(doc: Document, runtimes: dict[tuple[str, str], Document]) -> tuple[D
     predictor = _dict(spec.get("predictor"))
     model = _dict(predictor.get("model"))
     name = name_of(doc.body)
+    mode = _dict(_dict(doc.body.get("metadata")).get("annotations")).get(DEPLOYMENT_MODE)
+    if mode == "ModelMesh":  # modelmesh-serving places it in the pods of a multiModel runtime: no pod of its own
+        why = "served by ModelMesh in the pods of a ServingRuntime with multiModel: true, judged as that runtime"
+        return None, f"{doc.source}:InferenceService/{name}: {why} (give its file)", None
     multinode = "workerSpec" in predictor
     found = _runtime(model, runtimes, multinode)
     shipped = found is None

@@ -139,3 +139,21 @@ def test_a_models_default_protocol_picks_the_shipped_runtime_that_speaks_it():
     model = {"modelFormat": {"name": "sklearn"}, "protocolVersion": "v2"}
     shipped = {("ClusterServingRuntime", n): kserve._shipped(n) for n in kserve.SHIPPED}
     assert kserve._runtime(model, shipped).body["metadata"]["name"] == "kserve-mlserver"
+
+
+def test_a_modelmesh_model_is_served_in_its_multi_model_runtimes_pods(tmp_path):
+    """A ModelMesh InferenceService (the deploymentMode annotation) has no pod of its own: one line says it is the
+    multiModel runtime's pods, the runtime judged as its pod (modelmesh-serving's Deployment is its containers and
+    volumes); alone, nothing to judge."""
+    body = yaml.safe_load(ISVC.read_text())
+    body["metadata"]["annotations"] = {"serving.kserve.io/deploymentMode": "ModelMesh"}
+    path = tmp_path / "isvc.yaml"
+    path.write_text(yaml.safe_dump(body))
+    assert_one_line_error(forked_cli("lint", str(path)), 2, "served by ModelMesh in the pods of a ServingRuntime")
+    runtime = yaml.safe_load(VLLM.read_text())
+    runtime["spec"]["multiModel"] = True
+    mesh = tmp_path / "mesh-runtime.yaml"
+    mesh.write_text(yaml.safe_dump(runtime))
+    reports = _reports(path, mesh)
+    assert list(reports) == ["ClusterServingRuntime/kserve-vllmserver"]  # the model: no pod of its own
+    assert reports["ClusterServingRuntime/kserve-vllmserver"].facts.shm.size_bytes == 2 * GiB  # its dshm, its 2Gi
