@@ -136,7 +136,8 @@ def _ray_shm_size(m: re.Match[str]) -> int | None:
     return number(m.group("gb"), 2**30) if m.group("gb") else None
 
 
-_TORCH_FILE = rf"</?(?:dev/shm/)?torch_\w{{1,{NAME}}}>"
+# '</torch_31911_952036340_6686>'; '</torch>' where the user cut the name
+_TORCH_FILE = rf"</?(?:dev/shm/)?torch(?:_\w{{1,{NAME}}})?>"
 _NCCL_DENIED = re.compile(r"Cuda failure 'invalid argument'")
 _WORKER = rf"DataLoader worker \(pids?\(?s?\)? [0-9, ]{{1,{GAP}}}\)"
 # pid: not always said, or said as a placeholder ('(pid ...)')
@@ -172,7 +173,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "dataloader",
         "unable to write to file",
-        re.compile(rf"unable to write to file {_TORCH_FILE}(?: at \S{{1,{NAME}}})?\s{{0,{GAP}}}$"),
+        # as it ends, or cut by the user ('…', '.....'): no errno said after it
+        re.compile(rf"unable to write to file {_TORCH_FILE}(?: at \S{{1,{NAME}}})?[\s.…]{{0,{GAP}}}$"),
         "PyTorch 1.x THAllocator's write check, no errno said: huaweicloud/dls-example#26, MIC-DKFZ/nnUNet#294, "
         "NVIDIA/flownet2-pytorch#43",
         "a process could not write a tensor into /dev/shm to share it (PyTorch 1.x): it is full",
@@ -204,11 +206,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-space",
         "dataloader",
         "error encountered in",
-        # PaddlePaddle's handler: 'Unexpected BUS error encountered in DataLoader worker. This might be caused by…'
-        re.compile(
-            rf"[Uu]nexpected (?:bus|BUS) error encountered in (?:DataLoader )?worker[.,] {{0,{NUM}}}[Tt]his might be "
-            r"caused by insufficient shared"  # as retyped too: 'unexpected bus error … in worker, This might…'
-        ),
+        # PaddlePaddle's handler: 'Unexpected BUS error encountered in DataLoader worker. This might be caused by…';
+        # the handler's own words are enough where the paste cuts its hint (horovod/horovod#1081)
+        re.compile(r"[Uu]nexpected (?:bus|BUS) error encountered in (?:DataLoader )?worker\b"),
         "PyTorch's worker SIGBUS handler: tengshaofeng/ResidualAttentionNetwork-pytorch#2, "
         "open-mmlab/mmsegmentation#1356; PaddlePaddle's: PaddlePaddle/PaddleSpeech#790",
         "a DataLoader worker died of a bus error touching a page it could not get",
@@ -409,6 +409,22 @@ SIGNATURES: tuple[Signature, ...] = (
         superseded_by=("torch-ancdata",),
     ),
     Signature(
+        "torch-shm-open",
+        "fd-limit",
+        "dataloader",
+        "in read-write mode",
+        # PyTorch 1.0's THAllocator said no errno ('… in read-write mode at …/THAllocator.c:342'); the errnos said
+        # since are their own signatures
+        re.compile(rf"unable to open shared memory object \S{{1,{NAME}}} in read-write mode(?!: )"),
+        "PyTorch 1.0 THAllocator (no errno said): pytorch/pytorch#14768 (the maintainers: the open-files limit), "
+        "pytorch/pytorch#11201; torch.multiprocessing's docs: the file_descriptor strategy holds a descriptor a "
+        "shared tensor",
+        "a process could not open a shared tensor's segment (PyTorch 1.0 did not print why): most often it ran out "
+        "of file descriptors, each shared tensor holding one; PyTorch 1.1 and later print the errno (No such file "
+        "or directory: no /dev/shm)",
+        superseded_by=("torch-shm-emfile", "torch-shm-missing", "torch-shm-denied", "torch-shm-read-only"),
+    ),
+    Signature(
         "torch-mmap-enomem",
         "not-shm",
         "dataloader",
@@ -576,14 +592,16 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "ray-plasma-request",
         "shm-space",
-        "ray",
+        "unknown",  # plasma's words: Ray's raylet, or Arrow's plasma store under another (Mars): the block says who
         "exceeds memory available in /dev/shm",
+        # the sizes may be wrapped to the next line or quoted from the source ('<system_memory> bytes')
         re.compile(
-            rf"System memory request exceeds memory available in /dev/shm\. The request is for (?P<bytes>{NUMBER}) "
-            rf"bytes, and the amount available is (?P<avail>{NUMBER}) bytes"
+            r"System memory request exceeds memory available in /dev/shm\. The request is for"
+            rf"(?: (?P<bytes>{NUMBER}) bytes, and the amount available is (?P<avail>{NUMBER}) bytes)?"
         ),
-        "Ray's raylet store_runner.cc: gpustack/gpustack#5014",
-        "Ray's object store could not have the /dev/shm it asked for",
+        "Ray's raylet store_runner.cc: gpustack/gpustack#5014; Arrow's plasma store.cc, which Ray's forked: "
+        "mars-project/mars#1430",
+        "a plasma store (Ray's object store, Arrow's plasma) could not have the /dev/shm it asked for",
         needed=_bytes("bytes"),
         had=_bytes("avail"),
     ),
@@ -648,6 +666,18 @@ SIGNATURES: tuple[Signature, ...] = (
         "Triton python backend's shm_open(O_EXCL): triton-inference-server/server#3036",
         "a Triton python-backend region of that name was already in /dev/shm: left behind by a Triton that ended "
         "without removing it, or made by another server sharing this /dev/shm",
+    ),
+    Signature(
+        "triton-shm-unshared",
+        "shm-missing",
+        "triton",
+        "Unable to open shared memory region",
+        # the server's shm_open of a region its client registered (O_RDWR, no O_CREAT): there is none of that name
+        re.compile(rf"Unable to open shared memory region: '(?P<key>[^']{{1,{NAME}}})'"),
+        "Triton's shared_memory_manager.cc OpenSharedMemoryRegion: triton-inference-server/server#2296 (a client "
+        "and a server in two containers; --ipc=host, the maintainer)",
+        "Triton's server could not open a region its client registered: the client made it in a /dev/shm the "
+        "server does not see (another container or pod), or removed it first",
     ),
     Signature(
         "triton-out-of-shm",
@@ -732,6 +762,41 @@ SIGNATURES: tuple[Signature, ...] = (
         ambiguous=True,
     ),
     Signature(
+        "ucx-posix-enospc",
+        "shm-space",
+        "unknown",
+        "Not enough memory to write total of",
+        # UCX's posix memory domain on ENOSPC writing its segment (UCX_POSIX_DIR, /dev/shm by default)
+        re.compile(rf"Not enough memory to write total of {NUMBER} bytes"),
+        "UCX uct/sm/mm/posix/mm_posix.c (its next words: 'Please check that /dev/shm or the directory you specified "
+        "has more available memory')",
+        "UCX's shared-memory transport could not write its segment: /dev/shm (or UCX_POSIX_DIR) is full",
+    ),
+    Signature(
+        "ucx-mm-fifo",
+        "shm-space",
+        "unknown",
+        "mm_iface failed to allocate",
+        re.compile(r"mm_iface failed to allocate receive FIFO"),
+        "UCX uct/sm/mm/base/mm_iface.c (its FIFO in the posix or sysv memory domain): "
+        "NVIDIA/ai-cloud-validation#643 (a pod with no /dev/shm volume)",
+        "UCX's shared-memory transport could not allocate its receive FIFO: /dev/shm (its posix domain) ran out",
+        ambiguous=True,
+    ),
+    Signature(
+        "ompi-shm-open-denied",
+        "shm-leak",
+        "unknown",
+        "Permission denied (errno 13)",
+        # Open MPI's help text '[sys call fail]': its segment's name is the job's, so EACCES is another's file of it
+        re.compile(r"Error: {1,40}Permission denied \(errno 13\)"),
+        "Open MPI's help-mpi-common-sm / btl sm 'A system call failed during shared memory initialization': "
+        "open-mpi/ompi#7308 (leftover segment files of other users' jobs, #6322, #6547)",
+        "Open MPI could not open its shared-memory segment file (EACCES): a file of that name is there and belongs "
+        "to another user, left by an earlier job (`ls -l /dev/shm` shows whose); or the directory is not writable",
+        only_after=re.compile(r"System call: open\(2\)"),
+    ),
+    Signature(
         "gunicorn-sigbus",
         "shm-space",
         "unknown",
@@ -813,6 +878,27 @@ STATUSES: tuple[Signature, ...] = (
         ambiguous=True,
     ),
     Signature(
+        "exit-code-minus-7",
+        "shm-space",
+        "unknown",
+        " -7",
+        # Python's subprocess returncode and the launchers that print it: minus the signal that ended the child
+        re.compile(rf"{_EXIT}(?<=-)7\b"),
+        "a child's exit as Python's subprocess reports it (-signal): mars-project/mars#1430 ('exit with code -7')",
+        "a process ended by SIGBUS (exit code -7): a page of a mapped file, /dev/shm's most often, could not be had",
+        ambiguous=True,
+    ),
+    Signature(
+        "exit-code-minus-9",
+        "memory-limit",
+        "unknown",
+        " -9",
+        re.compile(rf"{_EXIT}(?<=-)9\b"),
+        "a child's exit as Python's subprocess reports it (-signal)",
+        "a process ended by SIGKILL (exit code -9): the OOM killer, whose count includes /dev/shm pages, or a kill",
+        ambiguous=True,
+    ),
+    Signature(
         "torchrun-sigbus",
         "shm-space",
         "unknown",
@@ -883,6 +969,16 @@ STATUSES: tuple[Signature, ...] = (
         "torch.multiprocessing.spawn's ProcessExitedException on a child's SIGKILL: lyu-yx/ACUMEN#4, "
         "bert-nmt/bert-nmt#14; made here (a spawned child past docker run --memory=512m)",
         "a spawned process was killed (SIGKILL): the OOM killer, whose count includes /dev/shm pages, or a kill",
+        ambiguous=True,
+    ),
+    Signature(
+        "subprocess-sigbus",
+        "shm-space",
+        "unknown",
+        "died with <Signals.SIGBUS: 7>",
+        re.compile(r"died with <Signals\.SIGBUS: 7>"),
+        "Python's subprocess.CalledProcessError (its str: 'died with <Signals.SIGBUS: 7>', subprocess.py)",
+        "a child process died of a bus error: a page of a mapped file, /dev/shm's most often, could not be had",
         ambiguous=True,
     ),
     Signature(
@@ -964,6 +1060,7 @@ STATUSES: tuple[Signature, ...] = (
             "deepspeed-sigkill",
             "spawn-sigkill",
             "subprocess-sigkill",
+            "exit-code-minus-9",
             "kernel-oom-kill",
             "ecs-oom-killed",
             "k8s-evicted-memory",
@@ -987,6 +1084,8 @@ STATUSES: tuple[Signature, ...] = (
             "spawn-sigbus",
             "ray-sigbus",
             "ray-bus-error",
+            "exit-code-minus-7",
+            "subprocess-sigbus",
         ),
     ),
 )

@@ -555,6 +555,15 @@ def _fixes(d: Diagnosis, place: Place, measured, need, job: Job) -> tuple[Fix, .
                     "Pool, Queue or Lock: multiprocessing.Process with a Pipe needs none"
                 ),
             )
+        if d.signature.endswith("-unshared"):  # a segment made in another /dev/shm than the one it is looked for in
+            return (
+                Fix(
+                    "give both sides one /dev/shm: --ipc=host on both containers, or one volume at /dev/shm in both "
+                    "(in a pod: one emptyDir of medium Memory mounted in both containers)",
+                    ipc="host",
+                    caveat=fixes.IPC_HOST_CAVEAT,
+                ),
+            )
         if d.consumer == "chromium":
             return (*_docs_size(d, facts), CHROME_NO_SHM)
         wanted = need.bytes if need else ENGINE_DEFAULT_SHM
@@ -676,7 +685,12 @@ def judge(
     if status is not None and not {d.signature for d in found} & set(BY_ID[status.signature].superseded_by):
         found.append(status)  # unless the log already says it (the shell's "Bus error" for a 135)
     weighed = _one_way(
-        found, tuple(_weigh(d, place, ended, measured, need, job) if BY_ID[d.signature].ambiguous else d for d in found)
+        found,
+        # a text its block already put off /dev/shm (not-shm) is not weighed again
+        tuple(
+            _weigh(d, place, ended, measured, need, job) if BY_ID[d.signature].ambiguous and d.cause != "not-shm" else d
+            for d in found
+        ),
     )
     # A finding a diagnosis, in the order of the log (the scanner keeps one a signature and cause: its first line)
     findings = [

@@ -33,9 +33,23 @@ EVIDENCE = 3  # contexts said in a finding's evidence
 # DataLoader), name (a consumer's bare name: NCCL), place (a place without /dev/shm: AWS Lambda), mapped (another
 # mapped file: LMDB, np.memmap), rebuild (a semaphore reopened by a child: the catalogue's remove-ipc), semlock
 # (Python's SemLock, which creates its semaphore: ENOENT there is no /dev/shm), sysv (System V shared memory:
-# shmget, SHMMAX, not /dev/shm), other (a call on the failure's own line that is not shared memory: ibv_*, socket)
+# shmget, SHMMAX, not /dev/shm), other (a call on the failure's own line that is not shared memory: ibv_*, socket),
+# elsewhere (what puts a bus error or a crash of its consumer, or of anyone's where consumer is None, off /dev/shm: a
+# flag that moves the consumer's files, a disk said full, PostgreSQL's main segment)
 Kind = Literal[
-    "shm", "call", "semaphore", "semlock", "pool", "frame", "name", "place", "mapped", "rebuild", "sysv", "other"
+    "shm",
+    "call",
+    "semaphore",
+    "semlock",
+    "pool",
+    "frame",
+    "name",
+    "place",
+    "mapped",
+    "rebuild",
+    "sysv",
+    "other",
+    "elsewhere",
 ]
 
 
@@ -46,6 +60,7 @@ class Context:
     consumer: Consumer | None
     literals: tuple[str, ...]  # one of them is in every line it matches (the prefilter's and the first test)
     pattern: re.Pattern[str]
+    why: str = ""  # elsewhere: why a failure in its block is not /dev/shm's
 
 
 # In the order a consumer is preferred where several are named in one block (a pool before the SemLock it made)
@@ -67,8 +82,26 @@ CONTEXTS: tuple[Context, ...] = (
         "Ray's object store",
         "frame",
         "ray",
-        ("raylet", "plasma", "ray/", "object store", "object_store"),
-        re.compile(r"\braylet\b|\bplasma|\bray/|\bobject[ _]store"),
+        # not 'plasma' alone: Arrow's plasma store runs under others (Mars)
+        ("raylet", "ray/", "object store", "object_store"),
+        re.compile(r"\braylet\b|\bray/|\bobject[ _]store"),
+    ),
+    Context(
+        "Mars (its workers' storage is shared memory)",
+        "frame",
+        None,
+        ("Mars ", "mars.", "mars/"),
+        re.compile(
+            r"\bMars (?:workers?|supervisors?|schedulers?|cluster)\b"
+            r"|\bmars[./](?:worker|services|storage|deploy|oscar|serialization)\b"
+        ),
+    ),
+    Context(
+        "UCX's shared-memory transport",
+        "call",
+        None,
+        ("uct_mm_", "mm_iface", "mm_posix", "uct_posix"),
+        re.compile(r"\buct_mm_\w|\bmm_iface\b|\bmm_posix\b|\buct_posix"),
     ),
     Context(
         "Triton's server",
@@ -210,6 +243,45 @@ CONTEXTS: tuple[Context, ...] = (
         ),
     ),
     Context(
+        "Chromium's --disable-dev-shm-usage",
+        "elsewhere",
+        "chromium",
+        ("disable-dev-shm-usage",),
+        # as given (an args list's quoted item, a command line beside another flag), not named in prose ('tried
+        # adding `--disable-dev-shm-usage`', cypress-io/cypress#350, where it had not taken)
+        re.compile(
+            r"(?<=['\"])--disable-dev-shm-usage(?=['\"])"
+            r"|--[\w-]{1,60}=?\S{0,200} --disable-dev-shm-usage\b|--disable-dev-shm-usage --\w"
+        ),
+        # content_switches.cc kDisableDevShmUsage: 'a temporary directory will always be used to create anonymous
+        # shared memory files'; Puppeteer's troubleshooting: args: ['--disable-dev-shm-usage']
+        why="with it Chromium's shared-memory files are in /tmp, not /dev/shm: a crash then is /tmp's disk or the "
+        "memory (`df -h /tmp` tells)",
+    ),
+    Context(
+        "a disk said full",
+        "elsewhere",
+        None,
+        ("disk space", "Disk space", "out of disk", "Out of disk", "disk is full", "disk was full", "disk full"),
+        re.compile(
+            r"(?i:(?:not enough|out of|low on|ran out of|run(?:ning)? out of|insufficient|lack of)(?: [\w-]{1,20}){0,2}"
+            r" disk space|\bout of disk\b|\bdisk (?:is |was )?full\b)"
+        ),
+        why="a bus error or a crash of files on a full disk, not /dev/shm",
+    ),
+    Context(
+        "initdb's smallest shared_buffers",
+        "elsewhere",
+        "postgresql",
+        ("shared_buffers ... 400kB",),
+        # initdb.c test_config_settings: trial_bufs end at 50 buffers (400kB); chosen only when every trial start of
+        # the server failed
+        re.compile(r"selecting default shared_buffers \.\.\. 400kB\b"),
+        why="initdb tried its smallest main segment and the server still could not start: its main segment "
+        "(anonymous, with huge pages the pod may not use, or System V), not /dev/shm: huge_pages = off, or give the "
+        "pod the huge pages",
+    ),
+    Context(
         "another call (InfiniBand, a socket)",
         "other",
         None,
@@ -325,7 +397,8 @@ class Reading:
     def add(self, number: int, context: Context) -> None:
         if number == self.line:
             self.on_line.append(context)
-        if len(self.seen) < KEPT and abs(number - self.line) <= self.event.reach:
+        reach = WINDOW if context.kind == "elsewhere" else self.event.reach
+        if len(self.seen) < KEPT and abs(number - self.line) <= reach:
             self.seen.append((number, context))
 
     def proven(self) -> bool:
@@ -346,11 +419,25 @@ class Reading:
             return best[1].consumer or "unknown"
         return self.event.by_consumer or "unknown"
 
+    def elsewhere(self, consumer: Consumer) -> tuple[int, Context] | None:
+        """The nearest context of the block that puts a bus error or a crash of this consumer off /dev/shm; one of
+        anyone's (a disk said full) only where the block does not say shared memory itself."""
+        shm = any(c.kind == "shm" for _, c in self.seen)
+        near = sorted(self.seen, key=lambda s: abs(s[0] - self.line))
+        return next(
+            (
+                (n, c)
+                for n, c in near
+                if c.kind == "elsewhere" and (c.consumer == consumer or c.consumer is None and not shm)
+            ),
+            None,
+        )
+
     def evidence(self) -> str:
         said: list[str] = []
         proof = self.event.proven_by
         for number, c in sorted(self.seen, key=lambda s: (s[1].kind not in proof, abs(s[0] - self.line), s[0])):
-            if c.kind in ("mapped", "rebuild", "name", "sysv", "other"):
+            if c.kind in ("mapped", "rebuild", "name", "sysv", "other", "elsewhere"):
                 continue
             if any(w.startswith(f"{c.what} (line ") for w in said):
                 continue  # the nearest line of each context
@@ -378,7 +465,7 @@ class Reader:
     _open: list[Reading] = field(default_factory=list)
     _done: list[Reading] = field(default_factory=list)  # the first proven reading of each id, counted in _counts
     _counts: dict[str, int] = field(default_factory=dict)
-    _naming: dict[object, Reading] = field(default_factory=dict)  # a known text's key -> its block, to name who
+    _naming: dict[object, Reading] = field(default_factory=dict)  # a known text's key -> its block: who, and where
     _known_lines: deque[int] = field(default_factory=lambda: deque(maxlen=WAITING))
 
     def line(self, text: str, number: int, known: bool) -> None:
@@ -425,12 +512,11 @@ class Reader:
             return
         r = Reading(event, number, text, python=bool(_PYTHON_ERRNO.search(text)))
         for seen, c in self._recent:
-            if number - seen <= event.reach:
-                r.add(seen, c)
+            r.add(seen, c)
         self._open.append(r)
 
     def name(self, key: object, number: int) -> None:
-        """A known text whose consumer it does not say, at this line: named from its block."""
+        """A known text at this line whose block may say who (its text does not) or where (a bus error, a crash)."""
         self.known(number)
         if key in self._naming or len(self._naming) >= WAITING:
             return
@@ -462,14 +548,13 @@ class Reader:
             self._done.append(r)
         self._counts[r.event.id] = self._counts.get(r.event.id, 0) + r.count
 
-    def readings(self) -> tuple[list[tuple[Reading, int]], dict[object, tuple[int, Context]]]:
-        """The readings, first of each id with its count, and the consumer named for each known text: as far as the
-        log was read (what still waits for lines after it is judged on what came)."""
+    def readings(self) -> tuple[list[tuple[Reading, int]], dict[object, Reading]]:
+        """The readings, first of each id with its count, and the block of each known text given to name(): as far
+        as the log was read (what still waits for lines after it is judged on what came)."""
         done, counts = list(self._done), dict(self._counts)
         for r in self._open:
             if r.text and r.line not in self._known_lines and (r.event is DF or r.proven()):
                 if r.event.id not in counts:
                     done.append(r)
                 counts[r.event.id] = counts.get(r.event.id, 0) + r.count
-        named = {key: best for key, r in self._naming.items() if (best := named_by(r.seen)) is not None}
-        return [(r, counts[r.event.id]) for r in done], named
+        return [(r, counts[r.event.id]) for r in done], dict(self._naming)

@@ -12,7 +12,7 @@ from .catalogue import BY_ID, SIGNATURES, Cause, Consumer, Implausible, Signatur
 from .clues import ANCHORS as CLUE_ANCHORS
 from .clues import Clues
 from .reader import ANCHORS as READER_ANCHORS
-from .reader import DF, Reader
+from .reader import DF, Reader, Reading, named_by
 
 MAX_LINE = 64 * 1024  # bytes of a line that are matched; the rest of an overlong line is not looked at
 EXCERPT = 240  # characters of the matched line kept in a diagnosis: never more of the log than that line
@@ -225,7 +225,7 @@ class Scanner:
             self.found[(sig.id, cause)] = Diagnosis(
                 sig.id, cause, sig.consumer, number, excerpt(text, m.start()), needed, reason, shm_bytes=had
             )
-            if sig.consumer in NAMED_BY_BLOCK and cause in NAMED_CAUSES:
+            if sig.consumer in NAMED_BY_BLOCK and cause in NAMED_CAUSES or sig.ambiguous and cause == "shm-space":
                 self.reader.name((sig.id, cause), number)
         else:
             most = max(filter(None, (first.bytes_needed, needed)), default=None)
@@ -235,9 +235,9 @@ class Scanner:
     def diagnoses(self) -> tuple[Diagnosis, ...]:
         """In the order of the log, less the signatures a more specific one in the same log supersedes."""
         present = {sig_id for sig_id, _ in self.found}
-        readings, named = self.reader.readings()
+        readings, blocks = self.reader.readings()
         kept = [
-            _named(d, named.get(key))
+            _placed(_named(d, blocks.get(key)), blocks.get(key))
             for key, d in self.found.items()
             if not present.intersection(BY_ID[d.signature].superseded_by)
         ]
@@ -257,32 +257,43 @@ class Scanner:
             if sig.cause in certain or (sig.consumer != "unknown" and sig.consumer in consumers):
                 continue
             m = r.event.pattern.search(r.text)
-            out.append(
-                Diagnosis(
-                    sig.id,
-                    sig.cause,
-                    r.consumer(),
-                    r.line,
-                    excerpt(r.text, m.start() if m else 0),
-                    count=count,
-                    found_by="reader",
-                    evidence=r.evidence(),
-                )
+            read = Diagnosis(
+                sig.id,
+                sig.cause,
+                r.consumer(),
+                r.line,
+                excerpt(r.text, m.start() if m else 0),
+                count=count,
+                found_by="reader",
+                evidence=r.evidence(),
             )
+            out.append(_placed(read, r))
         if any(d.cause == "shm-space" and d.signature != DF.id for d in (*known, *out)):
             out = [d for d in out if d.signature != DF.id]
         return out
 
 
-def _named(d: Diagnosis, best) -> Diagnosis:
-    """A known text that does not say its consumer, named by its block: (line, context) or None."""
+def _named(d: Diagnosis, block: Reading | None) -> Diagnosis:
+    """A known text that does not say its consumer, named by its block."""
+    best = named_by(block.seen) if block is not None and d.consumer in NAMED_BY_BLOCK else None
     if best is None:
         return d
     number, context = best
-    better = NAMED_BY_BLOCK.get(d.consumer)
+    better = NAMED_BY_BLOCK[d.consumer]
     if better is not None and context.consumer not in better:
         return d
-    return replace(d, consumer=context.consumer, evidence=f"{context.what} (line {number}) names who")
+    return replace(d, consumer=context.consumer or d.consumer, evidence=f"{context.what} (line {number}) names who")
+
+
+def _placed(d: Diagnosis, block: Reading | None) -> Diagnosis:
+    """A bus error or a crash (ambiguous, shm-space) whose block puts it off /dev/shm: not shared memory, with why."""
+    if block is None or d.cause != "shm-space" or not BY_ID[d.signature].ambiguous:
+        return d
+    found = block.elsewhere(d.consumer)
+    if found is None:
+        return d
+    number, context = found
+    return replace(d, cause="not-shm", reason=f"{context.what} (line {number}): {context.why}")
 
 
 def scan_text(text: str | bytes) -> Scanner:

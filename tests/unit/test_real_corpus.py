@@ -74,15 +74,15 @@ MISSED_BEFORE_35 = frozenset(
 FIFTH = yaml.safe_load((DATA / "explain" / "fifth-pass.yaml").read_text())
 # the fifth pass's texts explain read wrongly at 039cbf3 (main, measured when the harvest came in), strict; after the
 # general reader (issue 35 item 2) the 9 it still misses: billiard's and authentik's leaks told by their titles only,
-# a traceback cut before its error (imposm2), a Bus error in initdb that was huge pages (kubernetes#71233, blamed),
-# Open MPI's mmap words without an errno, a Bus error in prose, a bare NCCL system error (kaito), '/dev/smh'.
+# a traceback cut before its error (imposm2), Open MPI's mmap words without an errno, a Bus error in prose, a bare
+# NCCL system error (kaito), '/dev/smh'; kubernetes#71233 (initdb's Bus error that was huge pages) is read since
+# initdb's smallest shared_buffers put it off /dev/shm (reader.py's elsewhere contexts).
 MISSED_IN_FIFTH = frozenset(
     {
         "https://github.com/celery/billiard/issues/293",
         "https://github.com/celery/billiard/issues/5",
         "https://github.com/goauthentik/authentik/issues/16386",
         "https://github.com/omniscale/imposm2/issues/9",
-        "https://github.com/kubernetes/kubernetes/issues/71233",
         "https://github.com/open-mpi/ompi/issues/12784",
         "https://github.com/sgl-project/sglang/pull/38638",
         "https://github.com/kaito-project/kaito/pull/1102",
@@ -111,6 +111,27 @@ MISSED_HELDOUT_4 = frozenset({"https://github.com/karma-runner/karma-chrome-laun
 @pytest.mark.parametrize("case", HELDOUT_4, ids=[c["source"].removeprefix("https://github.com/") for c in HELDOUT_4])
 def test_explain_says_of_each_formerly_held_out_text_what_its_thread_established(case, request):
     if case["source"] in MISSED_HELDOUT_4:
+        request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
+    result = pasted(case)
+    assert result["right"], result
+
+
+HELDOUT_5 = yaml.safe_load((DATA / "explain" / "heldout-5.yaml").read_text())
+# Scored once held out (c0b4e85: 19 of 31, 2 false blames), then read for its kinds of evidence: kept since, what still
+# misses strict. spartan#369 says "Bus error (core dumped) model share memory" and a df: nothing names PyTorch (the
+# consumer); d2-docker#97 is DHIS2's "Analytics table process failed: java.lang.RuntimeException": nothing of
+# PostgreSQL's shared memory in it.
+MISSED_HELDOUT_5 = frozenset(
+    {
+        "https://github.com/RobotLocomotion/spartan/issues/369",
+        "https://github.com/EyeSeeTea/d2-docker/pull/97",
+    }
+)
+
+
+@pytest.mark.parametrize("case", HELDOUT_5, ids=[c["source"].removeprefix("https://github.com/") for c in HELDOUT_5])
+def test_explain_says_of_each_text_of_the_fifth_held_out_third_what_its_thread_established(case, request):
+    if case["source"] in MISSED_HELDOUT_5:
         request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
     result = pasted(case)
     assert result["right"], result
