@@ -22,6 +22,7 @@ MAX_YAML_BYTES = 8 * 2**20  # 25,000 compose services: 17-37 s, 430 MiB here (be
 MAX_JSON_BYTES = 32 * 2**20  # `kubectl get pods -o json` of 18,000 pods: 8-11 s, 300 MiB
 MAX_HCL_BYTES = 2**20  # a Terraform or Nomad file: the largest modules' main.tf are ~100 KiB
 MAX_HCL_TOKENS = 60_000  # HCL's parser (lark, pure Python) takes ~50 µs a token here: 60,000 in 3 s
+MAX_SCRIPT_BYTES = 8 * 2**20  # shell text read in one file once a CI file's anchors and variables are put in
 MAX_DEPTH = 64  # nesting of mappings and lists (a Kubernetes object nests ~15 deep)
 MAX_NODES = 4_000_000  # values in one input once YAML aliases and merge keys are expanded (an alias bomb)
 MAX_DIGITS = 64  # digits of one number in a file: sizes fit in 20

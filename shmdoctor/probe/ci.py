@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import UsageError
+from ..limits import MAX_SCRIPT_BYTES
 from ..model import Target
 from . import shell
 from .documents import GITLAB_NAMES, GITLAB_REFERENCE, Definition, Document, Tagged, line_of
@@ -106,16 +107,18 @@ def probe_workflow(doc: Document) -> list[Definition]:
     return out
 
 
-def _merged(job: dict, body: dict, seen: int = 0) -> dict:
+def _merged(job: dict, body: dict, templates: dict[str, dict], seen: int = 0) -> dict:
     """A job as GitLab runs it: its `extends:` templates merged in order under its own keys (mappings key by key,
     lists and values replaced), then default:'s (or the top level's) image, before_script and services where it
-    has none."""
+    has none. `templates`: each template merged once for the file."""
     names = job.get("extends")
     out: dict = {}
     for parent in [names] if isinstance(names, str) else names if isinstance(names, list) else []:
         template = body.get(parent) if isinstance(parent, str) else None
         if isinstance(template, dict) and seen < MAX_EXTENDS:
-            _merge(out, _merged(template, body, seen + 1))
+            if parent not in templates:
+                templates[parent] = _merged(template, body, templates, seen + 1)
+            _merge(out, templates[parent])
     _merge(out, {k: v for k, v in job.items() if k != "extends"})
     written = body.get("default")
     default: dict = written if isinstance(written, dict) else {}
@@ -191,14 +194,17 @@ def _echoed(text: str) -> str:
     return "".join([*out, text[at:]])
 
 
-def _runs(name: str, job: dict, body: dict, doc: Document) -> list[Definition]:
+def _runs(name: str, job: dict, body: dict, doc: Document, budget: list[int]) -> list[Definition]:
     """Each docker run of the job's before_script and script, a container of its own named <file>:<job>/docker-run-N
-    (its fix printed: the script is not the file's text)."""
+    (its fix printed: the script is not the file's text). `budget`: the shell text the file may still have read."""
     lines = _lines(job.get("before_script"), body) + _lines(job.get("script"), body)
     if not any("run" in line for line in lines):
         return []
     env = _variables(body.get("variables"), job.get("variables"))
     text = _echoed(_VARIABLE.sub(lambda m: _put(m, env, "$$"), "\n".join(lines)))
+    budget[0] -= len(text)
+    if budget[0] < 0:
+        raise UsageError(f"more than {MAX_SCRIPT_BYTES // 2**20} MiB of job scripts once anchors and variables are in")
     out = []
     for number, run in enumerate(shell.runs(text, doc.source), 1):
         label = f"{name}/docker-run-{number}"
@@ -211,20 +217,22 @@ def _runs(name: str, job: dict, body: dict, doc: Document) -> list[Definition]:
 def probe_gitlab(doc: Document) -> list[Definition]:
     """One Definition per job that runs (hidden `.templates` do not), at the runner's default /dev/shm, and one per
     docker run its script starts."""
-    out = []
+    out: list[Definition] = []
+    templates: dict[str, dict] = {}
+    budget = [MAX_SCRIPT_BYTES]
     for name, written in doc.body.items():
         if not isinstance(written, dict) or name in _GITLAB_KEYWORDS or str(name).startswith("."):
             continue
         if "script" not in written and "extends" not in written:
             continue
-        job = _merged(written, doc.body)
+        job = _merged(written, doc.body, templates)
         run = parse([], "docker", Arg("script"), image=False)
         run.command = [Arg(line) for line in _lines(job.get("script"), doc.body)]
         target = Target("container", f"{doc.source}:{name}", file=doc.source, line=line_of(written))
         at = f"{doc.source}:{name}"
         try:
             read = facts(run, target, assumed_image=_image(job), form="gitlab-runner")
-            runs = _runs(str(name), job, doc.body, doc)
+            runs = _runs(str(name), job, doc.body, doc, budget)
         except UsageError as e:
             raise UsageError(f"{at}: {e}") from None
         out.append(Definition(read.facts, read.loader_spec, at, notes=(GITLAB_NOTE,), ignore_label=read.ignore_label))

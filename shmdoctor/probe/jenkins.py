@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ..errors import UsageError
+from ..limits import MAX_SCRIPT_BYTES
 from ..model import Target
 from . import shell
 from .documents import Definition
@@ -152,7 +153,10 @@ def steps(text: str) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]]]
         parts += [text[at : m.start("body")], body]
         named.append((m.start("body") + shift, m.start("body") + shift + len(body)))
         at, shift = m.end("body"), shift + len(body) - len(m.group("body"))
-    return "".join([*parts, text[at:]]), plain, named
+    expanded = "".join([*parts, text[at:]])
+    if len(expanded) > max(MAX_SCRIPT_BYTES, len(text)):
+        raise UsageError(f"more than {MAX_SCRIPT_BYTES // 2**20} MiB of sh steps once the pipeline's strings are in")
+    return expanded, plain, named
 
 
 def probe(text: str, source: str) -> list[Definition]:
@@ -165,7 +169,10 @@ def probe(text: str, source: str) -> list[Definition]:
         except UsageError as e:
             raise UsageError(f"{source}:{agent.line}: {e}") from None
         out.append(Definition(read.facts, read.loader_spec, f"{source}:{agent.line}", ignore_label=read.ignore_label))
-    expanded, plain, named = steps(text)
+    try:
+        expanded, plain, named = steps(text)
+    except UsageError as e:
+        raise UsageError(f"{source}: {e}") from None
     for script, regions in ((text, plain), (expanded, named)):
         out += shell.probe(script, source, regions) if regions else []  # no regions: no step (not the whole text)
     return sorted(out, key=lambda d: d.facts.target.line or 0)

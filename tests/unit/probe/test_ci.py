@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from shmdoctor.cli import main
+from shmdoctor.errors import UsageError
 from shmdoctor.probe import ci, documents
 from shmdoctor.sizes import GiB, MiB
 from tests.helpers import DATA, ci_tool
@@ -205,3 +206,22 @@ def test_real_gitlab_files_docker_runs_and_references():
     names = [d.facts.target.name for d in ci.probe_gitlab(documents.parse(text, "t/.gitlab-ci.yml")[0])]
     assert "t/.gitlab-ci.yml:image-ubi8/docker-run-1" in names and "t/.gitlab-ci.yml:go-build" in names
     assert len(names) == 35 and sum(bool(ci.RUN_LABEL.search(n)) for n in names) == 11
+
+
+def test_gitlab_scripts_are_bounded_once_put_together(tmp_path, monkeypatch):
+    """An anchor run by 20 jobs is 20 times its shell (at the real 8 MiB, a 1 MiB anchor: 3.5 s here): one line,
+    before any is parsed past the bound; templates that extend ten others, ten deep (10^10 merges naively), are
+    each merged once."""
+    monkeypatch.setattr(ci, "MAX_SCRIPT_BYTES", 2**20)
+    jobs = "".join(f"j{i}:\n  script: *run\n" for i in range(20))
+    text = f".t:\n  script: &run\n    - docker run --rm img echo {'x' * 2**16}\n{jobs}"
+    with pytest.raises(UsageError, match=r"^x/.gitlab-ci.yml:j15: more than 1 MiB of job scripts once anchors"):
+        ci.probe_gitlab(documents.parse(text, "x/.gitlab-ci.yml")[0])
+    path = tmp_path / ".gitlab-ci.yml"
+    layers = [".l0:\n  script: [docker run --rm --shm-size=1g img]\n"]
+    for level in range(1, 11):
+        parents = ", ".join(f".l{level - 1}" for _ in range(10))
+        layers.append(f".l{level}:\n  extends: [{parents}]\n")
+    path.write_text("".join(layers) + "job:\n  extends: .l10\n")
+    found = {d.facts.target.name: d.facts for d in ci.probe_gitlab(documents.parse(path.read_text(), str(path))[0])}
+    assert found[f"{path}:job/docker-run-1"].shm.size_bytes == GiB

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from shmdoctor.cli import main
+from shmdoctor.errors import UsageError
 from shmdoctor.probe import documents, jenkins, shell, skypilot
 from shmdoctor.sizes import GiB, MiB
 from tests.helpers import DATA
@@ -170,3 +171,15 @@ def test_a_real_pipelines_docker_run_held_in_its_environment():
     text = (DATA / "real" / "jenkins" / "rocm-megatron-lm" / "Jenkinsfile").read_text()
     [run] = jenkins.probe(text, "Jenkinsfile")
     assert (run.facts.target.line, run.facts.ipc.mode, run.facts.shm.source) == (82, "host", "host-ipc")
+
+
+def test_pipeline_strings_put_in_are_bounded():
+    """A 100 KiB environment string named 100 times in one sh step is 10 MiB of shell: one line, not a parse."""
+    text = 'pipeline {\n  environment {\n    BIG = "' + "x" * 100_000 + '"\n  }\n'
+    text += "  stages { stage('a') { steps { sh \"" + "${BIG} " * 100 + '" } } }\n}\n'
+    try:
+        jenkins.probe(text, "Jenkinsfile")
+    except UsageError as e:
+        assert str(e) == "Jenkinsfile: more than 8 MiB of sh steps once the pipeline's strings are in"
+    else:
+        raise AssertionError("read past the bound")
