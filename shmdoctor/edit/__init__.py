@@ -360,6 +360,8 @@ def _jenkinsfile(path: str, text: str, todo, written: list[str], printed: list[s
                 edits.append((Arg("true", *agent.shorthand), f"{{ args '{new}' }}", False))
             elif agent.body[0] >= 0:  # first in the args string
                 edits.append((Arg("", agent.body[0], agent.body[0]), new + " ", False))
+            elif agent.insert_at < 0:
+                raise editors.Refused("its args are a Groovy value, not a string in the file: add the flag there")
             elif agent.declarative:  # an args line below the image's
                 indent = re.match(r"[ \t]*", text[text.rfind("\n", 0, agent.insert_at) + 1 :]).group(0)  # type: ignore[union-attr]
                 edits.append((Arg("", agent.insert_at, agent.insert_at), f"\n{indent}args '{new}'", False))

@@ -2,13 +2,13 @@
 
 The Docker Pipeline plugin starts an agent's container as `docker run -t -d -u UID:GID [args] -w WORKSPACE -v ...
 IMAGE cat` (declarative `agent { docker { image '...' args '...' } }`, or `dockerfile { args '...' }`, or `dockerfile
-true`: the repository's Dockerfile without args; scripted `docker.image('...').inside('...')`): `args` is docker's
-flags in one string, read as the engine reads them (runargs.py); a Groovy `${...}` in it is unknown. A `sh '...'`
-step's text is a shell script: its docker run commands are read as a script's (shell.py), with the pipeline's own
-strings put in where it names them (`environment { NAME = "..." }` and `env.NAME = ...` as the shell's environment;
-in a "..." step also Groovy's `def NAME = "..."` and `NAME = "..."`), each set to one value on one line; others stay
-unknown. Each is named `<file>:<line>`. The Groovy is not run: strings are read as they are written, single, double
-or triple quoted.
+true`: the repository's Dockerfile without args; scripted `docker.image('...').inside('...')`, and `.withRun('...')`
+and `.run('...')`, which start the container beside the steps): `args` is docker's flags in one string, read as the
+engine reads them (runargs.py); a Groovy `${...}` in it is unknown. A `sh '...'` step's text is a shell script: its
+docker run commands are read as a script's (shell.py), with the pipeline's own strings put in where it names them
+(`environment { NAME = "..." }` and `env.NAME = ...` as the shell's environment; in a "..." step also Groovy's `def
+NAME = "..."` and `NAME = "..."`), each set to one value on one line; others stay unknown. Each is named
+`<file>:<line>`. The Groovy is not run: strings are read as they are written, single, double or triple quoted.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ _AGENT = re.compile(r"\b(?P<kind>docker|dockerfile)\s*\{", re.S)
 _SHORTHAND = re.compile(r"\bdockerfile\s+(?P<true>true)\b")  # the Dockerfile at the repository's root, no args
 _IMAGE = re.compile(r"\bimage\s+" + _STRING, re.S)
 _ARGS = re.compile(r"\bargs\s+" + _STRING, re.S)
-_INSIDE = re.compile(r"docker\.image\(\s*" + _STRING + r"\s*\)\s*\.inside\b", re.S)
-_CALL = re.compile(r"\s*\(\s*(?:" + _STRING + r")?\s*\)", re.S)  # .inside('args') or .inside()
+# scripted: .inside('args') runs the steps in the container, .withRun('args', 'command') and .run(...) start it
+_INSIDE = re.compile(r"docker\.image\(\s*" + _STRING + r"\s*\)\s*\.(?:inside|withRun|run)\b", re.S)
+_CALL = re.compile(r"\s*\(\s*(?:" + _STRING + r")?\s*(?P<close>[),])?", re.S)  # ('args'...), (), (a Groovy value)
 _SH = re.compile(r"\bsh\s*\(?\s*(?:script\s*:\s*)?" + _STRING, re.S)
 _ASSIGN = re.compile(
     r"(?:^|(?<=[{;]))[ \t]*(?P<env>env\.)?(?:def[ \t]+)?(?P<name>[A-Za-z_]\w*)[ \t]*=[ \t]*" + _STRING, re.M | re.S
@@ -82,7 +83,8 @@ def agents(text: str, source: str) -> Iterator[Agent]:
         call = _CALL.match(text, match.end())
         given = call is not None and call.group("body") is not None
         body = (call.start("body"), call.end("body")) if call and given else (-1, -1)
-        at = call.end() - 1 if call else match.end()  # before the call's `)`, or after `.inside`
+        # before the call's `)`; after `.inside` ({ ... }); none where its args are a Groovy value
+        at = match.end() if call is None else call.end() - 1 if call.group("close") == ")" and not given else -1
         yield _agent(text, source, lines.at(match.start()), match.group("body"), body, at, declarative=False)
 
 

@@ -183,3 +183,32 @@ def test_pipeline_strings_put_in_are_bounded():
         assert str(e) == "Jenkinsfile: more than 8 MiB of sh steps once the pipeline's strings are in"
     else:
         raise AssertionError("read past the bound")
+
+
+SCRIPTED_RUNS = """node {
+    docker.image('mysql:8').withRun('-e MYSQL_ROOT_PASSWORD=x') { db ->
+        docker.image('pytorch/pytorch').inside("--gpus all --link ${db.id}:db") { sh 'python train.py' }
+    }
+    docker.image('nvcr.io/nvidia/pytorch:24.01-py3').withRun('--gpus all', 'python train.py') { c -> }
+    docker.image('pytorch/pytorch').run()
+    docker.image('pytorch/pytorch').inside(gpuArgs) { sh 'python train.py' }
+}
+"""
+
+
+def test_scripted_with_run_and_run_start_containers_of_their_own(tmp_path, capsys):
+    """`.withRun('args', 'command')` and `.run('args')` start a container as `.inside` does (the Docker Pipeline
+    plugin's docker run -d); args given as a Groovy value are unknown and --fix says so rather than write
+    `.inside('...')(gpuArgs)`."""
+    found = {d.facts.target.line: d.facts for d in jenkins.probe(SCRIPTED_RUNS, "Jenkinsfile")}
+    assert sorted(found) == [2, 3, 5, 6, 7]
+    assert (found[2].gpus, found[2].ml_signs, found[5].gpus, found[5].shm.size_bytes) == (None, (), "all", 64 * MiB)
+    path = tmp_path / "Jenkinsfile"
+    path.write_text(SCRIPTED_RUNS)
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    after = path.read_text()
+    assert ".withRun('--shm-size=1536m --gpus all', 'python train.py')" in after
+    assert ".run('--shm-size=1536m')" in after
+    assert ".inside(gpuArgs)" in after  # unchanged
+    err = capsys.readouterr().err
+    assert "Jenkinsfile:7: not written: its args are a Groovy value, not a string in the file" in err
