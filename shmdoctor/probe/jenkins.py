@@ -161,8 +161,44 @@ def steps(text: str) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]]]
     return expanded, plain, named
 
 
+# Groovy's lexemes that hold quotes: comments, then strings (triple-quoted ones span lines; ' and " end on theirs)
+_LEXEME = re.compile(r"//|/\*|'''|\"\"\"|'|\"")
+_CLOSE = {
+    "/*": re.compile(r"[\s\S]*?\*/"),
+    "'''": re.compile(r"(?:\\[\s\S]|[^\\])*?'''"),
+    '"""': re.compile(r'(?:\\[\s\S]|[^\\])*?"""'),
+    "'": re.compile(r"(?:\\[\s\S]|[^\\'\n])*'"),
+    '"': re.compile(r'(?:\\[\s\S]|[^\\"\n])*"'),
+}
+
+
+def _unclosed(text: str) -> tuple[int, str] | None:
+    """(where, what) of the first string or comment that Groovy's lexer would find never closed, or None: such a
+    Jenkinsfile does not compile, so Jenkins runs none of it."""
+    at = 0
+    while (found := _LEXEME.search(text, at)) is not None:
+        opened = found.group()
+        if opened == "//":
+            end = text.find("\n", found.end())
+            at = len(text) if end < 0 else end
+            continue
+        closed = _CLOSE[opened].match(text, found.end())
+        if closed is None:
+            return found.start(), opened
+        at = closed.end()
+    return None
+
+
 def probe(text: str, source: str) -> list[Definition]:
-    """One Definition per docker agent and per docker run of an `sh` step."""
+    """One Definition per docker agent and per docker run of an `sh` step; UsageError for a file Groovy would not
+    compile because a string or a comment is never closed (its args cannot be told from what follows)."""
+    unclosed = _unclosed(text)
+    if unclosed is not None:
+        at, opened = unclosed
+        where = f"{source}:{shell.Lines(text).at(at)}"
+        said = "comment" if opened == "/*" else "string"
+        rest = "" if len(opened) > 1 else " on its line"
+        raise UsageError(f"{where}: a {opened} {said} is not closed{rest}: Groovy would not compile this Jenkinsfile")
     out = []
     for agent in agents(text, source):
         target = Target("container", f"{source}:{agent.line}", file=source, line=agent.line)

@@ -212,3 +212,28 @@ def test_scripted_with_run_and_run_start_containers_of_their_own(tmp_path, capsy
     assert ".inside(gpuArgs)" in after  # unchanged
     err = capsys.readouterr().err
     assert "Jenkinsfile:7: not written: its args are a Groovy value, not a string in the file" in err
+
+
+def test_a_jenkinsfile_groovy_would_not_compile_is_refused_in_one_line(tmp_path, capsys):
+    """A string or a comment never closed: Jenkins compiles none of the file (`unexpected char: 0xFFFF`), and the
+    agent's args or a `sh` step's docker run cannot be told from what follows: exit 2, naming where it opens,
+    never a verdict on what Jenkins will not run. Quotes in comments, in other strings and escaped are no opening."""
+    read = JENKINSFILE.replace(
+        "    stages {\n",
+        "    // don't judge what a comment says: 'x\n    /* nor a block's \" */\n    stages {\n",
+    ).replace("python train.py' } }", "python train.py \\'$X\\' --url=http://a/b' } }\n        sh \"\"\"echo '''\"\"\"")
+    path = tmp_path / "Jenkinsfile"
+    for text, line, said in [
+        (JENKINSFILE.replace("sh 'docker run", "sh '''\ndocker run"), 9, "a ''' string is not closed"),
+        (read.replace("echo '''\"\"\"", "echo '''"), 12, 'a """ string is not closed'),
+        (read.replace("image('pytorch/pytorch')", "image('pytorch)"), 16, "a ' string is not closed on its line"),
+        (read.replace("/* nor", "/ * nor"), 9, "a ' string is not closed on its line"),
+        (read.replace(" */\n", "\n"), 9, "a /* comment is not closed"),
+    ]:
+        path.write_text(text)
+        assert main(["lint", str(path), *LOADER]) == 2
+        err = capsys.readouterr().err
+        assert err == f"shmdoctor: error: {path}:{line}: {said}: Groovy would not compile this Jenkinsfile\n"
+    path.write_text(read)
+    assert main(["lint", str(path), *LOADER, "--format", "json"]) == 1  # the same, closed: judged
+    assert len(json.loads(capsys.readouterr().out)["reports"]) == 4
