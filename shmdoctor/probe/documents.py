@@ -214,8 +214,22 @@ def _parse(text: str, source: str, unknown_tags: bool) -> list[Document]:
         mark = getattr(e, "problem_mark", None)
         at = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        long = _long_key(text, mark)
+        if long:
+            raise Unparsable(f"{source}{at}: a key of {long:,} characters: YAML reads a key of at most 1,024") from None
         raise Unparsable(f"{source}{at}: not YAML: {problem}") from None
     return [Document(source, i, body) for i, body in enumerate(bodies) if body is not None]
+
+
+def _long_key(text: str, mark: Any) -> int | None:
+    """The length of the key before the ':' that a YAML error at `mark` stopped on, where it is over the 1,024
+    characters YAML reads a key in (YAML 1.2's implicit keys; libyaml's simple keys); else None."""
+    lines = text.split("\n")
+    if mark is None or mark.line >= len(lines):
+        return None
+    head = lines[mark.line][: max(0, lines[mark.line].rfind(":", 0, mark.column + 1))]
+    key = re.sub(r"^\s*(?:[-?]\s+)*", "", head[max(map(head.rfind, "{[,")) + 1 :]).strip()
+    return len(key) if len(key) > 1024 else None
 
 
 def _mib(n: int) -> str:
