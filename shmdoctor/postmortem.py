@@ -32,7 +32,7 @@ def explain_log(
             what = logs.not_text(f)
             if what:
                 raise UsageError(f"{source}: the log is {what}")
-            scanner = logs.scan(f)
+            scanner = logs.scan(logs.readable(f))
     except TimeoutError:
         raise ProbeError(f"{source}: the log did not end within --timeout {timeout:g} s") from None
     except OSError as e:  # a file that opens but does not read: /proc/self/mem (EIO), /proc/self/clear_refs (EINVAL)

@@ -4,6 +4,7 @@ where it is installed; a plain Python loop otherwise (slower, same lines)."""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import os
@@ -63,24 +64,80 @@ class _Until(io.RawIOBase):
 
 
 SNIFF = 8192  # bytes of the log's start that tell text from the rest
+_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 
 
 def not_text(f: BinaryIO) -> str | None:
-    """What the log is when it is no text to read: empty, UTF-16 (a BOM, or NUL in every other byte, one side) or
-    binary (NUL bytes in more than 1% of its start); None for text, stray bad bytes included. Looks, never consumes."""
-    head = f.peek(SNIFF)[:SNIFF] if hasattr(f, "peek") else b""
+    """What the log is when it is no text to read: empty, or binary (NUL bytes in more than 1% of its start); None
+    for text, stray bad bytes included, and for UTF-16 text (read as such: readable()). Looks, never consumes."""
+    head = _head(f)
     if not head:
         return "empty: nothing to explain"
-    odd, even = head[1::2].count(0), head[0::2].count(0)  # UTF-16 of ASCII: a NUL in every other byte, one side
-    half = len(head) / 2
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or (
-        len(head) >= 16 and max(odd, even) >= 0.3 * half > 6 * min(odd, even)
-    ):
-        return "UTF-16 text, which explain does not read: convert it first (iconv -f UTF-16 -t UTF-8 FILE)"
     nul = head.count(0)
-    if nul * 100 > len(head):
+    if utf16(head) is None and nul * 100 > len(head):
         return f"binary, not a text log ({nul} NUL bytes in its first {len(head)})"
     return None
+
+
+def utf16(head: bytes) -> str | None:
+    """The codec of a log whose start is `head` when it is UTF-16: a NUL in every other byte, one side (what logs
+    say is mostly ASCII: 'E\\0r\\0r\\0'), or a byte-order mark before text whose line breaks are UTF-16's (before
+    bytes that are not UTF-8, in a start without one); else None. A mark before 8-bit text is no proof: two stray
+    bytes of its first line, read past as any other."""
+    bom = _BOMS.get(head[:2])
+    body = head[2:] if bom else head
+    odd, even = body[1::2].count(0), body[0::2].count(0)
+    if len(body) >= 16 and max(odd, even) >= 0.3 * len(body) / 2 > 6 * min(odd, even):
+        return "utf-16-le" if odd > even else "utf-16-be"
+    if bom is None:
+        return None
+    if b"\n" in body:
+        wide = "\n".encode(bom)  # a UTF-16 line break: its bytes at an even offset
+        breaks = sum(body[i : i + 2] == wide for i in range(0, len(body) - 1, 2))
+        return bom if 2 * breaks >= body.count(b"\n") else None
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(body, final=len(body) < SNIFF - 2)
+    except UnicodeDecodeError:
+        return bom
+    return None
+
+
+def readable(f: BinaryIO) -> BinaryIO:
+    """The log as the bytes explain reads: the file itself, or a UTF-16 log's text as UTF-8, decoded as it is read
+    (its lines and their numbers as they are; memory stays flat)."""
+    head = _head(f)
+    codec = utf16(head)
+    if codec is None:
+        return f
+    if _BOMS.get(head[:2]):
+        f.read(2)
+    return io.BufferedReader(_Utf8(f, codec))
+
+
+def _head(f: BinaryIO) -> bytes:
+    return f.peek(SNIFF)[:SNIFF] if hasattr(f, "peek") else b""
+
+
+class _Utf8(io.RawIOBase):
+    """A UTF-16 stream's text as UTF-8 bytes (a byte that is no UTF-16 read as U+FFFD)."""
+
+    def __init__(self, f: BinaryIO, codec: str) -> None:
+        self.f, self.decoder = f, codecs.getincrementaldecoder(codec)("replace")
+        self.pending, self.at = b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while self.at == len(self.pending):
+            raw = self.f.read1(CHUNK) if hasattr(self.f, "read1") else self.f.read(CHUNK)
+            self.pending, self.at = self.decoder.decode(raw, final=not raw).encode("utf-8", "replace"), 0
+            if not raw:
+                break
+        n = min(len(buffer), len(self.pending) - self.at)
+        buffer[:n] = self.pending[self.at : self.at + n]
+        self.at += n
+        return n
 
 
 def _skip_rest(read) -> None:

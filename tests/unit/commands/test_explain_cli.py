@@ -75,8 +75,6 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 def test_a_log_that_is_no_text_is_said_to_be_so_not_ok(tmp_path):
     cases = {
         "empty.log": (b"", "the log is empty"),
-        "utf16.log": (ENOSPC.encode("utf-16"), "the log is UTF-16 text"),
-        "utf16be.log": (ENOSPC.encode("utf-16-be"), "the log is UTF-16 text"),
         "python.bin": (
             Path(os.path.realpath(sys.executable)).read_bytes()[:65536],
             "the log is binary, not a text log (",
@@ -89,6 +87,25 @@ def test_a_log_that_is_no_text_is_said_to_be_so_not_ok(tmp_path):
         assert proc.stderr.count("\n") == 1
     proc = forked_cli("explain", "-", input_text="")
     assert proc.returncode == 2 and "stdin: the log is empty" in proc.stderr
+
+
+def test_a_utf16_log_is_read_as_such_and_a_false_mark_is_two_stray_bytes(tmp_path):
+    """PowerShell's `>` writes UTF-16 with a byte-order mark: its text is read, its lines numbered as they are. Bytes
+    FF FE before 8-bit text are no mark: the log is read as text, never refused as UTF-16."""
+    text = "epoch 1 训练\n" * 3 + ENOSPC + "\n"
+    cases = {
+        "utf16.log": text.encode("utf-16"),  # a mark, little-endian
+        "utf16be.log": text.encode("utf-16-be"),  # no mark: NUL in every other byte
+        "utf16-cjk.log": ("训练开始\n" * 500 + text).encode("utf-16"),  # a mark, non-ASCII first
+        "false-mark.log": b"\xff\xfe" + text.encode(),
+        "false-mark-latin1.log": b"\xff\xfe caf\xe9\n" + text.encode(),
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        proc = forked_cli("explain", str(tmp_path / name), "--format", "json")
+        assert proc.returncode == 1, (name, proc.stderr)
+        line = 4 + 500 * ("cjk" in name) + ("latin1" in name)
+        assert json.loads(proc.stdout)["diagnoses"][0]["line"] == line, name
 
 
 def test_stray_bad_bytes_in_a_text_log_are_read_past():
