@@ -106,6 +106,13 @@ def compose_size(text: str | int, *, what: str = "size") -> int:
     """A compose size (shm_size, mem_limit, deploy's memory, a tmpfs volume's size) as compose-go reads one
     (compose-spec/compose-go e70e961c3a3a, types/bytes.go UnitBytes.parseString): a whole number (strconv.ParseInt),
     else ram_in_bytes(); then held to shmdoctor's bounds, as parse_size is."""
+    return units_size(text, what=what, reader="compose's go-units")
+
+
+def units_size(text: str | int, *, what: str, reader: str) -> int:
+    """A size as go-units reads it for `reader`, held to shmdoctor's bounds: compose-go's (compose_size), or a run
+    command's --shm-size and --memory (docker/cli's opts.MemBytes.Set is units.RAMInBytes; so are Podman's and
+    nerdctl's). A whole number is read exactly first: RAMInBytes' float64 reads it alike up to 2^53, past the bound."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise UsageError(f"{what}: {shown(text)} is not a size (examples: 1048576, 512m, 2g, 1gb)")
     if isinstance(text, int) or _GO_INT64.fullmatch(text) and len(text.lstrip("+-")) <= MAX_DIGITS:
@@ -114,7 +121,7 @@ def compose_size(text: str | int, *, what: str = "size") -> int:
         try:
             exact = _go_size(text)
         except UsageError as e:
-            said = f"{what}: cannot read {shown(text)} as a size (compose's go-units: {e}; examples: 512m, 2g, 1.5gb)"
+            said = f"{what}: cannot read {shown(text)} as a size ({reader}: {e}; examples: 512m, 2g, 1.5gb)"
             raise UsageError(said) from None
     if 0 < exact < 1:
         raise UsageError(f"{what}: {shown(text)} rounds down to zero bytes: give at least 1 (or 1k, 1m)")

@@ -31,7 +31,7 @@ from ..model import (
     ShmSource,
     Target,
 )
-from ..sizes import parse_size, parse_tmpfs_size
+from ..sizes import parse_tmpfs_size, ram_in_bytes, units_size
 from ..suppress import IGNORE_LABEL
 from .mountpath import at_shm
 from .workload import amd_gpus, idle, ml_signs, nccl_env, serving
@@ -253,7 +253,7 @@ def _engine_shm(run: RunArgs, podman: bool, unreadable: list[str]) -> Shm:
     if value.unknown:
         unreadable.append(f"{SHM_SIZE_UNKNOWN} ({written}: set from a variable the file does not give)")
         return Shm.unmeasured(None, source, written)
-    if re.fullmatch(r"0+(\.0+)?\s*[a-zA-Z]{0,3}", value.text.strip()):
+    if _zero(value.text):
         if podman:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} ({written}: no limit, the kernel's half of memory)")
             return Shm.unmeasured(None, source, f"{written}: no limit")
@@ -261,10 +261,16 @@ def _engine_shm(run: RunArgs, podman: bool, unreadable: list[str]) -> Shm:
     return Shm.unmeasured(_bytes(value, "--shm-size"), source, written)
 
 
+def _zero(text: str) -> bool:
+    """A size the engine reads as 0 (`0`, `0 B`, `0.`, `0.5`: go-units rounds toward zero): its default, or none."""
+    try:
+        return ram_in_bytes(text) == 0
+    except UsageError:
+        return False
+
+
 def _bytes(value: Arg, what: str) -> int:
-    if not value.text.isascii():
-        raise UsageError(f"{what}: cannot read {value.text!r} as a size: ASCII digits only")
-    return parse_size(value.text, what=what)
+    return units_size(value.text, what=what, reader="the engine's go-units")
 
 
 def _size(found: tuple[Arg, Arg | None] | None, what: str, unreadable: list[str]) -> int | None:

@@ -90,6 +90,10 @@ HOSTILE = {
     "batch-node-ranges-number.json": '{"jobDefinitionName": "j", "nodeProperties": {"nodeRangeProperties": 5}}',
     "ecs-million-containers.json": '{"family": "t", "containerDefinitions": [' + ",".join(["{}"] * 1_000_000) + "]}",
     "empty-list.json": '{"apiVersion": "v1", "kind": "List", "items": []}',
+    "long-service-name.yml": "services:\n  " + "a" * 1100 + ":\n    image: x\n",  # past YAML's 1,024 for a key
+    "Jenkinsfile.unclosed": "pipeline {\n  agent { docker { image 'x' } }\n  stages { stage('t') { steps { sh '''\n"
+    "docker run --shm-size 8g x\n  } } }\n}\n",
+    "shm-size-gi.sh": "#!/bin/sh\ndocker run --shm-size 2Gi x\n",  # Kubernetes' suffix: docker's RAMInBytes refuses it
 }
 FILES = {
     **HOSTILE,
@@ -510,6 +514,9 @@ CASES = [
             ("an ECS size in superscript digits", "ecs-superscript.json", "must be a whole number of MiB, not '²'"),
             ("an ECS size of 29 digits", "ecs-huge.json", "MiB is more memory than any machine has"),
             ("an empty List", "empty-list.json", "empty-list.json: no service, workload or object in it"),
+            ("a key of 1,100 characters", "long-service-name.yml", "yml:2: a key of 1,100 characters: YAML reads"),
+            ("an unclosed ''' string", "Jenkinsfile.unclosed", "unclosed:3: a ''' string is not closed: Groovy"),
+            ("--shm-size 2Gi", "shm-size-gi.sh", "sh:2: --shm-size: cannot read '2Gi' as a size (the engine's"),
         ]
     ],
     # audit: the engine and container names

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+
 import pytest
 
 from shmdoctor.cli import main
@@ -159,3 +162,31 @@ def test_the_real_scripts_read_as_their_engines_run_them():
     found = shell.probe((SCRIPTS / "summercamp2022" / "Makefile").read_text(), "Makefile")
     assert [d.facts.shm.size_bytes for d in found] == [64 * MiB, 64 * MiB, 8 * GiB, 8 * GiB]
     assert "loads-nothing" in found[0].facts.flags  # nvidia-smi
+
+
+GO_UNITS = json.loads((DATA / "go-units" / "ram-in-bytes.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    GO_UNITS["ram_in_bytes"] + GO_UNITS["from_human_size_spellings"] + [["2Gi", None], ["1e3m", 1000 * MiB]],
+    ids=repr,
+)
+@pytest.mark.parametrize("command", ["docker", "podman"])
+def test_a_run_commands_shm_size_is_read_as_the_engines_cli_reads_it(tmp_path, capsys, command, text, expected):
+    """docker/cli's --shm-size is an opts.MemBytes, whose Set is go-units' RAMInBytes (Podman's and nerdctl's
+    alike): go-units' own cases (tests/data/go-units) through lint, as a user runs it. 0 is the engine's default
+    (Podman: no limit); what RAMInBytes refuses is one line, exit 2 (`2Gi`, ` 32 `: parse_size took both); past
+    1 PiB is refused as no machine's."""
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/sh\n{command} run --shm-size={shlex.quote(text)} pytorch/pytorch python train.py\n")
+    code = main(["lint", str(script), "--format", "json"])
+    out, err = capsys.readouterr()
+    if expected is None or expected > 2**50:
+        assert code == 2 and err.count("\n") == 1, err
+        assert err.startswith(f"shmdoctor: error: {script}:2: --shm-size: "), err
+        return
+    assert code in (0, 1), err
+    shm = json.loads(out)["reports"][0]["shm"]
+    default = None if command == "podman" else 64 * MiB
+    assert shm["size_bytes"] == (expected or default)
