@@ -58,7 +58,7 @@ if ! have shmdoctor-test/ray:1; then  # Ray 2.60 (CPU) over the python image: it
   rm -rf "$ctx"
 fi
 
-if ! have shmdoctor-test/apps:1; then  # Debian's postgresql and chromium: other consumers of /dev/shm, for real
+if ! have shmdoctor-test/apps:2; then  # Debian's postgresql, chromium and chromedriver: other consumers of /dev/shm, for real
   docker build -q --network host --build-arg BASE=shmdoctor-test/debian:bookworm \
-    -t shmdoctor-test/apps:1 -f "$HERE/apps.Dockerfile" "$HERE"
+    -t shmdoctor-test/apps:2 -f "$HERE/apps.Dockerfile" "$HERE"
 fi

@@ -244,9 +244,11 @@ def _weigh_elsewhere(d: Diagnosis, place: Place, need: Requirement | None, job: 
     if sig.consumer == "nccl":
         return replace(d, reason=f"{said}, less than NCCL's SHM transport takes for two GPUs; {NCCL_HOW_TO_TELL}")
     if size is None:
-        below = f"below {format_size(wanted)}" if wanted is not None else "small"
+        docs = DOCS_SIZE[sig.consumer][0] if sig.consumer in DOCS_SIZE else None  # what its docs ask, where unknown
+        below = f"below {format_size(wanted or docs)}" if wanted or docs else "small"
         other = (
-            "with 2 GiB or more the tab crashed for another reason (its memory, the GPU process)"
+            f"with {format_size(DOCS_SIZE['chromium'][0])} or more the tab crashed for another reason (its memory, "
+            "the GPU process)"
             if sig.consumer == "chromium"
             else f"with {format_size(PLENTY_FREE)} or more free it is another mapped file"
         )
@@ -446,7 +448,8 @@ SIZED_BY = {
 DOCS_SIZE = {"chromium": (2 * GiB, "the size docker-selenium's README asks for Chrome (--shm-size=2g)")}
 DISK = "on disk in most containers: slower"
 CHROME_NO_SHM = Fix(
-    "Chrome's --disable-dev-shm-usage flag: its shared memory in /tmp instead of /dev/shm",
+    "Chrome's --disable-dev-shm-usage flag: its shared memory in /tmp instead of /dev/shm (Debian's /usr/bin/chromium "
+    "adds it by itself where /dev/shm has less than 3.8 GB free: /etc/chromium.d/dev-shm)",
     caveat="/tmp is on disk in most containers: slower rendering (Puppeteer's troubleshooting guide offers it where "
     "/dev/shm cannot be sized: AWS Lambda, Cloud Run)",
 )

@@ -1,7 +1,9 @@
 """explain on real failures, read as users read them: the dead container's log on the host (`docker logs NAME 2>&1 |
 shmdoctor explain`), nothing of the container's place given. A DataLoader whose worker dies of a bus error, and
-Debian's PostgreSQL running a parallel hash join larger than a 64 MiB /dev/shm (its log kept in
-tests/data/explain/captured/postgres-parallel-hash-64m.log), passing again at the size explain prescribes."""
+Debian's PostgreSQL running a parallel hash join larger than a 64 MiB /dev/shm and Debian's Chromium rendering a
+page past it under ChromeDriver (their logs kept in tests/data/explain/captured/: postgres-parallel-hash-64m.log,
+chromium-webdriver-tab-crash-64m.log), each passing again at the size explain prescribes; Chromium also at 64 MiB
+with the flag explain offers instead."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 
 from tests.helpers import PYTHON, REPO, missing, run_cli, unique_name, validate
 
-APPS = "shmdoctor-test/apps:1"  # Debian bookworm's postgresql 15 and chromium (scripts/build-test-images.sh)
+APPS = "shmdoctor-test/apps:2"  # Debian bookworm's postgresql 15, chromium, chromedriver (scripts/build-test-images.sh)
 MiB = 2**20
 pytestmark = pytest.mark.usefixtures("images")
 
@@ -34,6 +36,13 @@ SET work_mem = '256MB';
 SELECT count(*) AS joined FROM t a JOIN t b USING (id);
 SQL
 """
+
+# Headless Chromium through ChromeDriver, as Selenium drives it, taking the screenshot of a 4000x16000 window of large
+# canvases (tests/apps/): its tiles reach the display compositor through /dev/shm, 873 MiB of it at the peak (df every
+# 50 ms, 4g; 2026-12-06). In 64 MiB a fallocate() there fails with ENOSPC and the renderer dies of SIGTRAP (strace):
+# ChromeDriver's 'tab crashed'. The browser itself, not Debian's /usr/bin/chromium: that wrapper adds
+# --disable-dev-shm-usage where /dev/shm has less than 3.8 GB free (/etc/chromium.d/dev-shm, bugs.debian.org/1072299).
+CHROMIUM = ["python3", "tests/apps/webdriver_page.py", "file:///src/tests/apps/canvases.html"]
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +116,22 @@ def test_postgresql_running_a_parallel_hash_join_past_64_mib_is_its_shm_space_an
         assert proc.returncode == 0 and "joined" in proc.stdout, proc.stderr
     finally:
         remove(name, again)
+
+
+@pytest.mark.usefixtures("apps")
+def test_chromium_rendering_a_page_past_64_mib_is_its_shm_space_and_passes_at_the_size_prescribed_or_with_its_flag():
+    name, again, flagged = (unique_name(f"explain-chromium{end}") for end in ("", "-fixed", "-flag"))
+    try:
+        proc = died_in(name, APPS, "64m", CHROMIUM)
+        assert proc.returncode == 1 and "Message: tab crashed" in proc.stderr, proc.stdout + proc.stderr
+        code, doc = pasted(name)
+        assert code == 1 and {(d["cause"], d["consumer"]) for d in doc["diagnoses"]} == {("shm-space", "chromium")}
+        assert "below 2 GiB" in doc["findings"][0]["message"]  # the condition where the place is not known
+        proc = died_in(again, APPS, str(prescribed(doc)), CHROMIUM)  # docker-selenium's README: 2g
+        assert proc.returncode == 0 and "screenshot" in proc.stdout, proc.stderr
+        fixes = [f["summary"] for finding in doc["findings"] for f in finding["fixes"]]
+        assert any(s.startswith("Chrome's --disable-dev-shm-usage flag") for s in fixes), fixes
+        proc = died_in(flagged, APPS, "64m", [*CHROMIUM, "--disable-dev-shm-usage"])
+        assert proc.returncode == 0 and "screenshot" in proc.stdout, proc.stderr
+    finally:
+        remove(name, again, flagged)

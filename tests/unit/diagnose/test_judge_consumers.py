@@ -125,3 +125,16 @@ def test_postgresqls_own_settings_in_the_log_size_one_parallel_hash_join_never_i
 def test_postgresqls_settings_read_in_their_spellings(settings, size):
     fixes = finding(f"{settings}\n{POSTGRES}").fixes
     assert fixes[0].shm_bytes == size
+
+
+# Debian's Chromium 150 under its ChromeDriver in a 64 MiB container, a page rendered past it: the tab crashed
+# (tests/integration/docker/test_explain_apps.py runs it, captured/README.md says how)
+CHROME_CAPTURED = PG_CAPTURED.with_name("chromium-webdriver-tab-crash-64m.log")
+
+
+def test_chromedrivers_tab_crash_is_chromes_shm_space_below_the_size_its_docs_ask_with_its_flag():
+    found = finding(CHROME_CAPTURED.read_text())
+    assert found.severity == "error" and "if /dev/shm where it ran was below 2 GiB" in found.message
+    docs, _ask, _host, flag = found.fixes
+    assert docs.shm_bytes == 2 * GiB and "docker-selenium's README" in docs.summary
+    assert "Debian's /usr/bin/chromium adds it by itself where /dev/shm has less than 3.8 GB free" in flag.summary
