@@ -42,6 +42,7 @@ class Operator:
     shape: Shape | None = None  # None: the pod runs as its template says
     fix: str = ""  # where a /dev/shm fix goes, in the operator's own terms
     via: tuple[tuple[str, str], ...] = ()  # an operator over another's: (what each step makes, the source line)
+    when: Callable[[dict], bool] | None = None  # which of its kinds' objects it holds for (None: every one)
 
     def assumed(self) -> str:
         """What the report says it assumed: the operator, the releases read, what it adds (docs/operators.md); for
@@ -215,6 +216,16 @@ OPERATORS: tuple[Operator, ...] = (
         "KServe's config mounts 'dshm' at /dev/shm: a 'dshm' volume in the service's template overrides its size",
     ),
     Operator(
+        "ModelMesh",
+        "serving.kserve.io",
+        ("ServingRuntime", "ClusterServingRuntime"),
+        "v0.9.0 to 9c7a2b7",
+        NOTHING + " (with multiModel: true, modelmesh-serving's Deployment: the runtime's containers and volumes, a "
+        "models-dir emptyDir on disk, its mm, rest-proxy and puller sidecars)",
+        "kserve/modelmesh-serving controllers/modelmesh/runtime.go: addVolumesToDeployment, addRuntimeToDeployment",
+        when=lambda obj: isinstance(obj.get("spec"), dict) and obj["spec"].get("multiModel") is True,
+    ),
+    Operator(
         "KServe",
         "serving.kserve.io",
         ("InferenceService", "ServingRuntime", "ClusterServingRuntime", "InferenceGraph"),
@@ -304,4 +315,5 @@ OPERATORS: tuple[Operator, ...] = (
 def operator(obj: dict) -> Operator | None:
     """The row for an object's API group and kind, or None: a resource no row names runs as its template says."""
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-    return next((o for o in OPERATORS if o.group == group and obj.get("kind") in o.kinds), None)
+    found = (o for o in OPERATORS if o.group == group and obj.get("kind") in o.kinds)
+    return next((o for o in found if o.when is None or o.when(obj)), None)

@@ -215,3 +215,18 @@ def test_kuberays_shm_is_the_memory_limit_by_design_not_a_warning():
         if n.endswith("/ray-head")
     )
     assert [f.id for f in judge(mine.facts, None).findings] == ["shm-over-memory"]
+
+
+def test_a_multi_model_runtime_is_modelmeshs_pod_and_says_so():
+    """A ServingRuntime with multiModel: true runs as modelmesh-serving's Deployment (its containers and volumes,
+    a models-dir emptyDir on disk, its sidecars: nothing at /dev/shm), said as ModelMesh's row; without it, KServe's.
+    kserve/modelmesh-serving config/runtimes/triton-2.x.yaml's shape (9c7a2b7)."""
+    text = (
+        "apiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\nmetadata: {name: triton-2.x}\n"
+        "spec:\n  multiModel: true\n  supportedModelFormats: [{name: onnx, version: '1', autoSelect: true}]\n"
+        "  containers: [{name: triton, image: nvcr.io/nvidia/tritonserver:23.04-py3, command: [tritonserver]}]\n"
+    )
+    (mesh,) = workloads(text)[0].values()
+    assert mesh.facts.shm.size_bytes == 64 * MiB and mesh.notes[0].startswith("assumed ModelMesh (v0.9.0 to 9c7a2b7)")
+    (single,) = workloads(text.replace("multiModel: true", "multiModel: false"))[0].values()
+    assert single.notes[0].startswith("assumed KServe (v0.20)")
