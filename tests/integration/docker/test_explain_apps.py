@@ -19,8 +19,9 @@ MiB = 2**20
 pytestmark = pytest.mark.usefixtures("images")
 
 # A parallel hash join of a 2,000,000-row table with itself: its shared hash table lives in the segments of a dynamic
-# shared area in /dev/shm (dynamic_shared_memory_type = posix), 109 MiB of them at the peak (df every 20 ms, 4g),
-# 104m fails and 109m passes (2026-12-06). psql echoes what it sends (-e), as a scripted run's log shows it.
+# shared area in /dev/shm (dynamic_shared_memory_type = posix). At work_mem 256MB one batch, 109 MiB at the peak (df
+# every 20 ms, 4g; 104m fails, 109m passes); at 8MB two batches, 97 MiB, against a bound (judge's) of 120 MiB
+# (2026-12-06). psql echoes what it sends (-e), as a scripted run's log shows it.
 POSTGRES = r"""
 set -e
 initdb -D /tmp/pg -U postgres >/dev/null
@@ -32,7 +33,7 @@ SET max_parallel_workers_per_gather = 4;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
-SET work_mem = '256MB';
+SET work_mem = 'WORK_MEM';
 SELECT count(*) AS joined FROM t a JOIN t b USING (id);
 SQL
 """
@@ -98,21 +99,25 @@ def test_a_loader_killed_by_a_bus_error_in_64_mib_read_on_the_host_is_shm_space_
 
 
 @pytest.mark.usefixtures("apps")
-def test_postgresql_running_a_parallel_hash_join_past_64_mib_is_its_shm_space_and_passes_at_the_size_prescribed():
+@pytest.mark.parametrize("work_mem, peak_mib", [("256MB", 109), ("8MB", 97)])  # one batch, and two near the bound
+def test_postgresql_running_a_parallel_hash_join_past_64_mib_is_its_shm_space_and_passes_at_the_size_prescribed(
+    work_mem, peak_mib
+):
     name, again = unique_name("explain-postgres"), unique_name("explain-postgres-fixed")
+    script = ["bash", "-c", POSTGRES.replace("WORK_MEM", work_mem)]
     try:
-        proc = died_in(name, APPS, "64m", ["bash", "-c", POSTGRES], user="postgres")
+        proc = died_in(name, APPS, "64m", script, user="postgres")
         assert proc.returncode != 0 and 'could not resize shared memory segment "/PostgreSQL.' in proc.stderr, (
             proc.stdout + proc.stderr
         )
         assert "No space left on device" in proc.stderr
         code, doc = pasted(name)
         assert code == 1 and {(d["cause"], d["consumer"]) for d in doc["diagnoses"]} == {("shm-space", "postgresql")}
-        # the size its error names is one segment's (16 MiB): the dose is the join's bound from the settings echoed
+        # the size its error names is one segment's: the dose is the join's bound from the settings echoed
         message = doc["findings"][0]["message"]
         assert "one segment's" in message and "one parallel hash join may take up to" in message
-        assert prescribed(doc) > 109 * MiB  # what this join took at its peak
-        proc = died_in(again, APPS, str(prescribed(doc)), ["bash", "-c", POSTGRES], user="postgres")
+        assert prescribed(doc) > peak_mib * MiB  # what this join took at its peak
+        proc = died_in(again, APPS, str(prescribed(doc)), script, user="postgres")
         assert proc.returncode == 0 and "joined" in proc.stdout, proc.stderr
     finally:
         remove(name, again)
