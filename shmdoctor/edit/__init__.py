@@ -165,7 +165,7 @@ def _fix_file(path: str, text: str, reports: list[Report]) -> FileFix:
         try:
             if path.endswith(quadlet.SUFFIX):
                 after = _quadlet(text, todo, written, printed)
-            elif jenkins.is_jenkinsfile(path):
+            elif documents.is_jenkinsfile(path):
                 after = _jenkinsfile(path, text, todo, written, printed)
             elif documents.is_script(path):
                 after = _script(path, text, todo, written, printed)

@@ -33,7 +33,7 @@ TEMPLATES = tuple(f"{s}{t}" for s in SUFFIXES for t in (".j2", ".jinja", ".jinja
 # Scripts, read for their docker / podman / nerdctl run commands: by suffix, by name, or (without a suffix) by a
 # shebang naming a shell. A folder run reads them unless --no-scripts; a file named on the command line always.
 SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".mk", ".sbatch", ".slurm")
-SCRIPT_NAMES = ("Makefile", "makefile", "GNUmakefile", "Jenkinsfile")
+SCRIPT_NAMES = ("Makefile", "makefile", "GNUmakefile")
 _SHEBANG = re.compile(rb"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+)?(?:ba|z|da|k)?sh\b")
 
 
@@ -340,11 +340,17 @@ def _line_of(text: str, pattern: str) -> str:
     return f":{text.count(chr(10), 0, found.start()) + 1}" if found else ""
 
 
+def is_jenkinsfile(path: str) -> bool:
+    """Jenkinsfile, Jenkinsfile.NAME, NAME.Jenkinsfile or NAME.jenkinsfile: the names Jenkins users give pipelines."""
+    name = os.path.basename(path)
+    return name == "Jenkinsfile" or name.startswith("Jenkinsfile.") or name.endswith((".jenkinsfile", ".Jenkinsfile"))
+
+
 def is_script(path: str) -> bool:
-    """A script by its name (*.sh, *.bash, *.zsh, *.mk, *.sbatch, *.slurm, Makefile, Jenkinsfile*) or, without a
+    """A script by its name (*.sh, *.bash, *.zsh, *.mk, *.sbatch, *.slurm, Makefile, a Jenkinsfile) or, without a
     suffix, by a shebang that names a shell (#!/bin/sh, #!/usr/bin/env bash)."""
     name = os.path.basename(path)
-    if name.endswith(SCRIPT_SUFFIXES) or name in SCRIPT_NAMES or name.startswith("Jenkinsfile."):
+    if name.endswith(SCRIPT_SUFFIXES) or name in SCRIPT_NAMES or is_jenkinsfile(path):
         return True
     if "." in name or not os.path.isfile(path):  # a FIFO or a device is never opened here
         return False

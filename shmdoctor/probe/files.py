@@ -358,11 +358,11 @@ def _read_text(
         out.sources.append(source)
         return
     if (
-        jenkins.is_jenkinsfile(source)
+        documents.is_jenkinsfile(source)
         or documents.is_script(name)
         or (source == documents.STDIN and text.startswith("#!") and "\n" in text)
     ):
-        found = (jenkins.probe if jenkins.is_jenkinsfile(source) else shell.probe)(text, source)
+        found = (jenkins.probe if documents.is_jenkinsfile(source) else shell.probe)(text, source)
         if found:
             out.definitions.extend(found)
             out.sources.append(source)

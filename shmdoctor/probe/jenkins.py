@@ -13,7 +13,6 @@ NAME = "..."` and `NAME = "..."`), each set to one value on one line; others sta
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -25,7 +24,6 @@ from . import shell
 from .documents import Definition
 from .runargs import Arg, RunArgs, facts, parse
 
-NAMES = ("Jenkinsfile",)
 _STRING = r"(?P<q>'''|\"\"\"|'|\")(?P<body>.*?)(?P=q)"
 _AGENT = re.compile(r"\b(?P<kind>docker|dockerfile)\s*\{", re.S)
 _SHORTHAND = re.compile(r"\bdockerfile\s+(?P<true>true)\b")  # the Dockerfile at the repository's root, no args
@@ -40,11 +38,6 @@ _ASSIGN = re.compile(
 )
 _ENVIRONMENT = re.compile(r"\benvironment\s*\{")
 _REF = re.compile(r"(?P<esc>\\?)\$(?:\{(?:env\.)?(?P<braced>[A-Za-z_]\w*)\}|(?:env\.)?(?P<bare>[A-Za-z_]\w*))")
-
-
-def is_jenkinsfile(path: str) -> bool:
-    name = os.path.basename(path)
-    return name in NAMES or name.startswith("Jenkinsfile.") or name.endswith((".jenkinsfile", ".Jenkinsfile"))
 
 
 @dataclass(frozen=True)

@@ -237,3 +237,16 @@ def test_a_jenkinsfile_groovy_would_not_compile_is_refused_in_one_line(tmp_path,
     path.write_text(read)
     assert main(["lint", str(path), *LOADER, "--format", "json"]) == 1  # the same, closed: judged
     assert len(json.loads(capsys.readouterr().out)["reports"]) == 4
+
+
+def test_a_folder_run_reads_a_jenkinsfile_by_each_name_jenkins_users_give_it(tmp_path, capsys):
+    """Jenkinsfile, Jenkinsfile.gpu, pr.gpu.Jenkinsfile (NVIDIA-Merlin/Transformers4Rec's ci/), nightly.jenkinsfile:
+    each a pipeline in a folder run, as when named; a README about Jenkinsfiles is not one."""
+    names = ["Jenkinsfile", "Jenkinsfile.gpu", "pr.gpu.Jenkinsfile", "nightly.jenkinsfile"]
+    for name in names:
+        (tmp_path / "ci").mkdir(exist_ok=True)
+        (tmp_path / "ci" / name).write_text(JENKINSFILE)
+    (tmp_path / "ci" / "Jenkinsfile.md").write_text("# how our Jenkinsfiles run docker\n")
+    assert main(["lint", "--format", "json", str(tmp_path)]) == 0
+    files = sorted({r["target"]["file"].rsplit("/", 1)[1] for r in json.loads(capsys.readouterr().out)["reports"]})
+    assert files == sorted(names)
