@@ -41,7 +41,7 @@ from pathlib import Path
 import yaml
 
 from shmdoctor.diagnose import SHM_CAUSES, judge, scan_text
-from shmdoctor.diagnose.judge import NCCL_TWO, SIZED_BY
+from shmdoctor.diagnose.judge import LOADER_SIZE, NCCL_TWO, SIZED_BY
 from shmdoctor.diagnose.place import Place, elsewhere
 from shmdoctor.model import Facts
 from shmdoctor.render import forms
@@ -112,7 +112,10 @@ def dose(ex, facts: Facts, case: dict) -> str:
         return "number"
     if fix.shm_bytes:
         return f"wrong ({fix.shm_bytes} B, {said!r})"
-    return "asks" if any(fix.summary.startswith(s) for s in SIZED_BY.values()) else f"no number ({fix.summary!r})"
+    asks = fix.summary.startswith(
+        (*SIZED_BY.values(), LOADER_SIZE)
+    )  # the one thing to give (the loader's: what the log left)
+    return "asks" if asks else f"no number ({fix.summary!r})"
 
 
 def pasted(case: dict) -> dict:

@@ -86,6 +86,16 @@ PG_UNITS = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}  # 
 PG_MAX_MULTIPLIER = 1000.0  # hash_mem_multiplier's maximum (guc_tables.c)
 PG_MAX_WORKERS = 1024  # max_parallel_workers_per_gather's maximum (MAX_PARALLEL_WORKER_LIMIT)
 
+# A DataLoader's settings in a printed command line or config dump (issue 35 item 4): '--batch-size 64', 'batch_size=64'
+# (argparse's Namespace, a dict), HF's 'per_device_train_batch_size', mmcv's 'samples_per_gpu=2'; '--workers 8',
+# 'num_workers: 8', HF's 'dataloader_num_workers', mmcv's 'workers_per_gpu'; not an eval batch or PostgreSQL's workers
+_LOADER_SET = r"['\"]?\s{0,4}[=: ]\s{0,4}['\"]?(?P<n>[0-9]{1,7})\b"
+_BATCH = re.compile(
+    rf"(?<![\w-])(?:--)?(?:(?:per[-_]device[-_])?(?:train[-_])?batch[-_]size|samples_per_gpu){_LOADER_SET}"
+)
+_WORKERS = re.compile(rf"(?<![\w-])(?:--)?(?:(?:dataloader[-_])?num[-_]workers|workers(?:_per_gpu)?){_LOADER_SET}")
+MAX_BATCH = 10**7  # PyTorch accepts any; more samples than this in one batch is not a setting
+
 # shmdoctor run's own lines in a pasted log (render/run.py): its facts line ('shmdoctor run: /dev/shm 64 MiB, 0 B
 # used: …; IPC private; memory limit 2 GiB; …'), the loaders' need it computed ('the loaders' need 900 MiB (…') and
 # how the command ended ('shmdoctor run: python train.py exited 135 (SIGBUS) after 4.2 s; …')
@@ -135,6 +145,10 @@ ANCHORS = (
     "max_parallel_workers_per_gather",
     "Workers Launched",
     "Workers Planned",
+    "batch_size",
+    "batch-size",
+    "samples_per_gpu",
+    "workers",
 )
 MAX_RANKS = 4096  # more local GPUs than any host has: not a count
 
@@ -160,6 +174,9 @@ class Clues:
     hash_mem_multiplier: float | None = None  # and its hash_mem_multiplier, the most said
     pg_workers: int | None = None  # and the parallel workers of a Gather, the most said
     pg_said: dict[str, str] = field(default_factory=dict)  # each of them: the line that said it
+    batch_size: int | None = None  # a DataLoader's batch and workers, as a pasted command or config gives them
+    num_workers: int | None = None
+    loader_said: dict[str, str] = field(default_factory=dict)  # each of them: the line that said it
     _limits_at: int | None = None  # the last 'limits:' line's number, for its 'memory:'
 
     def line(self, text: str, number: int = 0) -> None:
@@ -191,6 +208,8 @@ class Clues:
             self.shmem = max(self.shmem or 0, int(m.group(1)))
         if "_mem" in text or "orkers" in text:
             self._postgres(text, number)
+        if "atch" in text or "orkers" in text or "per_gpu" in text:
+            self._loader(text, number)
         self._place(text, number)
 
     def _postgres(self, text: str, number: int) -> None:
@@ -207,6 +226,15 @@ class Clues:
         n = int(m.group("n")) if m else 0
         if 0 < n <= PG_MAX_WORKERS and n > (self.pg_workers or 0):
             self.pg_workers, self.pg_said["workers"] = n, f"line {number}"
+
+    def _loader(self, text: str, number: int) -> None:
+        """A DataLoader's batch and workers, the most each is said to be (train and eval: the bigger need)."""
+        for pattern, name, least in ((_BATCH, "batch_size", 1), (_WORKERS, "num_workers", 0)):
+            m = pattern.search(text)
+            n = int(m.group("n")) if m else -1
+            if least <= n <= MAX_BATCH and n > (getattr(self, name) if getattr(self, name) is not None else -1):
+                setattr(self, name, n)
+                self.loader_said[name] = f"line {number}"
 
     def _run(self, text: str, number: int) -> None:
         """shmdoctor run's own lines: the place it measured, the loaders' need, how the command ended."""

@@ -306,6 +306,7 @@ class Job:
     hash_mem_multiplier: float | None = None
     pg_workers: int | None = None
     pg_said: str = ""
+    loader: tuple[tuple[str, int, str], ...] = ()  # a DataLoader's settings the log gives: (option, value, where)
 
     @classmethod
     def of(cls, facts: Facts, clues: Clues | None = None, gpus: int | None = None) -> Job:
@@ -318,6 +319,14 @@ class Job:
             hash_mem_multiplier=clues.hash_mem_multiplier,
             pg_workers=clues.pg_workers,
             pg_said="; ".join(f"{name} {where}" for name, where in clues.pg_said.items()),
+            loader=tuple(
+                (option, value, clues.loader_said[name])
+                for option, name, value in (
+                    ("--batch-size", "batch_size", clues.batch_size),
+                    ("--num-workers", "num_workers", clues.num_workers),
+                )
+                if value is not None
+            ),
         )
         if gpus:
             return replace(read, ranks=gpus, ranks_from="--gpus")
@@ -400,10 +409,13 @@ WHERE_IT_RAN = (
     "linuxParameters.sharedMemorySize, a Quadlet ShmSize: the one of where it ran"
 )
 # What each consumer's /dev/shm is made of, and the one thing to know for its size, where no text gave a number
+LOADER_SIZE = (
+    "size /dev/shm for the loader: (prefetch_factor × num_workers + 1) × one batch's bytes, one batch less with "
+    "pin_memory, × local ranks, + 25%"
+)
 SIZED_BY = {
-    "dataloader": "size /dev/shm for the loader: (prefetch_factor × num_workers + 1) × one batch's bytes, one batch "
-    "less with pin_memory, × local ranks, + 25%; give its settings (`explain --batch-size B --num-workers W "
-    "--sample-bytes S`) for the size, or run the job under `shmdoctor run`",
+    "dataloader": f"{LOADER_SIZE}; give its settings (`explain --batch-size B --num-workers W --sample-bytes S`) for "
+    "the size, or run the job under `shmdoctor run`",
     "ray": "size /dev/shm for Ray's object store: its object_store_memory + 10% (`ray status` says it; by default 30% "
     "of the memory), or start Ray with --object-store-memory below the /dev/shm there is",
     "postgresql": "size /dev/shm for PostgreSQL: the segment its error names is one of a parallel query's, not the "
@@ -514,7 +526,7 @@ def _fixes(d: Diagnosis, place: Place, measured, need, job: Job) -> tuple[Fix, .
         ranks = need.ranks if need else 1
         here = capacity.available(facts, ranks) if place.here and measured is None else None
         if wanted is None:  # no number in the text and no settings: the one thing to know first, never a guess
-            ask = Fix(SIZED_BY.get(d.consumer, SIZED_BY["dataloader"]))
+            ask = Fix(_loader_missing(d, job) or SIZED_BY.get(d.consumer, SIZED_BY["dataloader"]))
             host = Fix("use the host's /dev/shm", ipc="host", caveat=fixes.IPC_HOST_CAVEAT)
             out: tuple[Fix, ...] = (*_docs_size(d, facts), ask, host)
         elif here is not None and wanted <= here:
@@ -625,6 +637,21 @@ def _fixes(d: Diagnosis, place: Place, measured, need, job: Job) -> tuple[Fix, .
             Fix("keep fewer shared tensors alive: fewer workers or prefetch_factor, fewer tensors a batch"),
         )
     return ()
+
+
+def _loader_missing(d: Diagnosis, job: Job) -> str:
+    """Where the log gives a loader's batch or workers, the ask: what it gives, and the command with the one thing
+    missing (one sample's bytes, never guessed: no log says it); else empty."""
+    if d.consumer not in LOADERS or not job.loader:
+        return ""
+    given = {option: value for option, value, _ in job.loader}
+    said = ", ".join(f"{option} {value} ({where})" for option, value, where in job.loader)
+    args = " ".join(f"{o} {given.get(o, p)}" for o, p in (("--batch-size", "B"), ("--num-workers", "W")))
+    return (
+        f"{LOADER_SIZE}; the log gives {said}: what is missing is one sample's bytes (S), "
+        f"`shmdoctor explain {args} --sample-bytes S LOG` for the size (`--dataset MODULE:ATTR` in its place measures "
+        "it, torch needed), or run the job under `shmdoctor run`"
+    )
 
 
 def _nccl_words(job: Job) -> str:
