@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from .clues import EMPTYDIR_EVICTED
+
 Cause = Literal[
     "shm-space", "shm-missing", "fd-limit", "memory-limit", "shm-leak", "remove-ipc", "not-shm", "ambiguous"
 ]
@@ -33,6 +35,8 @@ Consumer = Literal[
     "prometheus-client",
     "tensorflow",
     "jax",
+    "oracle",
+    "pandarallel",
     "unknown",
 ]
 CAUSES: tuple[Cause, ...] = (
@@ -60,6 +64,8 @@ CONSUMERS: tuple[Consumer, ...] = (
     "prometheus-client",
     "tensorflow",
     "jax",
+    "oracle",
+    "pandarallel",
     "unknown",
 )
 MiB, GB = 2**20, 10**9
@@ -709,7 +715,10 @@ SIGNATURES: tuple[Signature, ...] = (
         "shm-missing",
         "chromium",
         "Creating shared memory in",
-        re.compile(rf"Creating shared memory in /dev/shm/\S{{1,{NAME}}} failed: Permission denied"),
+        # EPERM where a sandbox refuses it (a snap's confinement: snapcrafters/mattermost-desktop#46)
+        re.compile(
+            rf"Creating shared memory in /dev/shm/\S{{1,{NAME}}} failed: (?:Permission denied|Operation not permitted)"
+        ),
         "Chromium's shared_memory_posix.cc: its FATAL line says 'Try sudo chmod 1777 /dev/shm to fix'",
         "Chrome/Chromium could not create a shared-memory region in /dev/shm: it is not writable for this user",
     ),
@@ -730,6 +739,20 @@ SIGNATURES: tuple[Signature, ...] = (
         re.compile(rf"Creating shared memory in /dev/shm/\S{{1,{NAME}}} failed: No such file or directory"),
         "Chromium's platform_shared_memory_region_posix.cc on a platform without /dev/shm (Vercel, AWS Lambda)",
         "Chrome/Chromium could not create a shared-memory region: there is no /dev/shm",
+    ),
+    Signature(
+        "chromium-broker-handles",
+        "shm-space",
+        "chromium",
+        "Received unexpected number of handles",
+        # mojo's broker client: the browser answered a shared buffer request without the buffer's handle (it could
+        # not make the region)
+        re.compile(r"broker_posix\.cc\([0-9]{1,6}\)\] Received unexpected number of handles"),
+        "Chromium mojo/core/broker_posix.cc (a renderer's request for a shared buffer): ongardie/cubicle#3 (VS "
+        "Codium in Docker, --shm-size the workaround)",
+        "a Chromium process asked its browser for a shared-memory buffer and got none: in a container, most often "
+        "its /dev/shm (64 MiB) ran out",
+        ambiguous=True,
     ),
     Signature(
         "chromium-page-crash",
@@ -795,6 +818,60 @@ SIGNATURES: tuple[Signature, ...] = (
         "Open MPI could not open its shared-memory segment file (EACCES): a file of that name is there and belongs "
         "to another user, left by an earlier job (`ls -l /dev/shm` shows whose); or the directory is not writable",
         only_after=re.compile(r"System call: open\(2\)"),
+    ),
+    Signature(
+        "oracle-memory-target",
+        "shm-space",
+        "oracle",
+        "ORA-00845",
+        # Automatic Memory Management keeps the SGA and the PGA as files in /dev/shm: it must hold MEMORY_TARGET
+        re.compile(r"ORA-00845: MEMORY_TARGET not supported on this system"),
+        "Oracle Database's error reference (ORA-00845: /dev/shm not sized correctly for MEMORY_TARGET): "
+        "wscherphof/oracle-12c#8",
+        "Oracle could not start with its MEMORY_TARGET: /dev/shm (where Automatic Memory Management keeps the SGA) "
+        "is smaller than it",
+    ),
+    Signature(
+        "oracle-joxshm",
+        "shm-space",
+        "oracle",
+        "ORA-04035",
+        # the JVM's shared object cache (JOXSHM, files in /dev/shm); not ORA-04031 (the SGA's shared pool)
+        re.compile(rf'ORA-04035: unable to allocate {NUMBER} bytes of shared memory in shared object cache "JOXSHM'),
+        "Oracle's JVM shared object cache (its JOXSHM_EXT files in /dev/shm): oracle/docker-images#223",
+        "Oracle's Java VM could not grow its shared object cache (JOXSHM) in /dev/shm",
+    ),
+    Signature(
+        "fastdds-shm-port",
+        "shm-leak",
+        "unknown",
+        "RTPS_TRANSPORT_SHM Error",
+        re.compile(r"\[RTPS_TRANSPORT_SHM Error\] Failed init_port \S{1,255}: open_and_lock_file failed"),
+        "Fast DDS's shared-memory transport (ROS 2): eProsima/Fast-DDS#5737 (a stale port file in /dev/shm)",
+        "Fast DDS could not open its port's segment: a stale port file (fastrtps_port*, its *_el lock) left in "
+        "/dev/shm by a process that died, or another user's: `ls -la /dev/shm/fastrtps_*` shows them",
+    ),
+    Signature(
+        "k8s-emptydir-evicted",
+        "shm-space",
+        "unknown",
+        "Usage of EmptyDir volume",
+        EMPTYDIR_EVICTED,  # its sizeLimit is where it ran's /dev/shm (clues.py)
+        "the kubelet's eviction manager (localStorageEviction): kubernetes/kubernetes#28272, helm/charts#24458",
+        "the pod was evicted: its /dev/shm (a memory-backed emptyDir) grew past its sizeLimit",
+    ),
+    Signature(
+        "x11-shm-unshared",
+        "shm-missing",
+        "unknown",
+        "(MIT-SHM)",
+        # X_ShmAttach refused: the client's System V segment is in an IPC namespace the server does not see; Xlib's
+        # report ('Major opcode of failed request:') and Qt's xcb one ('Extension:')
+        re.compile(r"(?:Major opcode of failed request|Extension): {1,40}[0-9]{1,3} \(MIT-SHM\)"),
+        "Xlib's and Qt's error report on the MIT-SHM extension: pauleve/docker-mtgo#1 (--ipc=host fixed it)",
+        "the X server could not attach the client's shared-memory segment (MIT-SHM): they are in different IPC "
+        "namespaces (a container); --ipc=host, or the program without MIT-SHM (QT_X11_NO_MITSHM=1)",
+        only_after=re.compile(r"BadAccess"),
     ),
     Signature(
         "gunicorn-sigbus",
@@ -1009,12 +1086,23 @@ STATUSES: tuple[Signature, ...] = (
         "memory-limit",
         "unknown",
         "of memory: Kill",
-        # mm/oom_kill.c: 'Memory cgroup out of memory: Killed process 629 (onmt_train) …' at a cgroup's limit, 'Out of
-        # memory: Killed process …' at the machine's ('Kill process' before Linux 5.0); as dmesg prints them
-        re.compile(rf"(?:Memory cgroup out|Out) of memory: Kill(?:ed)? process [0-9]{{1,{NUM}}}"),
+        # mm/oom_kill.c: 'Memory cgroup out of memory: Killed process 629 (onmt_train) …' at a cgroup's limit ('Kill
+        # process' before Linux 5.0); as dmesg prints them
+        re.compile(rf"Memory cgroup out of memory: Kill(?:ed)? process [0-9]{{1,{NUM}}}"),
         "the kernel's OOM killer (dmesg): ymoslem/OpenNMT-Tutorial#6",
         "the kernel's OOM killer killed a process: its memory (and /dev/shm pages, which count toward a memory "
         "cgroup's limit) ran out",
+    ),
+    Signature(
+        "kernel-oom-global",
+        "not-shm",
+        "unknown",
+        "Out of memory: Kill",
+        # 'Out of memory: Killed process …' at the machine's (constraint=CONSTRAINT_NONE, global_oom)
+        re.compile(rf"\bOut of memory: Kill(?:ed)? process [0-9]{{1,{NUM}}}"),
+        "the kernel's OOM killer for the whole machine (mm/oom_kill.c): dask/distributed#6110",
+        "the machine ran out of memory (the kernel's OOM killer, no memory limit hit): the processes' own memory; "
+        "/dev/shm's pages count only as any memory (`df -h /dev/shm` there tells if it held much)",
     ),
     Signature(
         "ecs-oom-killed",

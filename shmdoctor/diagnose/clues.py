@@ -72,6 +72,12 @@ _KUBE = re.compile(
 _LIMITS = re.compile(r"^\s{0,80}limits:\s{0,40}$")
 _K8S_MEMORY = re.compile(r"^\s{0,80}memory:\s{0,40}['\"]?(?P<q>[0-9.]{1,40}[a-zA-Z]{0,2})['\"]?\s{0,40}$")
 LIMITS_REACH = 4  # lines from 'limits:' to its 'memory:'
+# The kubelet's eviction of a pod over an emptyDir's sizeLimit, the volume named as /dev/shm's are ('dshm'): the
+# sizeLimit is its /dev/shm, the form Kubernetes
+EMPTYDIR_EVICTED = re.compile(
+    r'Usage of EmptyDir volume "(?:dshm|shm|dev-shm|devshm|shared-memory|shm-volume)" exceeds the limit '
+    r'"(?P<q>[0-9]{1,20}(?:\.[0-9]{1,4})?[KMGTPE]i?)"'
+)
 
 # PostgreSQL's settings that bound a parallel hash join's shared table (nodeHash.c): in a SET, a postgresql.conf or
 # YAML line, a `postgres -c` ('SET work_mem = '256MB'', 'work_mem: 1GB', '-c work_mem=65536' in kB), and the
@@ -138,6 +144,7 @@ ANCHORS = (
     "kubectl",
     "helm",
     "Helm chart",
+    "Usage of EmptyDir volume",
     "limits:",
     "memory:",
     "work_mem",
@@ -284,6 +291,10 @@ class Clues:
             self._shm(_size(m.group("size")), f"ShmSize, line {number}")
         if _KUBE.search(text):
             self._form("kubernetes", f"kubectl / helm, line {number}")
+        m = EMPTYDIR_EVICTED.search(text)
+        if m:
+            self._shm(_quantity(m.group("q")), f"the kubelet's eviction (its emptyDir's sizeLimit), line {number}")
+            self._form("kubernetes", f"the kubelet's eviction, line {number}")
         if _LIMITS.match(text):
             self._limits_at = number
         elif self._limits_at is not None and 0 < number - self._limits_at <= LIMITS_REACH:

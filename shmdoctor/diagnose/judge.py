@@ -439,6 +439,12 @@ SIZED_BY = {
     "celery": "a Celery (billiard) pool's semaphores take a 4 KiB page each: /dev/shm was full of something else, "
     "often billiard's own semaphores left by pools that were not closed (celery/billiard#293): `ls -la /dev/shm` "
     "there shows them, `shmdoctor clean` frees what no process holds",
+    "oracle": "size /dev/shm for Oracle: above MEMORY_TARGET (Automatic Memory Management keeps the SGA and the PGA "
+    "as files in /dev/shm; its JVM's JOXSHM cache there too): SHOW PARAMETER MEMORY_TARGET says it; or MEMORY_TARGET=0 "
+    "with SGA_TARGET and PGA_AGGREGATE_TARGET (no /dev/shm)",
+    "pandarallel": "size /dev/shm for pandarallel: it passes each worker's chunk of the frame and its result through "
+    "files in /dev/shm (use_memory_fs): about twice the frame at once; or pandarallel.initialize(use_memory_fs=False) "
+    "(pipes: slower)",
     "joblib": "size /dev/shm for joblib: its workers get each array above max_nbytes (1M by default) as a memmap in "
     "its temp folder, /dev/shm where it is writable (joblib's Parallel docs, temp_folder): the arrays passed at once; "
     "or Parallel(temp_folder='/tmp') / JOBLIB_TEMP_FOLDER=/tmp (disk: slower), or max_nbytes=None (no memmap)",

@@ -50,6 +50,7 @@ Kind = Literal[
     "sysv",
     "other",
     "elsewhere",
+    "pycall",
 ]
 
 
@@ -126,6 +127,18 @@ CONTEXTS: tuple[Context, ...] = (
         re.compile(r"\b(?:postgresql|Postgres(?:QL)?|PostgreSQL)\b|SQLSTATE"),
     ),
     Context(
+        "PostgreSQL's postmaster on a child's signal",
+        "frame",
+        "postgresql",
+        ("was terminated by signal",),
+        # postmaster.c LogChildExit: 'server process (PID 42) was terminated by signal 7: Bus error', a background
+        # worker's; initdb's and pg_ctl's wait_result_to_str: 'child process was terminated by signal 7: Bus error'
+        re.compile(
+            r'(?:server process|worker "[^"]{1,80}") \(PID [0-9]{1,10}\) was terminated by signal'
+            r"|child process was terminated by signal"
+        ),
+    ),
+    Context(
         "a browser of the Chromium family",
         "frame",
         "chromium",
@@ -175,6 +188,14 @@ CONTEXTS: tuple[Context, ...] = (
             r"prometheus_client|PROMETHEUS_MULTIPROC|prometheus_multiproc|[Pp]rometheus multiprocess"
             r"|/(?:counter|histogram|summary|gauge_[a-z]{3,10})_[0-9]{1,10}\.db\b"
         ),
+    ),
+    Context(
+        "pandarallel's memory file system",
+        "shm",
+        "pandarallel",
+        ("pandarallel",),
+        # it passes data to its workers through files in /dev/shm (use_memory_fs, its default where /dev/shm is)
+        re.compile(r"\bpandarallel\b"),
     ),
     Context("Celery's pool", "pool", "celery", ("celery", "billiard"), re.compile(r"\bcelery\w{0,10}|\bbilliard\b")),
     Context("joblib's pool", "pool", "joblib", ("joblib", "loky"), re.compile(r"\b(?:joblib|loky)\b")),
@@ -227,6 +248,14 @@ CONTEXTS: tuple[Context, ...] = (
         ("lmdb", "LMDB", "Lmdb", "memmap"),
         re.compile(r"(?i:\blmdb\b)|memmap"),
     ),
+    Context(
+        "an os call of Python",
+        "pycall",
+        None,
+        ("os.",),
+        # the call an errno came from, named in its block (os.symlink, os.sched_setaffinity): not SemLock's
+        re.compile(r"(?<![\w.])os\.(?!environ|path|getenv|getcwd|getpid)[a-z_]{2,40}\("),
+    ),
     Context("SemLock._rebuild", "rebuild", None, ("SemLock._rebuild",), re.compile(r"SemLock\._rebuild")),
     Context(
         "System V shared memory or huge pages (not /dev/shm)",
@@ -235,11 +264,12 @@ CONTEXTS: tuple[Context, ...] = (
         (
             *("shmget", "SHMMAX", "SHMMNI", "SHMALL", "System V", "SysV", "could not create shared memory segment"),
             *("huge_pages", "hugepages", "HugePages", "hugetlb", "PGSharedMemoryCreate"),
+            "could not map anonymous shared memory",
         ),
-        # and huge pages (hugetlbfs), PostgreSQL's main segment (anonymous or System V): not /dev/shm either
+        # and huge pages (hugetlbfs), PostgreSQL's main segment (anonymous or System V, pg_shmem.c): not /dev/shm either
         re.compile(
             r"\bshmget\b|\bSHM(?:MAX|MNI|ALL)\b|System V|SysV|could not create shared memory segment:"
-            r"|huge_?pages|HugePages|hugetlb|PGSharedMemoryCreate"
+            r"|huge_?pages|HugePages|hugetlb|PGSharedMemoryCreate|could not map anonymous shared memory"
         ),
     ),
     Context(
@@ -270,16 +300,18 @@ CONTEXTS: tuple[Context, ...] = (
         why="a bus error or a crash of files on a full disk, not /dev/shm",
     ),
     Context(
-        "initdb's smallest shared_buffers",
+        "initdb's start of the server",
         "elsewhere",
         "postgresql",
-        ("shared_buffers ... 400kB",),
-        # initdb.c test_config_settings: trial_bufs end at 50 buffers (400kB); chosen only when every trial start of
-        # the server failed
-        re.compile(r"selecting default shared_buffers \.\.\. 400kB\b"),
-        why="initdb tried its smallest main segment and the server still could not start: its main segment "
-        "(anonymous, with huge pages the pod may not use, or System V), not /dev/shm: huge_pages = off, or give the "
-        "pod the huge pages",
+        ("shared_buffers ... 400kB", "--boot -x0", "running bootstrap script"),
+        # initdb.c test_config_settings: trial_bufs end at 50 buffers (400kB), chosen only when every trial start of
+        # the server failed; its trial start itself ('"postgres" --boot -x0 -F -c max_connections=…'); its bootstrap
+        re.compile(
+            r"selecting default shared_buffers \.\.\. 400kB\b|--boot -x0 (?:-F )?-c max_connections="
+            r"|running bootstrap script \.\.\."
+        ),
+        why="a server initdb starts (its trial starts, its bootstrap) uses its main segment, not /dev/shm: a bus "
+        "error there is huge pages the pod may not use (or System V): huge_pages = off, or give the pod the huge pages",
     ),
     Context(
         "another call (InfiniBand, a socket)",
@@ -320,6 +352,14 @@ EVENTS: tuple[Event, ...] = (
     Event("read-shm-enospc", *_errno("[Nn]o space left on device", "ENOSPC", 28), ALL, own_path=True, mapped=True),
     Event("read-shm-denied", *_errno("Permission denied", "EACCES", 13), ALL, own_path=True),
     Event("read-shm-read-only", *_errno("Read-only file system", "EROFS", 30), ALL, own_path=True),
+    # a security module's refusal (AppArmor's audit line, SELinux's AVC) of a file in /dev/shm: a permission
+    Event(
+        "read-shm-denied",
+        ('apparmor="DENIED"', "avc:  denied", "avc: denied"),
+        re.compile(r'apparmor="DENIED"|avc: {1,2}denied'),
+        frozenset({"shm"}),
+        own_path=True,
+    ),
     Event(
         "read-shm-enosys",
         *_errno("Function not implemented", "ENOSYS", 38),
@@ -380,6 +420,8 @@ _LOOKED_FOR = [c.literals for c in CONTEXTS if c.kind != "other"] + [e.literals 
 ANCHORS: tuple[str, ...] = tuple(sorted({lit for literals in _LOOKED_FOR for lit in literals}))
 # How a reading is said where a consumer of Python speaks: ENOSYS in Python's words is SemLock's (no /dev/shm)
 _PYTHON_ERRNO = re.compile(r"Errno 38\b|Error\(38,")
+# Python's OSError naming what it is about: "[Errno 38] Function not implemented: 'inotify_init'"
+_ARGUMENT = re.compile(r"Function not implemented: ['\"]")
 
 
 @dataclass
@@ -391,7 +433,7 @@ class Reading:
     text: str
     seen: list[tuple[int, Context]] = field(default_factory=list)
     on_line: list[Context] = field(default_factory=list)
-    python: bool = False
+    python: bool = False  # said as Python says an errno ('[Errno 38]', 'OSError(38, …)')
     count: int = 1  # lines of the same failure in its block
 
     def add(self, number: int, context: Context) -> None:
@@ -409,7 +451,17 @@ class Reading:
             return False
         if self.event.by_consumer is not None:
             return any(c.consumer == self.event.by_consumer for _, c in self.seen)
-        return not self.event.proven_by.isdisjoint(kinds)
+        return not self.event.proven_by.isdisjoint(kinds) or self._semlocks_alone(kinds)
+
+    def _semlocks_alone(self, kinds: set[Kind]) -> bool:
+        """Python's ENOSYS with no call named: its line names no argument (the file or call of os.symlink's, of
+        inotify_init's) and its block no os call: the one Python raises it from is SemLock, where no /dev/shm is."""
+        return (
+            self.event.id == "read-shm-enosys"
+            and self.python
+            and "pycall" not in kinds
+            and not _ARGUMENT.search(self.text)
+        )
 
     def consumer(self) -> Consumer:
         best = named_by([(self.line, c) for c in self.on_line]) or named_by(self.seen)
@@ -437,13 +489,15 @@ class Reading:
         said: list[str] = []
         proof = self.event.proven_by
         for number, c in sorted(self.seen, key=lambda s: (s[1].kind not in proof, abs(s[0] - self.line), s[0])):
-            if c.kind in ("mapped", "rebuild", "name", "sysv", "other", "elsewhere"):
+            if c.kind in ("mapped", "rebuild", "name", "sysv", "other", "elsewhere", "pycall"):
                 continue
             if any(w.startswith(f"{c.what} (line ") for w in said):
                 continue  # the nearest line of each context
             said.append(f"{c.what} (line {number})")
             if len(said) == EVIDENCE:
                 break
+        if not said and self.python:  # proven alone (_semlocks_alone)
+            return "Python's errno 38 with no call named (SemLock's, where no /dev/shm is mounted)"
         return ", ".join(said)
 
 

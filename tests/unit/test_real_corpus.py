@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from benchmarks.explain_corpus import pasted
+from benchmarks.explain_corpus import pasted, scored
 from shmdoctor.errors import UsageError
 from shmdoctor.fleet import lint
 from shmdoctor.sizes import parse_quantity
@@ -132,6 +132,41 @@ MISSED_HELDOUT_5 = frozenset(
 @pytest.mark.parametrize("case", HELDOUT_5, ids=[c["source"].removeprefix("https://github.com/") for c in HELDOUT_5])
 def test_explain_says_of_each_text_of_the_fifth_held_out_third_what_its_thread_established(case, request):
     if case["source"] in MISSED_HELDOUT_5:
+        request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
+    result = pasted(case)
+    assert result["right"], result
+
+
+SIXTH = [c for c in yaml.safe_load((DATA / "explain" / "sixth-pass.yaml").read_text()) if scored(c)]
+# The sixth pass's kept two thirds (another helper's harvest, its labels read in the schema's values by the scorer's
+# in_schema): scored as pasted before any change (37 of 62), then read for its kinds of evidence; what still misses,
+# strict, each because the text cannot show it or its label says otherwise than its thread:
+MISSED_IN_SIXTH = frozenset(
+    {
+        # a bare worker death the thread found was the machine's RAM (Colab; AGEM's own memory): the same words are
+        # /dev/shm's in other threads
+        "https://github.com/zylo117/Yet-Another-EfficientDet-Pytorch/issues/586",
+        "https://github.com/ContinualAI/avalanche/issues/841",
+        # "Chrome failed to start: crashed." where /dev/shm lacked its execute bit: nothing of a permission said
+        "https://github.com/SeleniumHQ/docker-selenium/issues/1309",
+        # the kubelet's eviction of the "dshm" emptyDir: read, but nothing names PostgreSQL (the chart's)
+        "https://github.com/helm/charts/issues/24458",
+        # labelled shm-missing; its thread (and explain) say systemd-logind's RemoveIPC deleted the segment
+        "https://github.com/bnnanet/serviceman/issues/5",
+        # NCCL's own segment error inside vLLM is named NCCL's (its dose NCCL's); the thread names vLLM, and the
+        # resource tracker's leak warning after the crash is read as a leak of its own
+        "https://github.com/vllm-project/vllm/issues/6689",
+        # Selenium's "invalid session id" alone: the browser gone, not why
+        "https://github.com/alphagov/govuk-docker/pull/613",
+        # an ls of joblib's pools in /dev/shm and a traceback cut before its error: no failure said
+        "https://github.com/joblib/joblib/issues/198",
+    }
+)
+
+
+@pytest.mark.parametrize("case", SIXTH, ids=[c["source"].removeprefix("https://github.com/") for c in SIXTH])
+def test_explain_says_of_each_text_of_the_sixth_pass_what_its_thread_established(case, request):
+    if case["source"] in MISSED_IN_SIXTH:
         request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
     result = pasted(case)
     assert result["right"], result

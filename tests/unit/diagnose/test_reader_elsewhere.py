@@ -63,14 +63,29 @@ initdb: removing contents of data directory "/var/lib/postgresql/data"
 """
 
 
-def test_initdb_at_its_smallest_shared_buffers_is_the_main_segment_not_dev_shm():
-    """initdb.c's trial_bufs end at 50 buffers (400kB): every trial start failed (huge pages in a pod, as
-    kubernetes#71233 and kubegres#132 found); with its usual 128MB the bus error stays /dev/shm's to weigh."""
-    floor = scan_text(INITDB.format(conns=20, buffers="400kB")).diagnoses()
-    assert {(d.cause, d.consumer) for d in floor} == {("not-shm", "postgresql")} and len(floor) == 2
-    assert all("initdb's smallest shared_buffers (line 3)" in d.reason for d in floor)
-    usual = scan_text(INITDB.format(conns=100, buffers="128MB")).diagnoses()
-    assert {(d.cause, d.consumer) for d in usual} == {("shm-space", "postgresql")}
+@pytest.mark.parametrize("buffers", ["400kB", "128MB"])
+def test_a_bus_error_of_a_server_initdb_starts_is_its_main_segment_not_dev_shm(buffers):
+    """initdb.c's trial_bufs end at 50 buffers (400kB): every trial start failed; its bootstrap, whatever it chose,
+    maps the main segment (huge pages in a pod, as kubernetes#71233 and kubegres#132 found), not /dev/shm."""
+    found = scan_text(INITDB.format(conns=20, buffers=buffers)).diagnoses()
+    assert {(d.cause, d.consumer) for d in found} == {("not-shm", "postgresql")} and len(found) == 2
+    assert all("initdb's start of the server (line " in d.reason for d in found)
+
+
+def test_initdbs_trial_start_dying_of_a_bus_error_is_the_main_segment():
+    """initdb.c test_config_settings' command, each trial killed (CrunchyData/postgres-operator's shape)."""
+    trial = (
+        'sh: line 1:   153 Bus error               (core dumped) "/usr/pgsql-13/bin/postgres" --boot -x0 -F -c '
+        "max_connections=100 -c shared_buffers=1000 -c dynamic_shared_memory_type=posix < /dev/null > /dev/null 2>&1"
+    )
+    assert _said(trial) == [("shell-bus-error", "not-shm", "postgresql")]
+
+
+def test_a_bus_error_of_a_running_servers_parallel_worker_stays_dev_shms():
+    """The server's log, not initdb's: a parallel worker's segment in /dev/shm (docker-library/postgres#416's kind)."""
+    log = 'LOG:  background worker "parallel worker" (PID 4242) was terminated by signal 7: Bus error\n'
+    log += "DETAIL:  Failed process was running: SELECT count(*) FROM big JOIN big b USING (id)"
+    assert _said(log) == [("read-shm-bus-error", "shm-space", "postgresql")]
 
 
 def test_the_cli_says_not_shared_memory_with_why_and_exits_0():
