@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from .. import capacity, consumers, fixes
 from ..exits import ExitCode
+from ..limits import MAX_BYTES
 from ..model import ENGINE_DEFAULT_SHM, SEVERITY_RANK, Facts, Finding, Fix, Report, Requirement
 from ..probe.workload import gpu_count
 from ..sizes import GiB, MiB, format_size, nice_size, page_floor
@@ -346,10 +347,12 @@ class Job:
         return consumers.nccl(self.ranks, "shm", channels=channels).bytes
 
     def postgres(self) -> tuple[int, str] | None:
-        """One parallel hash join's bound from the settings the log gives; None where it gives no work_mem."""
+        """One parallel hash join's bound from the settings the log gives; None where it gives no work_mem, or where
+        the bound is more than any machine has (a size then says nothing)."""
         if self.work_mem is None:
             return None
-        return consumers.postgres_hash(self.work_mem, self.hash_mem_multiplier, self.pg_workers)
+        bound = consumers.postgres_hash(self.work_mem, self.hash_mem_multiplier, self.pg_workers)
+        return bound if bound[0] <= MAX_BYTES else None
 
 
 NCCL_TWO, NCCL_EIGHT = consumers.nccl(2, "shm").bytes, consumers.nccl(8, "shm").bytes

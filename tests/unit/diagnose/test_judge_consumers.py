@@ -127,6 +127,20 @@ def test_postgresqls_settings_read_in_their_spellings(settings, size):
     assert fixes[0].shm_bytes == size
 
 
+@pytest.mark.parametrize(
+    "work_mem, size",
+    [
+        # 256 TiB × 1 × (1 worker + 1) × 1.5 = 768 TiB, within limits.MAX_BYTES (1 PiB): + 25%, in whole GiB
+        ("256TB", 960 * 2**40),
+        # 512 TiB × 2 × 1.5 = 1.5 PiB: more than any machine has, no size (was --shm-size=1968000000000g at 1000 × 1025)
+        ("512TB", None),
+    ],
+)
+def test_a_bound_past_any_machine_from_postgresqls_settings_is_no_size(work_mem, size):
+    settings = f"work_mem = {work_mem}\nhash_mem_multiplier = 1\nWorkers Launched: 1"
+    assert finding(f"{settings}\n{POSTGRES}").fixes[0].shm_bytes == size
+
+
 # Debian's Chromium 150 under its ChromeDriver in a 64 MiB container, a page rendered past it: the tab crashed
 # (tests/integration/docker/test_explain_apps.py runs it, captured/README.md says how)
 CHROME_CAPTURED = PG_CAPTURED.with_name("chromium-webdriver-tab-crash-64m.log")
