@@ -109,10 +109,22 @@ def compose_size(text: str | int, *, what: str = "size") -> int:
     return units_size(text, what=what, reader="compose's go-units")
 
 
+def run_flag_size(text: str, *, what: str) -> int | None:
+    """A run command's --shm-size or --memory (a script's, a Jenkins agent's, a Quadlet unit's ShmSize=) as the
+    engine's CLI reads it: docker/cli's opts.MemBytes.Set is go-units' RAMInBytes, and so are Podman's and
+    nerdctl's flags. None where it reads 0 (`0`, `0.`, `0.5`: rounded toward zero): the engine's default, or none."""
+    try:
+        if ram_in_bytes(text) == 0:
+            return None
+    except UsageError:
+        pass  # said by units_size, with what was wrong
+    return units_size(text, what=what, reader="the engine's go-units")
+
+
 def units_size(text: str | int, *, what: str, reader: str) -> int:
     """A size as go-units reads it for `reader`, held to shmdoctor's bounds: compose-go's (compose_size), or a run
-    command's --shm-size and --memory (docker/cli's opts.MemBytes.Set is units.RAMInBytes; so are Podman's and
-    nerdctl's). A whole number is read exactly first: RAMInBytes' float64 reads it alike up to 2^53, past the bound."""
+    command's flag (run_flag_size). A whole number is read exactly first: RAMInBytes' float64 reads it alike up to
+    2^53, past the bound."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise UsageError(f"{what}: {shown(text)} is not a size (examples: 1048576, 512m, 2g, 1gb)")
     if isinstance(text, int) or _GO_INT64.fullmatch(text) and len(text.lstrip("+-")) <= MAX_DIGITS:

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import csv
 import os
-import re
 import shlex
 
 from ..errors import UsageError
 from ..loader import LOADER_LABEL
 from ..model import PODMAN_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Ipc, Memory, Shm, Target
-from ..sizes import parse_size, parse_tmpfs_size
+from ..sizes import parse_tmpfs_size, run_flag_size
 from ..suppress import IGNORE_LABEL
 from . import documents
 from .documents import STDIN, Definition
@@ -202,13 +201,12 @@ class _Unit:
         return out
 
     def size(self, found: tuple[str, str] | None, what: str) -> int | None:
+        """A size flag as Podman reads it (runargs' sizes: go-units' RAMInBytes); None where absent or 0."""
         if found is None:
             return None
         place, text = found
-        if not text.isascii():  # Podman's numbers are ASCII ('２g' is none)
-            raise UsageError(f"{place}: {what}: cannot read {text!r} as a size: ASCII digits only")
         try:
-            return parse_size(text, what=what)
+            return run_flag_size(text, what=what)
         except UsageError as e:
             raise UsageError(f"{place}: {e}") from None
 
@@ -279,10 +277,11 @@ class _Unit:
         if written is None:
             return Shm.unmeasured(PODMAN_DEFAULT_SHM, "podman-shm", "no ShmSize: Podman's default 64000k")
         said = f"ShmSize={written[1]}" if written == self.last("ShmSize") else f"PodmanArgs=--shm-size={written[1]}"
-        if written[1].isascii() and _zero(written[1]):  # Podman: 0 is no limit
+        size = self.size(written, "ShmSize")
+        if size is None:  # Podman: 0 is no limit
             unreadable.append(f"{SHM_SIZE_UNKNOWN} ({said}: no limit, the kernel's half of memory)")
             return Shm.unmeasured(None, "podman-shm", f"{said}: no limit")
-        return Shm.unmeasured(self.size(written, "ShmSize"), "podman-shm", said)
+        return Shm.unmeasured(size, "podman-shm", said)
 
     def facts(self, name: str) -> Facts:
         unreadable: list[str] = []
@@ -380,10 +379,6 @@ def _same_bind(volume: str, fields: dict[str, str]) -> bool:
     source, _, rest = volume.partition(":")
     plain = set(fields) <= {"type", "source", "src", *TARGETS} and ":" not in rest
     return plain and fields.get("type") == "bind" and (fields.get("source") or fields.get("src")) == source
-
-
-def _zero(text: str) -> bool:
-    return re.fullmatch(r"0+(\.0+)? ?[a-zA-Z]{0,3}", text.strip(), re.ASCII) is not None
 
 
 def probe(text: str, source: str) -> list[Definition]:

@@ -31,7 +31,7 @@ from ..model import (
     ShmSource,
     Target,
 )
-from ..sizes import parse_tmpfs_size, ram_in_bytes, units_size
+from ..sizes import parse_tmpfs_size, run_flag_size
 from ..suppress import IGNORE_LABEL
 from .mountpath import at_shm
 from .workload import amd_gpus, idle, ml_signs, nccl_env, serving
@@ -253,24 +253,13 @@ def _engine_shm(run: RunArgs, podman: bool, unreadable: list[str]) -> Shm:
     if value.unknown:
         unreadable.append(f"{SHM_SIZE_UNKNOWN} ({written}: set from a variable the file does not give)")
         return Shm.unmeasured(None, source, written)
-    if _zero(value.text):
+    size = run_flag_size(value.text, what="--shm-size")
+    if size is None:
         if podman:
             unreadable.append(f"{SHM_SIZE_UNKNOWN} ({written}: no limit, the kernel's half of memory)")
             return Shm.unmeasured(None, source, f"{written}: no limit")
         return Shm.unmeasured(default, source, f"{written}: the engine's default")
-    return Shm.unmeasured(_bytes(value, "--shm-size"), source, written)
-
-
-def _zero(text: str) -> bool:
-    """A size the engine reads as 0 (`0`, `0 B`, `0.`, `0.5`: go-units rounds toward zero): its default, or none."""
-    try:
-        return ram_in_bytes(text) == 0
-    except UsageError:
-        return False
-
-
-def _bytes(value: Arg, what: str) -> int:
-    return units_size(value.text, what=what, reader="the engine's go-units")
+    return Shm.unmeasured(size, source, written)
 
 
 def _size(found: tuple[Arg, Arg | None] | None, what: str, unreadable: list[str]) -> int | None:
@@ -279,7 +268,7 @@ def _size(found: tuple[Arg, Arg | None] | None, what: str, unreadable: list[str]
     if found[1].unknown:
         unreadable.append(f"the memory limit ({_written(*found)}: set from a variable the file does not give)")
         return None
-    return _bytes(found[1], what)
+    return run_flag_size(found[1].text, what=what)  # 0: no limit
 
 
 def _mount_at_shm(run: RunArgs, unreadable: list[str]) -> Shm | None:

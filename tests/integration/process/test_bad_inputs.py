@@ -622,7 +622,7 @@ CASES = [
             ("batch-node-ranges-number.json", "nodeProperties.nodeRangeProperties must be a list, not int"),
             ("ecs-million-containers.json", "more than 1000 containers in one file"),
             ("read-only-mount.container", "read-only-mount.container:3: Mount=type=tmpfs,dst=/dev/shm,read-only=true"),
-            ("fullwidth-size.container", "fullwidth-size.container:3: ShmSize: cannot read '２g' as a size: ASCII"),
+            ("fullwidth-size.container", "fullwidth-size.container:3: ShmSize: cannot read '２g' as a size (the"),
             ("mount-size-junk.container", "tmpfs-size: cannot read 'lots'"),
         ]
     ],

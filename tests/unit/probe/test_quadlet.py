@@ -175,6 +175,15 @@ def test_units_are_read_as_podman_reads_them(lines, size, read_only):
     assert (size is None) == bool(facts.unreadable)  # an unknown size is said, never taken for a small one
 
 
+def test_sizes_podman_reads_as_go_units_does():
+    """`1e3m` and `+1g` are sizes to RAMInBytes (a Go float); `0.` and `0.5` read as 0: no limit."""
+    assert unit("ShmSize=1e3m\n").shm.size_bytes == 1000 * MiB
+    assert unit("PodmanArgs=--shm-size=+1g\n").shm.size_bytes == GiB
+    for zero in ("0.", "0.5", "0 B"):
+        facts = unit(f"ShmSize={zero}\n")
+        assert (facts.shm.size_bytes, facts.shm.detail) == (None, f"ShmSize={zero}: no limit")
+
+
 def test_memory_key_and_continuations_joined_as_written():
     facts = unit("Memory=8g\nPodmanArgs=--ipc=ho\\\nst\n")  # Podman joins the parts without a space
     assert (facts.memory.limit_bytes, facts.ipc.mode) == (8 * GiB, "host")
@@ -184,11 +193,15 @@ def test_memory_key_and_continuations_joined_as_written():
     "lines, message",
     [
         ("Mount=type=tmpfs,dst=/dev/shm,read-only=true\n", "Podman refuses the option 'read-only'"),
-        ("ShmSize=２g\n", "u.container:2: ShmSize: cannot read '２g' as a size: ASCII digits only"),
+        ("ShmSize=２g\n", r"u.container:2: ShmSize: cannot read '２g' as a size \(the engine's go-units: invalid size"),
+        ("ShmSize=2Gi\n", r"ShmSize: cannot read '2Gi' as a size \(the engine's go-units: invalid suffix: 'Gi'"),
+        ("PodmanArgs=--memory=' 2g'\n", r"--memory: cannot read ' 2g' as a size"),
         ("Mount=type=tmpfs,dst=/dev/shm,tmpfs-size=lots\n", "tmpfs-size: cannot read 'lots'"),
     ],
 )
 def test_what_podman_refuses_is_refused(lines, message):
+    """Podman reads ShmSize= and its size flags with go-units' RAMInBytes (opts.MemBytes), as docker's CLI does:
+    a Kubernetes suffix, a space first, a digit that is not ASCII are refused."""
     with pytest.raises(UsageError, match=message):
         quadlet.probe("[Container]\n" + lines, "u.container")
 
