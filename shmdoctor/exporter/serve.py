@@ -86,7 +86,7 @@ class Latest:
             self._body, self._gzipped = body, gzipped
         self._ready.set()
 
-    def get(self, wait: float, gzipped: bool = False) -> bytes | None:
+    def get(self, wait: float, gzipped: bool) -> bytes | None:
         if not self._ready.wait(wait):
             return None
         with self._lock:
@@ -113,8 +113,11 @@ class Reader(threading.Thread):
         self._stopped.set()
 
 
-def slots() -> int:
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+def slots(soft: int | None = None) -> int:
+    """Connections at once: MAX_CONNECTIONS, or half the descriptor limit (`soft`, this process's when None) where
+    that is fewer, the other half for the readings; never fewer than 4."""
+    if soft is None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(4, min(MAX_CONNECTIONS, soft // 2))
 
 
