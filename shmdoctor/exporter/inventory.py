@@ -148,7 +148,7 @@ class EngineInventory(Inventory):
             probed = docker.probe(engine, [cid], {})[0]
         except UsageError:  # no such container any more
             probed = None
-        if probed is None or probed.pid is None and not (probed.facts.target.id or "").startswith(cid[:12]):
+        if probed is None:
             self._by_id.pop(cid, None)
         elif probed.pid is None and not probed.facts.flags & {"oom-killed"}:  # not running
             self._by_id.pop(cid, None)
