@@ -14,8 +14,10 @@ import pytest
 from shmdoctor.exporter.model import Labels, Scrape, Target
 from shmdoctor.loader import loader_config, requirement
 from shmdoctor.probe import docker
-from shmdoctor.render import metrics
+from shmdoctor.probe.holders import Holder, Holders, Segment
+from shmdoctor.render import metrics, render
 from shmdoctor.rules import judge
+from shmdoctor.shm.sampling import Sampler
 from tests.helpers import DATA, forked_cli, valid_sarif, validate
 
 CORPORA = ("examples/", "tests/data/manifests", "tests/data/platforms")
@@ -108,3 +110,37 @@ def test_every_metric_served_is_under_its_own_help_and_type():
     assert {f for f, t in types.items() if t == "counter"} == {f for f in types if f.endswith("_total")}
     assert "shmdoctor_scrape_errors_total 2.0" in text and types["shmdoctor_scrape_errors_total"] == "counter"
     assert types["shmdoctor_shm_size_bytes"] == "gauge" and "shmdoctor_targets_skipped 1.0" in text
+
+
+def test_watch_json_summary_adds_up_its_own_samples(tmp_path):
+    """docs/json.md's watch: the summary counts the samples and the scans printed before it, its peak is the most
+    any sample used (at the first such sample's t; each sample's peak the most so far), its start the first
+    sample's use, each holder in it the biggest hold any scan printed of its pid, each consumer its biggest use."""
+    page, mib, sampler = 4096, 2**20, Sampler(str(tmp_path), holders_every=1.0, budget=64 * 2**20)
+    seg = lambda inode, name, n: Segment(inode, name, n * page, inode % 2 == 0)  # noqa: E731
+    scans = {
+        1.0: (Holder(7, "train", (seg(1, "torch_7_1_1", 3), seg(2, "nccl-Ab12Cd", 2))),),
+        2.5: (Holder(7, "train", (seg(1, "torch_7_1_1", 3),)), Holder(9, "w", (seg(3, "torch_9_1_1", 5),))),
+        4.0: (Holder(9, "w", (seg(1, "torch_7_1_1", 3), seg(4, "sem.mp-abcd1234", 1))),),
+    }
+    readings = [(0.0, 10), (0.5, 40), (1.0, 90), (2.0, 90), (2.5, 70), (3.0, 20), (4.0, 90), (5.0, 5)]
+    printed = [
+        render(sampler.record(t, 512 * mib, used * mib, Holders(scans[t]) if t in scans else None), "json")
+        for t, used in readings
+    ]
+    printed.append(render(sampler.summary(6.0), "json"))
+    *samples, summary = [validate(json.loads(line)) for line in printed]
+    used = [s["used_bytes"] for s in samples]
+    assert summary["samples"] == len(samples) and summary["holder_scans"] == sum("holders" in s for s in samples)
+    assert [s["peak_bytes"] for s in samples] == [max(used[: i + 1]) for i in range(len(used))]
+    assert summary["peak_bytes"] == max(used) and summary["peak_t"] == samples[used.index(max(used))]["t"]
+    assert summary["start_used_bytes"] == used[0]
+    held = [h for s in samples for h in s.get("holders", [])]
+    assert {h["pid"]: h["bytes"] for h in summary["holders"]} == {
+        pid: max(h["bytes"] for h in held if h["pid"] == pid) for pid in {h["pid"] for h in held}
+    }
+    assert [h["bytes"] for h in summary["holders"]] == sorted((h["bytes"] for h in summary["holders"]), reverse=True)
+    assert all(h["unlinked_count"] <= h["segments"] for h in held + summary["holders"])
+    uses = [s["consumers"] for s in samples if "consumers" in s]
+    assert summary["consumers"] == {term: max(u.get(term, 0) for u in uses) for term in {t for u in uses for t in u}}
+    assert summary["peak_over_budget"] is True  # 90 MiB used of a budget of 64: more than any slack of pages

@@ -5,6 +5,8 @@ every byte is counted. The stream is built here and its end cut by hand: the ora
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from shmdoctor.wrap.ring import DEFAULT_CAP, Ring
 
@@ -56,3 +58,24 @@ def test_a_progress_bar_without_newlines_is_kept_as_its_last_bytes():
 
 def test_the_default_cap_is_four_mib_as_the_manual_says():
     assert DEFAULT_CAP == 4 * 2**20  # docs/commands/run.md: "kept in a 4 MiB ring in memory"
+
+
+@settings(max_examples=100, deadline=None)
+@example(cap=4, chunks=[b"ab", b"x\n", b"abcdefgh", b"x\n"])  # one chunk past the cap, among lines
+@given(
+    cap=st.integers(1, 64),
+    chunks=st.lists(st.binary(max_size=80).map(lambda b: b.replace(b"\n", b"")) | st.just(b"x\n"), max_size=40),
+)
+def test_what_the_ring_holds_is_what_its_tail_needs_and_no_more(cap, chunks):
+    """Its memory: the bytes it holds are its size, no chunk is longer than the cap, and the oldest chunk is
+    dropped once the newer ones hold the cap (module docstring); its tail the stream's, from a whole line."""
+    ring, stream = Ring(cap), b""
+    for chunk in chunks:
+        ring.append(chunk)
+        stream += chunk
+        held = list(ring._chunks)
+        assert ring.size == sum(map(len, held)) and all(len(c) <= cap for c in held)
+        assert not held or ring.size - len(held[0]) < cap
+        end = stream[-cap:]
+        assert ring.tail() == (end[end.index(b"\n") + 1 :] if len(stream) > cap and b"\n" in end else end)
+        assert ring.total == len(stream)
