@@ -44,7 +44,7 @@ from ..sizes import compose_size, parse_tmpfs_size
 from ..suppress import IGNORE_LABEL
 from . import compose_merge, compose_sets
 from .documents import Definition, Document, line_of, where
-from .mountpath import at_shm
+from .mountpath import at_shm, tmpfs_read_only
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 SWARM_ONLY_DEPLOY_KEYS = ("mode", "placement", "update_config", "rollback_config", "endpoint_mode")
@@ -251,7 +251,7 @@ def _mount_at_shm(svc: _Service) -> tuple[ShmSource, int | None, str, bool] | No
         path, _, options = expanded.partition(":")
         if at_shm(path):
             svc.unset |= unset
-            read_only = "ro" in (o.strip() for o in options.split(","))
+            read_only = tmpfs_read_only(options.split(","))
             return "tmpfs", _tmpfs_bytes(svc, options, str(entry)), f"tmpfs: {entry}", read_only
     volumes = svc.body.get("volumes")
     if volumes is not None and not isinstance(volumes, list):

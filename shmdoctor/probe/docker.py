@@ -28,7 +28,7 @@ from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc,
 from ..sizes import parse_tmpfs_size
 from ..suppress import IGNORE_LABEL
 from .deadline import concurrently, within
-from .mountpath import at_shm
+from .mountpath import at_shm, tmpfs_read_only
 from .workload import amd_gpus, env_pairs, idle, ml_signs, nccl_env, serving
 
 CONCURRENCY = 8  # inspects in flight: the engine answers them in parallel, the SDK's pool holds this many sockets
@@ -99,7 +99,7 @@ def _mounted_shm(info: Inspect, host_shm: int | None) -> Shm | None:
     if tmpfs is not None:
         size = _tmpfs_size(tmpfs)
         unsized = "" if size else ": no size, the kernel's default of half the host's memory"
-        read_only = "ro" in (o.strip() for o in tmpfs.split(","))
+        read_only = tmpfs_read_only(tmpfs.split(","))
         return Shm.unmeasured(size, "tmpfs", f"HostConfig.Tmpfs[/dev/shm] = {tmpfs!r}{unsized}", read_only)
     for mount in map(_dict, _list(host.get("Mounts"))):
         if at_shm(mount.get("Target", "")) and mount.get("Type") == "tmpfs":

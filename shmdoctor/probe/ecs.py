@@ -17,7 +17,7 @@ from ..limits import MAX_BYTES, MAX_DIGITS, shown
 from ..model import ENGINE_DEFAULT_SHM, SHM, SHM_SIZE_UNKNOWN, Facts, Flag, Ipc, Memory, Shm
 from ..sizes import MiB
 from .documents import Definition, Document, target
-from .mountpath import at_shm
+from .mountpath import at_shm, tmpfs_read_only
 from .unknown import Unknown
 from .workload import idle, ml_signs, serving
 
@@ -94,7 +94,8 @@ class _Container:
             if isinstance(mount, dict) and at_shm(mount.get("containerPath", "")):
                 size = _mib(mount.get("size"), "linuxParameters.tmpfs size", self.where)
                 options = [str(o) for o in _list(mount.get("mountOptions"), "tmpfs mountOptions", self.where)]
-                return Shm.unmeasured(size, "tmpfs", f"linuxParameters.tmpfs at {SHM}", "ro" in options), Ipc("private")
+                shm = Shm.unmeasured(size, "tmpfs", f"linuxParameters.tmpfs at {SHM}", tmpfs_read_only(options))
+                return shm, Ipc("private")
         if isinstance(self.ipc_mode, Unknown):
             unreadable.append(f"{SHM_SIZE_UNKNOWN} (ipcMode is {self.ipc_mode}, set when it is deployed)")
             return Shm.unmeasured(None, "unknown", f"ipcMode: {self.ipc_mode}"), Ipc("unknown")

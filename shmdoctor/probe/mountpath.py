@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 from typing import Any
 
 from ..model import SHM
@@ -16,3 +17,10 @@ def at_shm(path: Any) -> bool:
     relative path is refused by every engine, so is not it."""
     text = str(path)
     return text.startswith("/") and posixpath.normpath("/" + text.lstrip("/")) == SHM
+
+
+def tmpfs_read_only(options: Iterable[str]) -> bool:
+    """Whether a tmpfs's options (Docker's: --tmpfs, compose's tmpfs:, HostConfig.Tmpfs, ECS's mountOptions) mount
+    it read-only: ro and rw are one flag, MS_RDONLY, and the last of them written wins (moby's MergeTmpfsOptions)."""
+    last = [o for o in (o.strip() for o in options) if o in ("ro", "rw")]
+    return bool(last) and last[-1] == "ro"

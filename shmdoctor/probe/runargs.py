@@ -33,7 +33,7 @@ from ..model import (
 )
 from ..sizes import parse_tmpfs_size, run_flag_size
 from ..suppress import IGNORE_LABEL
-from .mountpath import at_shm
+from .mountpath import at_shm, tmpfs_read_only
 from .workload import amd_gpus, idle, ml_signs, nccl_env, serving
 
 ENGINES = ("docker", "podman", "nerdctl", "nvidia-docker")
@@ -285,7 +285,7 @@ def _mount_at_shm(run: RunArgs, unreadable: list[str]) -> Shm | None:
             if at_shm(path):
                 opts = [o.strip() for o in options.split(",")]
                 size = next((parse_tmpfs_size(o[5:]) for o in opts if o.startswith("size=")), None)
-                found = Shm.unmeasured(size, "tmpfs", said, "ro" in opts)
+                found = Shm.unmeasured(size, "tmpfs", said, tmpfs_read_only(opts))
                 if size is None:
                     unreadable.append(f"{SHM_SIZE_UNKNOWN} ({said}: no size, the kernel's half of memory)")
         elif name == "--mount":
