@@ -8,6 +8,7 @@ import signal
 
 from ..diagnose.judge import FULL_SLACK
 from ..model import Facts
+from ..shm.segments import Entry, File
 from ..sizes import MiB, format_size
 from ..wrap.instrument import SeenLoader
 from ..wrap.session import Outcome
@@ -84,11 +85,16 @@ def _loaders(o: Outcome) -> list[str]:
     return lines
 
 
+def taken(files: tuple[Entry, ...] | tuple[File, ...]) -> int:
+    """The bytes these names take: each file once, however many of its names are among them."""
+    return sum({f.inode: f.bytes for f in files}.values())
+
+
 def _leftovers(o: Outcome) -> list[str]:
     if not o.leftovers:
         return []
     names = ", ".join(e.name for e in o.leftovers[:3]) + (", ..." if len(o.leftovers) > 3 else "")
-    size = sum(e.bytes for e in o.leftovers)
+    size = taken(o.leftovers)
     if not size:  # an allocation refused whole (posix_fallocate) leaves the name, no page: nothing to free
         return [
             f"{PREFIX} its dead processes left {len(o.leftovers)} empty segment(s) in /dev/shm ({names}): names "
@@ -104,7 +110,7 @@ def _left_files(o: Outcome) -> list[str]:
     if not o.left_files:
         return []
     names = ", ".join(repr(f.name) for f in o.left_files[:3]) + (", ..." if len(o.left_files) > 3 else "")
-    size = format_size(sum(f.bytes for f in o.left_files))
+    size = format_size(taken(o.left_files))
     return [
         f"{PREFIX} {len(o.left_files)} other file(s) appeared in /dev/shm while it ran and are still there, {size} "
         f"({names}): of no kind shmdoctor knows (clean leaves them); if they are the command's, it did not remove them"
@@ -161,13 +167,13 @@ def to_json(o: Outcome) -> str:
         if o.leftovers is None
         else {
             "count": len(o.leftovers),
-            "bytes": sum(e.bytes for e in o.leftovers),
+            "bytes": taken(o.leftovers),
             "names": [e.name for e in o.leftovers[:LEFTOVER_NAMES]],
             "clean": o.clean,
         },
         "left_files": {
             "count": len(o.left_files),
-            "bytes": sum(f.bytes for f in o.left_files),
+            "bytes": taken(o.left_files),
             "names": [f.name for f in o.left_files[:LEFTOVER_NAMES]],
         },
         "explanation": explain.document(o.explanation),

@@ -41,3 +41,18 @@ def test_the_text_says_the_same_count_and_total():
     text = render(o, "text")
     assert f"left {COUNT} segment(s) in /dev/shm, " in text and f"{COUNT + 1} other file(s) appeared" in text
     assert "torch_1000_0_0, torch_1001_1_0, torch_1002_2_0, ..." in text
+
+
+def test_a_file_left_under_two_names_is_counted_twice_and_its_pages_once():
+    """Two names of one file (a hard link: one inode, its pages once, as statvfs counts them) are two leftovers of
+    the size of one; so are two names of a file of no known kind."""
+    o, _, _ = outcome()
+    torch = (Entry("torch_7_1_0", 42, 8192, "PyTorch", links=2), Entry("torch_7_1_1", 42, 8192, "PyTorch", links=2))
+    files = (File("a.tmp", 43, 4096, links=2), File("b.tmp", 43, 4096, links=2), File("c.tmp", 44, 4096))
+    o = replace(o, leftovers=torch, left_files=files)
+    doc = validate(json.loads(render(o, "json")))
+    assert (doc["leftovers"]["count"], doc["leftovers"]["bytes"]) == (2, 8192)
+    assert (doc["left_files"]["count"], doc["left_files"]["bytes"]) == (3, 8192)
+    text = render(o, "text")
+    assert "left 2 segment(s) in /dev/shm, 8 KiB" in text and "3 other file(s) appeared" in text
+    assert "still there, 8 KiB" in text
