@@ -93,3 +93,16 @@ def test_the_python_prefilter_finds_exactly_the_lines_holding_a_literal_as_grep_
         for line in (b"x " + key + b" y", b"x " + key.swapcase() + b" y", b"x " + key[:-1] + b" y"):
             assert keys.holds(line) == any(k in line for k in keys.exact), line
     assert not keys.holds(b"2026-12-01 INFO trainer.py:123 -- epoch 3 step 1200/5000 loss=0.2341")
+
+
+def test_the_gates_trie_matches_where_the_plain_alternation_of_its_literals_does():
+    """The gate factors the literals' common starts (scan._trie); what it matches is what 'a|b|c' matches."""
+    import re
+
+    from shmdoctor.diagnose.scan import _trie
+
+    keys = [b"ab", b"acx", b"ad(", b"b-7", b"os.", b"shm", b"shared mem"]
+    plain, trie = re.compile(b"|".join(re.escape(k) for k in keys)), re.compile(_trie(keys))
+    assert _trie([b"ab", b"acx", b"os."]) == rb"(?:a(?:b|c(?:x))|o(?:s(?:\.)))"  # one branch a first byte
+    for line in (b"xab", b"ac", b"acx", b"a(d", b"ad(", b"b-7 b-8", b"pos.", b"shared me", b"shared mem", b"sh", b""):
+        assert bool(trie.search(line)) == bool(plain.search(line)), line
