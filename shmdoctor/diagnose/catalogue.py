@@ -137,6 +137,15 @@ def _triton_needed(m: re.Match[str]) -> int | None:
     return pool if m.group("requested") or pool is None else pool + TRITON_GROWTH
 
 
+_UNIT = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def _stated_size(m: re.Match[str]) -> int | None:
+    # '1G', '1 GB', '512MiB' as a person writes a /dev/shm size: binary, as Docker's --shm-size reads it
+    n, unit = (m.group("n"), m.group("unit")) if m.group("n") else (m.group("n2"), m.group("unit2"))
+    return number(n, _UNIT[unit.lower()])
+
+
 def _ray_shm_size(m: re.Match[str]) -> int | None:
     # Ray prints '--shm-size=X.XXgb' with X = object store bytes * 1.1 / 2**30 (ray-project/ray#40736)
     return number(m.group("gb"), 2**30) if m.group("gb") else None
@@ -384,6 +393,23 @@ SIGNATURES: tuple[Signature, ...] = (
         "a file could not be written in /dev/shm: it is full",
     ),
     Signature(
+        "shm-size-required",
+        "shm-space",
+        "unknown",
+        "at least",
+        # a program's own check of its /dev/shm before it starts: '/dev/shm (--shm-size) needs to be at least 1G'
+        # (an Oracle XE image), 'needs at least 1 GB of shared memory (/dev/shm)' (oracle/docker-images runOracle.sh)
+        re.compile(
+            rf"(?:/dev/shm|shm[-_]size|[Ss]hared memory).{{0,{NAME}}}?\bat least (?P<n>{NUMBER}) ?"
+            rf"(?P<unit>[KkMmGgTt])(?:i?[Bb])?\b"
+            rf"|\bat least (?P<n2>{NUMBER}) ?(?P<unit2>[KkMmGgTt])(?:i?[Bb])? of (?:shared memory|/dev/shm)"
+        ),
+        "a program's check of /dev/shm's size before it starts: testcontainers/testcontainers-java#952 (Oracle XE), "
+        "oracle/docker-images' runOracle.sh",
+        "the program says /dev/shm is smaller than it needs, and names the size",
+        needed=_stated_size,
+    ),
+    Signature(
         "postgres-shm-removed",
         "remove-ipc",
         "postgresql",
@@ -484,7 +510,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "NCCL could not create a shared-memory transport segment",
         needed=_bytes("bytes"),
         not_after=_NCCL_DENIED,  # cudaHostRegister failed, not space (nccl#1518)
-        superseded_by=("nccl-shm-extend",),
+        # the call that failed before it says why: shm_open's EACCES (nccl#328), ftruncate's or fallocate's ENOSPC
+        superseded_by=("nccl-shm-extend", "nccl-shm-open-denied"),
     ),
     Signature(
         "nccl-fallocate",
@@ -866,9 +893,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "unknown",
         "(MIT-SHM)",
         # X_ShmAttach refused: the client's System V segment is in an IPC namespace the server does not see; Xlib's
-        # report ('Major opcode of failed request:') and Qt's xcb one ('Extension:')
-        re.compile(r"(?:Major opcode of failed request|Extension): {1,40}[0-9]{1,3} \(MIT-SHM\)"),
-        "Xlib's and Qt's error report on the MIT-SHM extension: pauleve/docker-mtgo#1 (--ipc=host fixed it)",
+        # report ('Major opcode of failed request:'), Qt's xcb one ('Extension:') and GDK's ('request_code')
+        re.compile(
+            r"(?:Major opcode of failed request|Extension): {1,40}[0-9]{1,3} \(MIT-SHM\)"
+            r"|request_code [0-9]{1,3} \(MIT-SHM\)"
+        ),
+        "Xlib's, Qt's and GDK's error reports on the MIT-SHM extension: pauleve/docker-mtgo#1, "
+        "bambulab/BambuStudio#1638 (--ipc=host fixed both)",
         "the X server could not attach the client's shared-memory segment (MIT-SHM): they are in different IPC "
         "namespaces (a container); --ipc=host, or the program without MIT-SHM (QT_X11_NO_MITSHM=1)",
         only_after=re.compile(r"BadAccess"),

@@ -392,7 +392,12 @@ EVENTS: tuple[Event, ...] = (
         "read-browser-crash",
         ("crash", "Crash", "CRASH", "Aw, Snap", "Aw snap", "Aw, snap", ":FATAL:"),
         # and a fatal error in Chromium's own log
-        re.compile(r"(?i:crash)(?:ed|es|ing)?\b(?!\s?(?:pad|report|handler|dump))|Aw,? [Ss]nap|:FATAL:"),
+        # (a browser that failed to start is not one that crashed: ChromeDriver's 'failed to start: crashed' and
+        # 'assuming that Chrome has crashed' say it never came up: a sandbox, a binary, a display)
+        re.compile(
+            r"(?<!failed to start: )(?<!assuming that Chrome has )(?i:crash)(?:ed|es|ing)?\b"
+            r"(?!\s?(?:pad|report|handler|dump))|Aw,? [Ss]nap|:FATAL:"
+        ),
         frozenset({"frame"}),
         reach=CRASH_REACH,
         by_consumer="chromium",

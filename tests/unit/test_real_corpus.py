@@ -172,6 +172,32 @@ def test_explain_says_of_each_text_of_the_sixth_pass_what_its_thread_established
     assert result["right"], result
 
 
+HELDOUT_6 = [c for c in yaml.safe_load((DATA / "explain" / "heldout-6.yaml").read_text()) if scored(c)]
+# Scored once held out (4738a00: 21 of 29, 2 false blames: ChromeDriver's start failures), then read for its kinds of
+# evidence; what still misses, strict:
+MISSED_HELDOUT_6 = frozenset(
+    {
+        # UCX's "No resources are available" through MPICH: nothing of /dev/shm in the text
+        "https://github.com/pmodels/mpich/issues/7321",
+        # a bare NCCL system error inside vLLM: ambiguous by design (issue 35 item 6), the thread's NCCL_DEBUG log not
+        # pasted
+        "https://github.com/MiniMax-AI/MiniMax-01/issues/42",
+        # Chromium's FATAL hint alone: the same words are electron/electron#30758's seccomp sandbox (not /dev/shm)
+        "https://github.com/weiameili/Pensela/issues/29",
+        # read as shm-space with the 1 GiB it names, but nothing on its lines names Oracle (the consumer)
+        "https://github.com/testcontainers/testcontainers-java/issues/952",
+    }
+)
+
+
+@pytest.mark.parametrize("case", HELDOUT_6, ids=[c["source"].removeprefix("https://github.com/") for c in HELDOUT_6])
+def test_explain_says_of_each_text_of_the_sixth_held_out_third_what_its_thread_established(case, request):
+    if case["source"] in MISSED_HELDOUT_6:
+        request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
+    result = pasted(case)
+    assert result["right"], result
+
+
 def test_the_fourth_pass_states_each_text_with_its_thread_and_cause():
     assert len(FOURTH) >= 60 and len({c["source"] for c in FOURTH}) == len(FOURTH)
     for c in FOURTH:
