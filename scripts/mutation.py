@@ -128,9 +128,11 @@ def plan(modules: list[str]) -> None:
                     "line": row,
                     "edits": edits,
                     "diff": "\n".join(_make_diff(source, mutated, path)),
-                    # `int | None` made `int & None` in an annotation: under `from __future__ import annotations` a
-                    # string nobody evaluates (mypy checks it in CI): equivalent, left out of the run and counted apart
-                    "equivalent": "BitOr" in spec.operator_name and bool(re.match(r"\s*(def |\w+: )", lines[row - 1])),
+                    # `int | None` made `int & None` in an annotation (a def's, a name's or an attribute's: `self.x:
+                    # T = ...`): under `from __future__ import annotations` a string nobody evaluates (mypy checks it
+                    # in CI): equivalent, left out of the run and counted apart
+                    "equivalent": "BitOr" in spec.operator_name
+                    and bool(re.match(r"\s*(def |[\w.]+: )", lines[row - 1])),
                 }
             )
         print(f"{module}: {sum(j['module'] == module for j in jobs)} mutants", file=sys.stderr)

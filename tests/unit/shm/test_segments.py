@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from shmdoctor.model import SHM
 from shmdoctor.probe.holders import Holder, Holders, Segment
-from shmdoctor.shm.segments import KNOWN, File, by_consumer, consumer, creator_pid, plan_removal, recognise
+from shmdoctor.shm.segments import (
+    KNOWN,
+    Entry,
+    File,
+    by_consumer,
+    consumer,
+    creator_pid,
+    freed,
+    plan_removal,
+    recognise,
+)
 
 
 @pytest.mark.parametrize(
@@ -155,3 +166,28 @@ def test_use_per_consumer_counts_listed_files_and_unlinked_holds_once():
 def test_the_clean_schema_names_every_kind():
     schema = json.loads((Path(__file__).parents[3] / "shmdoctor/render/schemas/clean.json").read_text())
     assert schema["$defs"]["entry"]["properties"]["kind"]["enum"] == [k.kind for k in KNOWN]
+
+
+def test_removing_names_frees_a_file_once_and_only_when_every_name_of_it_goes():
+    page = 4096
+    two = [Entry("torch_1_1_0", 7, 2 * page, "PyTorch", links=2), Entry("torch_1_1_1", 7, 2 * page, "PyTorch", links=2)]
+    assert freed(tuple(two)) == 2 * page  # both names of a file of two (st_nlink 2): its pages, once
+    assert freed(tuple(two[:1])) == 0  # one of its two names: the other keeps its pages
+    elsewhere = tuple(replace(e, links=3) for e in two)  # a third name outside the folder
+    assert freed(elsewhere) == 0
+    assert freed((Entry("nccl-Ab12Cd", 8, page, "NCCL"),)) == page  # one name of one
+
+
+def test_a_consumers_use_is_the_sum_of_its_files_biggest_first_then_by_name():
+    page = 4096
+    files = [File("nccl-Ab12Cd", 1, page), File("torch_9_1_0", 2, page), File("torch_9_1_1", 3, page)]
+    files.append(File("sgl_shm_mq_9_0123abcd", 4, 2 * page))
+    assert list(by_consumer(files, Holders(())).items()) == [("dataloader", 2 * page), ("sglang", 2 * page),
+                                                              ("nccl", page)]  # fmt: skip
+    assert list(by_consumer(files[:2], Holders(())).items()) == [("dataloader", page), ("nccl", page)]
+
+
+def test_a_plans_leaked_bytes_are_what_removing_its_leaked_names_frees():
+    sem = File("sem.mp-abcd1234", 1, 8192)  # a semaphore nobody maps: removable, no creator to ask
+    plan = plan_removal([sem, File("notes.txt", 2, 4096)], Holders(()))
+    assert [e.name for e in plan.leaked] == ["sem.mp-abcd1234"] and plan.leaked_bytes == 8192
