@@ -102,16 +102,18 @@ def reading(monkeypatch, tmp_path, holders_every: float, uses: list[tuple[float,
     monkeypatch.setattr(sampling, "list_files", lambda d: [])
     sampler = Sampler(str(tmp_path), holders_every=holders_every)
     for t, used in uses:
-        now.update(t=t, used=used)
+        now.update(t=t, used=int(str(used)))  # made at run time, as statvfs's are: one object a reading
         sampler.sample(t)
     return [t in scans for t, _ in uses]
 
 
 def test_holders_are_scanned_when_the_use_changed_and_the_last_scan_is_old_enough(monkeypatch, tmp_path):
-    uses = [(0.0, 0), (1.0, 0), (1.5, 5), (2.0, 6), (2.5, 6), (3.0, 7), (3.9, 8), (4.0, 9)]
+    uses = [(0.0, 0), (1.0, 0), (1.5, 5 * MiB), (2.0, 6 * MiB), (2.5, 6 * MiB), (3.0, 7 * MiB), (3.9, 8 * MiB),
+            (4.0, 9 * MiB), (6.0, 3 * MiB), (8.0, 3 * MiB)]  # fmt: skip
     # at once (even of nothing used); the same use: no; changed 1.5 s after: no; 2 s after: yes; the same: no;
-    # changed within 2 s of that: no, then 2 s after: yes
-    assert reading(monkeypatch, tmp_path, 2.0, uses) == [True, False, False, True, False, False, False, True]
+    # changed within 2 s of that: no, then 2 s after: yes; fallen 2 s after: yes; the same 2 s after: no
+    expected = [True, False, False, True, False, False, False, True, True, False]
+    assert reading(monkeypatch, tmp_path, 2.0, uses) == expected
     assert reading(monkeypatch, tmp_path, 2.0, [(0.0, 1)]) == [True]  # one byte used at the first: scanned too
     assert reading(monkeypatch, tmp_path, 0.0, uses) == [False] * len(uses)  # never asked to
 
