@@ -43,7 +43,9 @@ def ddp() -> None:
     for batch in DataLoader(Vectors(), batch_size=10, num_workers=2):
         total += batch.sum()
     dist.all_reduce(total)
-    print(f"rank {dist.get_rank()}: {int(total.item())}", flush=True)
+    # one write a line: two ranks share the pipe, and print's text and newline are two writes unbuffered
+    sys.stdout.write(f"rank {dist.get_rank()}: {int(total.item())}\n")
+    sys.stdout.flush()
     dist.destroy_process_group()
 
 
