@@ -281,7 +281,7 @@ CONTEXTS: tuple[Context, ...] = (
         # adding `--disable-dev-shm-usage`', cypress-io/cypress#350, where it had not taken)
         re.compile(
             r"(?<=['\"])--disable-dev-shm-usage(?=['\"])"
-            r"|--[\w-]{1,60}=?\S{0,200} --disable-dev-shm-usage\b|--disable-dev-shm-usage --\w"
+            r"|--[\w-]{1,60}(?:=\S{0,200})? --disable-dev-shm-usage\b|--disable-dev-shm-usage --\w"
         ),
         # content_switches.cc kDisableDevShmUsage: 'a temporary directory will always be used to create anonymous
         # shared memory files'; Puppeteer's troubleshooting: args: ['--disable-dev-shm-usage']
