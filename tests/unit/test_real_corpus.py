@@ -108,14 +108,6 @@ HELDOUT_4 = yaml.safe_load((DATA / "explain" / "heldout-4.yaml").read_text())
 MISSED_HELDOUT_4 = frozenset({"https://github.com/karma-runner/karma-chrome-launcher/issues/154"})
 
 
-@pytest.mark.parametrize("case", HELDOUT_4, ids=[c["source"].removeprefix("https://github.com/") for c in HELDOUT_4])
-def test_explain_says_of_each_formerly_held_out_text_what_its_thread_established(case, request):
-    if case["source"] in MISSED_HELDOUT_4:
-        request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
-    result = pasted(case)
-    assert result["right"], result
-
-
 HELDOUT_5 = yaml.safe_load((DATA / "explain" / "heldout-5.yaml").read_text())
 # Scored once held out (c0b4e85: 19 of 31, 2 false blames), then read for its kinds of evidence: kept since, what still
 # misses strict. spartan#369 says "Bus error (core dumped) model share memory" and a df: nothing names PyTorch (the
@@ -127,14 +119,6 @@ MISSED_HELDOUT_5 = frozenset(
         "https://github.com/EyeSeeTea/d2-docker/pull/97",
     }
 )
-
-
-@pytest.mark.parametrize("case", HELDOUT_5, ids=[c["source"].removeprefix("https://github.com/") for c in HELDOUT_5])
-def test_explain_says_of_each_text_of_the_fifth_held_out_third_what_its_thread_established(case, request):
-    if case["source"] in MISSED_HELDOUT_5:
-        request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
-    result = pasted(case)
-    assert result["right"], result
 
 
 SIXTH = [c for c in yaml.safe_load((DATA / "explain" / "sixth-pass.yaml").read_text()) if scored(c)]
@@ -164,14 +148,6 @@ MISSED_IN_SIXTH = frozenset(
 )
 
 
-@pytest.mark.parametrize("case", SIXTH, ids=[c["source"].removeprefix("https://github.com/") for c in SIXTH])
-def test_explain_says_of_each_text_of_the_sixth_pass_what_its_thread_established(case, request):
-    if case["source"] in MISSED_IN_SIXTH:
-        request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
-    result = pasted(case)
-    assert result["right"], result
-
-
 HELDOUT_6 = [c for c in yaml.safe_load((DATA / "explain" / "heldout-6.yaml").read_text()) if scored(c)]
 # Scored once held out (4738a00: 21 of 29, 2 false blames: ChromeDriver's start failures), then read for its kinds of
 # evidence; what still misses, strict:
@@ -190,9 +166,15 @@ MISSED_HELDOUT_6 = frozenset(
 )
 
 
-@pytest.mark.parametrize("case", HELDOUT_6, ids=[c["source"].removeprefix("https://github.com/") for c in HELDOUT_6])
-def test_explain_says_of_each_text_of_the_sixth_held_out_third_what_its_thread_established(case, request):
-    if case["source"] in MISSED_HELDOUT_6:
+# The held-out thirds once scored, and the sixth pass's kept two thirds: each text as its thread established, what
+# still misses strict (each list above says why)
+KEPT = HELDOUT_4 + HELDOUT_5 + SIXTH + HELDOUT_6
+CANNOT_SHOW = MISSED_HELDOUT_4 | MISSED_HELDOUT_5 | MISSED_IN_SIXTH | MISSED_HELDOUT_6
+
+
+@pytest.mark.parametrize("case", KEPT, ids=[c["source"].removeprefix("https://github.com/") for c in KEPT])
+def test_explain_says_of_each_text_kept_since_its_scoring_what_its_thread_established(case, request):
+    if case["source"] in CANNOT_SHOW:
         request.applymarker(pytest.mark.xfail(reason="the text cannot show it", strict=True))
     result = pasted(case)
     assert result["right"], result
