@@ -79,6 +79,12 @@ TESTS = {
     "tests/unit/probe/test_layering.py",
     **dict.fromkeys(("wrap/instrument", "wrap/session", "wrap/ring"), "tests/unit/wrap"),
     **dict.fromkeys(("shm/segments", "shm/creations", "shm/sampling"), "tests/unit/shm"),
+    "postmortem": "tests/unit/commands/test_explain_cli.py tests/unit/diagnose/test_place.py "
+    "tests/unit/diagnose/test_judge_fixes.py",
+    "options": "tests/unit/test_options.py tests/unit/commands",
+    **dict.fromkeys(("bench/plan", "bench/sweep", "bench/document", "bench/status", "bench/stop"), "tests/unit/bench"),
+    "render/forms": "tests/unit/render/test_forms.py tests/unit/test_fixes.py tests/unit/test_rules.py",
+    "wrap/child": "tests/unit/wrap tests/unit/render/test_run_counts.py",
     "fleet": "tests/unit/probe/test_docker.py tests/unit/probe/test_engine_socket.py tests/unit/test_selection.py "
     "tests/unit/render tests/unit/test_served.py",
 }
