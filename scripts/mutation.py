@@ -64,9 +64,12 @@ TESTS = {
     **dict.fromkeys(("diagnose/judge", "diagnose/scan", "diagnose/catalogue", "diagnose/clues"), DIAGNOSE),
     # issue 39: the modules that touch users' files, processes and networks
     **dict.fromkeys(
-        ("edit/__init__", "edit/editors", "edit/inplace", "edit/matching", "edit/patch", "edit/write"),
+        ("edit/__init__", "edit/editors", "edit/inplace", "edit/matching", "edit/patch"),
         "tests/unit/edit tests/unit/test_fixes.py tests/unit/commands/test_lint.py",
     ),
+    # the process lane needs neither engine nor torch: --fix's writes and run's signals are tested there, for real
+    "edit/write": "tests/unit/edit tests/unit/test_fixes.py tests/unit/commands/test_lint.py "
+    "tests/integration/process/test_fix_writes.py",
     **dict.fromkeys(
         ("render/sarif", "render/github", "render/escape"), "tests/unit/render tests/unit/test_suppress.py"
     ),
@@ -77,18 +80,23 @@ TESTS = {
     "probe/ecs": "tests/unit/probe/test_ecs.py tests/unit/probe/test_definitions_as_run.py",
     "probe/docker": "tests/unit/probe/test_docker.py tests/unit/probe/test_engine_socket.py "
     "tests/unit/probe/test_layering.py",
-    **dict.fromkeys(("wrap/instrument", "wrap/session", "wrap/ring"), "tests/unit/wrap"),
+    **dict.fromkeys(
+        ("wrap/instrument", "wrap/session"),
+        "tests/unit/wrap tests/integration/process/test_run_transparent.py tests/integration/process/test_child.py",
+    ),
+    "wrap/ring": "tests/unit/wrap",
     **dict.fromkeys(("shm/segments", "shm/creations", "shm/sampling"), "tests/unit/shm"),
     "postmortem": "tests/unit/commands/test_explain_cli.py tests/unit/diagnose/test_place.py "
     "tests/unit/diagnose/test_judge_fixes.py",
     "options": "tests/unit/test_options.py tests/unit/commands",
     **dict.fromkeys(("bench/plan", "bench/sweep", "bench/document", "bench/status", "bench/stop"), "tests/unit/bench"),
     "render/forms": "tests/unit/render/test_forms.py tests/unit/test_fixes.py tests/unit/test_rules.py",
-    "wrap/child": "tests/unit/wrap tests/unit/render/test_run_counts.py",
+    "wrap/child": "tests/unit/wrap tests/unit/render/test_run_counts.py tests/integration/process/test_child.py",
     "fleet": "tests/unit/probe/test_docker.py tests/unit/probe/test_engine_socket.py tests/unit/test_selection.py "
     "tests/unit/render tests/unit/test_served.py",
 }
-PYTEST = ["-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not docker and not torch"]
+# the lanes that need neither engine nor torch: the fast lane and the process lane (marked docker too: CI's lane)
+PYTEST = ["-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "(process or not docker) and not torch"]
 COPIED = ("shmdoctor", "tests", "examples", "docs", "benchmarks", "scripts", "pyproject.toml", "README.md")
 
 
