@@ -165,7 +165,8 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(ROOT / name, dest / name)
 
 
-def pytest(tree: Path, tests: str, timeout: float) -> str:
+def pytest(tree: Path, tests: str, timeout: float, said: list[str] | None = None) -> str:
+    """A mutant's outcome; what pytest said last appended to `said`, where given."""
     # no bytecode written: a mutant of the same size in the same second would otherwise reuse a stale .pyc
     path = os.pathsep.join(filter(None, (str(tree), os.environ.get("PYTHONPATH"))))  # the tree, then wheels carried
     env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -175,6 +176,8 @@ def pytest(tree: Path, tests: str, timeout: float) -> str:
         )
     except subprocess.TimeoutExpired:
         return "timeout"
+    if said is not None:
+        said.append(done.stdout.decode(errors="replace")[-2000:])
     return "survived" if done.returncode == 0 else "killed"
 
 
@@ -193,10 +196,11 @@ def run(jobs_wanted: int, results_path: Path, reverse: bool = False) -> None:
     for tree in trees:  # every module's bytecode once: a mutant then compiles only its own
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "shmdoctor")], check=True)
     limits: dict[str, float] = {}
+    said: dict[str, list[str]] = {m: [] for m in planned["tests"]}
 
     def baseline(module: str, tree: Path) -> None:  # unmutated, the tests pass, or no score means anything
         start = time.monotonic()
-        limits[module] = -1 if pytest(tree, planned["tests"][module], 600) != "survived" else 0
+        limits[module] = -1 if pytest(tree, planned["tests"][module], 600, said[module]) != "survived" else 0
         limits[module] = limits[module] or max(30.0, 10 * (time.monotonic() - start))
 
     checks = [
@@ -206,9 +210,9 @@ def run(jobs_wanted: int, results_path: Path, reverse: bool = False) -> None:
         t.start()
     for t in checks:
         t.join()
-    broken = [m for m, limit in limits.items() if limit < 0]
-    if broken:
-        sys.exit(f"{broken[0]}: its tests fail unmutated ({planned['tests'][broken[0]]})")
+    for module in [m for m, limit in limits.items() if limit < 0]:  # the others run on
+        print(f"{module}: its tests fail unmutated, left out:\n{''.join(said[module])}", file=sys.stderr)
+        todo = [j for j in todo if j["module"] != module]
     pending: queue.Queue = queue.Queue()
     for job in reversed(todo) if reverse else todo:
         pending.put(job)
