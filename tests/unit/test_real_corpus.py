@@ -166,10 +166,48 @@ MISSED_HELDOUT_6 = frozenset(
 )
 
 
+SEVENTH = [c for c in yaml.safe_load((DATA / "explain" / "seventh-pass.yaml").read_text()) if scored(c)]
+# The seventh pass's kept two thirds as scored before any change for them (40 of 69); what still misses, strict (each
+# entry removed as its kind of evidence is read, or kept with why the text cannot show it):
+MISSED_IN_SEVENTH = frozenset(
+    {
+        "https://github.com/vllm-project/vllm/issues/322",
+        "https://github.com/NVIDIA/nccl/issues/473",
+        "https://github.com/kserve/modelmesh-serving/issues/78",
+        "https://github.com/vllm-project/vllm/issues/54002",
+        "https://github.com/hiyouga/LlamaFactory/issues/4629",
+        "https://github.com/vllm-project/vllm/pull/52496",
+        "https://github.com/sgl-project/sglang/pull/28089",
+        "https://github.com/SuperDARNCanada/borealis/issues/344",
+        "https://github.com/NVIDIA/cudf-spark/issues/6572",
+        "https://github.com/mlcommons/storage/issues/528",
+        "https://github.com/lxc/lxc-ci/pull/692",
+        "https://github.com/tangramdotdev/tangram/pull/1065",
+        "https://github.com/eProsima/Fast-DDS/issues/2790",
+        "https://github.com/eProsima/Fast-DDS/issues/5576",
+        "https://github.com/suchja/wine/issues/8",
+        "https://github.com/pola-rs/polars/issues/16675",
+        "https://github.com/goauthentik/authentik/issues/10768",
+        "https://github.com/systemd/systemd/issues/4532",
+        "https://github.com/blakeblackshear/frigate/issues/528",
+        "https://github.com/jcsilva/docker-kaldi-gstreamer-server/issues/6",
+        "https://github.com/ropensci/drake/issues/813",
+        "https://github.com/GlobalArrays/ga/issues/160",
+        "https://github.com/triton-inference-server/pytriton/issues/37",
+        "https://github.com/KatherLab/MediSwarm/issues/574",
+        "https://github.com/389ds/389-ds-base/issues/5949",
+        "https://github.com/osbuild/osbuild/pull/2494",
+        "https://github.com/microsoft/WSL/issues/8996",
+        "https://github.com/goauthentik/authentik/issues/12230",
+        "https://github.com/OpenIDC/liboauth2/issues/18",
+    }
+)
+
+
 # The held-out thirds once scored, and the sixth pass's kept two thirds: each text as its thread established, what
 # still misses strict (each list above says why)
-KEPT = HELDOUT_4 + HELDOUT_5 + SIXTH + HELDOUT_6
-CANNOT_SHOW = MISSED_HELDOUT_4 | MISSED_HELDOUT_5 | MISSED_IN_SIXTH | MISSED_HELDOUT_6
+KEPT = HELDOUT_4 + HELDOUT_5 + SIXTH + HELDOUT_6 + SEVENTH
+CANNOT_SHOW = MISSED_HELDOUT_4 | MISSED_HELDOUT_5 | MISSED_IN_SIXTH | MISSED_HELDOUT_6 | MISSED_IN_SEVENTH
 
 
 @pytest.mark.parametrize("case", KEPT, ids=[c["source"].removeprefix("https://github.com/") for c in KEPT])
