@@ -190,6 +190,7 @@ def run(jobs_wanted: int, results_path: Path, reverse: bool = False) -> None:
         sys.exit(f"shmdoctor/{changed[0]}.py changed since the plan: plan it again")
     todo = [j for j in planned["jobs"] if not j["equivalent"] and j["id"] not in results]
     work = Path(tempfile.mkdtemp(prefix="shmdoctor-mutation."))
+    work.chmod(0o755)  # the process lane runs --fix as nobody (setpriv): it must read the tree
     trees = [work / f"w{i}" for i in range(max(1, jobs_wanted))]
     for tree in trees:
         copy_tree(tree)
@@ -310,6 +311,7 @@ def retest(modules: list[str], lines_wanted: range | None = None) -> None:
             body = [x for x in diff[hunk.end() :].split("\n")[1:] if x[:1] in (" ", "-", "+")]
             old, new = [x[1:] for x in body if x[:1] in " -"], [x[1:] for x in body if x[:1] in " +"]
             with tempfile.TemporaryDirectory() as work:
+                os.chmod(work, 0o755)  # readable by nobody, as run's trees
                 copy_tree(Path(work))
                 path = Path(work) / re.search(r"^\+\+\+ b/(\S+)", diff, re.M).group(1)  # type: ignore[union-attr]
                 source, start = path.read_text().split("\n"), int(hunk.group(1)) - 1
