@@ -93,11 +93,22 @@ def saved_by_an_editor(path: Path, text: str) -> None:
     beside.replace(path)
 
 
-@pytest.mark.parametrize("at_open", [2, 3], ids=["while-lint-judges", "while-the-fix-is-made"])
-def test_a_save_made_while_it_works_is_kept_and_the_file_not_written(folder, at_open):
+def appended(path: Path, text: str) -> None:
+    """What `echo ... >> FILE` does: the file itself grown, the same inode, its start unchanged."""
+    with path.open("a") as file:
+        file.write(text.removeprefix(path.read_text()))
+
+
+@pytest.mark.parametrize(
+    "at_open, save",
+    [(2, saved_by_an_editor), (3, saved_by_an_editor), (3, appended)],
+    ids=["while-lint-judges", "while-the-fix-is-made", "appended-while-the-fix-is-made"],
+)
+def test_a_save_made_while_it_works_is_kept_and_the_file_not_written(folder, at_open, save):
     """The user saves the file the moment --fix opens it (lint's read, then the fix's own; the first open is the
-    compose set's look for include/extends, before the text lint judges): that file is not written, one line says
-    why, exit 2; the other file of the folder is still written."""
+    compose set's look for include/extends, before the text lint judges), as an editor does, or by appending to it
+    once lint has read it (appended as lint opens it, lint may read either text): that file is not written, one line
+    says why, exit 2; the other file of the folder is still written."""
     mine, other = folder / "compose.yml", folder / "other.yml"
     mine.write_text(FAILING)
     other.write_text(FAILING)
@@ -107,7 +118,7 @@ def test_a_save_made_while_it_works_is_kept_and_the_file_not_written(folder, at_
     def save_at_open() -> None:
         for count, _ in enumerate(watch.names(), 1):
             if count == at_open:
-                saved_by_an_editor(mine, theirs)
+                save(mine, theirs)
                 return
 
     saver = threading.Thread(target=save_at_open, daemon=True)
@@ -146,6 +157,22 @@ def test_a_file_its_user_cannot_write_is_refused(folder):
     proc = lint_fix(path, user=NOBODY)
     assert errors(proc) == [f"shmdoctor: error: {path}: not written: it is read-only to you (mode 0444)"]
     assert proc.returncode == 2 and path.read_text() == FAILING
+
+
+@pytest.mark.parametrize("mode, written", [(0o445, False), (0o446, True), (0o464, True)])
+def test_root_writes_a_file_only_where_someone_may(folder, mode, written):
+    """Root may write anything; --fix as root writes a file only where its mode gives someone the write bit (0445:
+    no one, an execute bit beside; 0446: others; 0464: the group), its mode kept."""
+    path = folder / "compose.yml"
+    path.write_text(FAILING)
+    path.chmod(mode)
+    proc = lint_fix(path)
+    if written:
+        assert errors(proc) == [] and proc.returncode == 1 and path.read_text() == FIXED
+    else:
+        assert errors(proc) == [f"shmdoctor: error: {path}: not written: it is read-only to you (mode {mode:04o})"]
+        assert proc.returncode == 2 and path.read_text() == FAILING
+    assert path.stat().st_mode & 0o7777 == mode
 
 
 def test_a_link_out_of_the_folder_given_is_not_followed(folder):
