@@ -462,7 +462,11 @@ def test_ctrl_c_lands_between_two_removals(made, monkeypatch):
         os.kill(os.getpid(), signal.SIGINT)  # pending until this removal is complete
 
     monkeypatch.setattr(os, "unlink", unlink_then_ctrl_c)
-    doc = removal.clean(SHM, tuple(leaks), yes=True)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, whatever a test before left
+    try:
+        doc = removal.clean(SHM, tuple(leaks), yes=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     monkeypatch.undo()
     assert doc.interrupted is True and doc.exit_code == 130
     [removed] = doc.removed
