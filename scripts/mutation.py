@@ -86,7 +86,8 @@ TESTS = {
     ),
     "wrap/ring": "tests/unit/wrap",
     **dict.fromkeys(("shm/segments", "shm/creations", "shm/sampling"), "tests/unit/shm"),
-    "postmortem": "tests/unit/test_postmortem_container.py tests/unit/commands/test_explain_cli.py "
+    "postmortem": "tests/unit/test_postmortem_container.py tests/unit/test_postmortem_log.py "
+    "tests/unit/commands/test_explain_cli.py "
     "tests/unit/diagnose/test_place.py "
     "tests/unit/diagnose/test_judge_fixes.py",
     "options": "tests/unit/test_options.py tests/unit/commands",
