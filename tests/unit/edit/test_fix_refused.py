@@ -1,0 +1,42 @@
+"""--fix beside a target whose pod another object makes: a KServe model's (its ServingRuntime's) and a Kubeflow
+TrainJob's (its runtime's) are said, never written; a Pod in the same file is written as ever. The expected file is
+the Pod given the dshm volume Kubernetes' docs give (emptyDir, medium Memory, mounted at /dev/shm), by hand."""
+
+from __future__ import annotations
+
+from shmdoctor.cli import main
+from tests.helpers import DATA
+
+LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 1.5 GiB with the margin
+POD = "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: train\nspec:\n  containers:\n    - name: t\n      image: pytorch/pytorch\n"
+POD_FIXED = POD + (
+    "      volumeMounts:\n        - name: dshm\n          mountPath: /dev/shm\n"
+    "  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 1536Mi\n"
+)
+
+
+def test_a_kserve_models_pod_is_said_and_a_pod_beside_it_written(tmp_path, capsys):
+    isvc = (DATA / "kserve" / "llama-isvc.yaml").read_text().replace("memory: 48Gi", "memory: 1Gi")
+    path = tmp_path / "isvc.yaml"
+    path.write_text(isvc + POD)
+    runtime = str(DATA / "real" / "kserve-vllmserver.yaml")
+    assert main(["lint", str(path), runtime, "--fix", "--workload", "*", *LOADER]) == 1
+    assert path.read_text() == isvc + POD_FIXED
+    err = capsys.readouterr().err
+    assert f"{path}:InferenceService/llama: not written: a model's pod is its ServingRuntime's" in err
+    assert f"fixed {path}:Pod/train: volume dshm" in err
+
+
+def test_a_trainjobs_pod_is_said_and_a_pod_beside_it_written(tmp_path, capsys):
+    job = (
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: tune}\nspec:\n"
+        "  runtimeRef: {name: torch-distributed}\n  trainer:\n    image: my/trainer:1\n"
+        "    command: [torchrun, train.py]\n    resourcesPerNode: {limits: {nvidia.com/gpu: 4, memory: 64Gi}}\n"
+    )
+    path = tmp_path / "job.yaml"
+    path.write_text(job + POD)
+    assert main(["lint", str(path), "--fix", "--workload", "*", *LOADER]) == 1
+    assert path.read_text() == job + POD_FIXED
+    err = capsys.readouterr().err
+    assert f"{path}:TrainJob/tune/node: not written: a TrainJob's pod is its runtime's" in err
+    assert f"fixed {path}:Pod/train: volume dshm" in err
