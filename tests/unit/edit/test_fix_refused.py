@@ -8,7 +8,10 @@ from shmdoctor.cli import main
 from tests.helpers import DATA
 
 LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 1.5 GiB with the margin
-POD = "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: train\nspec:\n  containers:\n    - name: t\n      image: pytorch/pytorch\n"
+POD = (
+    "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: train\n"
+    "spec:\n  containers:\n    - name: t\n      image: pytorch/pytorch\n"
+)
 POD_FIXED = POD + (
     "      volumeMounts:\n        - name: dshm\n          mountPath: /dev/shm\n"
     "  volumes:\n    - name: dshm\n      emptyDir:\n        medium: Memory\n        sizeLimit: 1536Mi\n"

@@ -51,20 +51,24 @@ def test_devcontainer_gets_the_flag_first_in_runargs(tmp_path, text, expected):
         (  # an args string: the flag first in it
             "pipeline {\n  agent {\n    docker {\n      image 'pytorch/pytorch'\n      args '--gpus all'\n"
             "    }\n  }\n}\n",
-            "pipeline {\n  agent {\n    docker {\n      image 'pytorch/pytorch'\n      args '--shm-size=1536m --gpus all'\n"
+            "pipeline {\n  agent {\n    docker {\n      image 'pytorch/pytorch'\n"
+            "      args '--shm-size=1536m --gpus all'\n"
             "    }\n  }\n}\n",
         ),
         (  # no args: a line below the image's, indented as it is
             "pipeline {\n\tagent {\n\t\tdocker {\n\t\t\timage 'pytorch/pytorch'\n\t\t}\n\t}\n}\n",
-            "pipeline {\n\tagent {\n\t\tdocker {\n\t\t\timage 'pytorch/pytorch'\n\t\t\targs '--shm-size=1536m'\n\t\t}\n\t}\n}\n",
+            "pipeline {\n\tagent {\n\t\tdocker {\n\t\t\timage 'pytorch/pytorch'\n"
+            "\t\t\targs '--shm-size=1536m'\n\t\t}\n\t}\n}\n",
         ),
         (  # scripted, .inside(): the args in the parentheses
             "node {\n  docker.image('pytorch/pytorch').inside() {\n    sh 'python train.py'\n  }\n}\n",
-            "node {\n  docker.image('pytorch/pytorch').inside('--shm-size=1536m') {\n    sh 'python train.py'\n  }\n}\n",
+            "node {\n  docker.image('pytorch/pytorch').inside('--shm-size=1536m') {\n"
+            "    sh 'python train.py'\n  }\n}\n",
         ),
         (  # scripted, .inside { }: parentheses added
             "node {\n  docker.image('pytorch/pytorch').inside {\n    sh 'python train.py'\n  }\n}\n",
-            "node {\n  docker.image('pytorch/pytorch').inside('--shm-size=1536m') {\n    sh 'python train.py'\n  }\n}\n",
+            "node {\n  docker.image('pytorch/pytorch').inside('--shm-size=1536m') {\n"
+            "    sh 'python train.py'\n  }\n}\n",
         ),
         (  # scripted, an args string: the flag first in it
             "node {\n  docker.image('pytorch/pytorch').inside('--gpus all') {\n    sh 'python train.py'\n  }\n}\n",
