@@ -572,10 +572,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "vllm",
         "Insufficient space in /dev/shm",
         re.compile(
-            rf"Insufficient space in /dev/shm(?: for (?P<name>\S{{1,{NAME}}}))?: (?P<mib>{NUMBER}) MiB required, "
-            rf"(?P<free>{NUMBER}) MiB free"
+            # and its CPU offloading's (vllm-project/vllm#52496): 'Insufficient space in /dev/shm:\n4095/4096 MiB
+            # required, 1405 MiB free' (what it has of the size asked, then that size)
+            rf"Insufficient space in /dev/shm(?: for (?P<name>\S{{1,{NAME}}}))?: (?:[0-9]{{1,{NUM}}}/)?"
+            rf"(?P<mib>{NUMBER}) MiB required, (?P<free>{NUMBER}) MiB free"
         ),
-        "vLLM 0.33 distributed/device_communicators/shm_broadcast.py (FACTS.md)",
+        "vLLM 0.33 distributed/device_communicators/shm_broadcast.py (FACTS.md); its CPU offloading: "
+        "vllm-project/vllm#52496",
         "vLLM could not create a shared-memory ring buffer",
         needed=_bytes("mib", MiB),
         had=_bytes("free", MiB),

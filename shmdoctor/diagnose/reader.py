@@ -78,7 +78,15 @@ CONTEXTS: tuple[Context, ...] = (
         re.compile(r"\bnccl(?:GroupEnd|Proxy|CommInit|Transport)\w{0,40}|\blibnccl\b"),
     ),
     Context("vLLM", "frame", "vllm", ("vllm", "vLLM", "EngineCore"), re.compile(r"\bv(?:llm|LLM)\b|EngineCore")),
-    Context("SGLang", "frame", "sglang", ("sglang", "SGLang", "sgl_shm"), re.compile(r"\bs(?:glang|GLang)\b|sgl_shm")),
+    Context(
+        "SGLang",
+        "frame",
+        "sglang",
+        ("sglang", "SGLang", "sgl_shm", "scheduler died during initialization"),
+        # and its engine's word of a scheduler process that died (engine.py _scheduler_died_error: 'Rank 0 scheduler
+        # died during initialization (exit code: -7)')
+        re.compile(r"\bs(?:glang|GLang)\b|sgl_shm|\bRank [0-9]{1,6} scheduler died during initialization\b"),
+    ),
     Context(
         "Ray's object store",
         "frame",
