@@ -1,10 +1,12 @@
-"""--fix writes a file reached through a link only where the link leads into the paths given (edit/write.within),
-on real links in a temporary folder: the file's own path, the link's and its target's, compared as the kernel
-resolves them (os.path.realpath), never as strings that happen to sort one way."""
+"""edit/write on real files in a temporary folder: --fix writes a file reached through a link only where the link
+leads into the paths given (within: paths compared as the kernel resolves them, never as strings that happen to sort
+one way), and never a file that is not what lint read, byte for byte (write)."""
 
 from __future__ import annotations
 
-from shmdoctor.edit.write import within
+import pytest
+
+from shmdoctor.edit.write import NotWritten, within, write
 
 
 def test_a_file_named_without_a_link_is_within_wherever_it_is(tmp_path):
@@ -34,3 +36,24 @@ def test_a_link_into_the_paths_given_is_within(tmp_path):
     (given / "compose.yml").symlink_to(given / "deploy" / "compose.yml")
     assert within(str(given / "compose.yml"), [str(given)])
     assert not within(str(given / "compose.yml"), [str(tmp_path / "elsewhere")])
+
+
+@pytest.mark.parametrize(
+    "now",
+    ["A\nB\nC\n!", "A\nB\nC\n\n", "A\nB\nc\n", "A\nB\nB\n", "A\nB\n"],
+    ids=["grown", "a-newline", "edited", "edited-lower", "cut"],
+)
+def test_a_file_that_is_not_what_lint_read_is_not_written(tmp_path, now):
+    """Lint read A B C; the file holds more (even one byte, appended in place: the same file), other bytes or fewer."""
+    path = tmp_path / "compose.yml"
+    path.write_text(now)
+    with pytest.raises(NotWritten, match="it changed since lint read it"):
+        write(str(path), "A\nB\nC\n", "A\nB\nC\nD\n")
+    assert path.read_text() == now
+
+
+def test_a_file_that_is_what_lint_read_is_written(tmp_path):
+    path = tmp_path / "compose.yml"
+    path.write_text("A\nB\nC\n")
+    write(str(path), "A\nB\nC\n", "A\nB\nC\nD\n")
+    assert path.read_text() == "A\nB\nC\nD\n"
