@@ -1,0 +1,26 @@
+"""--fix of an ECS task definition whose task has a memory of its own: ECS refuses a container's memory above the
+task's (RegisterTaskDefinition), so a task memory below the container's new one is raised to it, in the type the
+file gives it (the console writes a string); one already above is left. Expected files written out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from shmdoctor.cli import main
+
+LOADER = ["--batch-size", "100", "--num-workers", "4", "--sample-bytes", "1MiB"]  # 1.5 GiB with the margin
+TASK = '{\n  "family": "t",\n  "memory": TASK,\n  "containerDefinitions": [\n    {\n      "name": "c",\n'
+TASK += '      "image": "pytorch/pytorch",\n      "memory": 1024\n    }\n  ]\n}\n'
+ADDED = '      "linuxParameters": {\n        "sharedMemorySize": 1536\n      },\n'
+
+
+@pytest.mark.parametrize(
+    "task, after",
+    [('"1024"', '"1536"'), ("1024", "1536"), ('"1535"', '"1536"'), ('"1536"', '"1536"'), ('"4096"', '"4096"')],
+)
+def test_the_task_memory_is_raised_to_the_containers_never_lowered(tmp_path, task, after):
+    path = tmp_path / "task.json"
+    path.write_text(TASK.replace("TASK", task))
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    expected = TASK.replace("TASK", after).replace('"memory": 1024\n', '"memory": 1536\n')
+    assert path.read_text() == expected.replace('    {\n      "name"', '    {\n' + ADDED + '      "name"')
