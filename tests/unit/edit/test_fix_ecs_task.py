@@ -23,4 +23,27 @@ def test_the_task_memory_is_raised_to_the_containers_never_lowered(tmp_path, tas
     path.write_text(TASK.replace("TASK", task))
     assert main(["lint", str(path), "--fix", *LOADER]) == 1
     expected = TASK.replace("TASK", after).replace('"memory": 1024\n', '"memory": 1536\n')
-    assert path.read_text() == expected.replace('    {\n      "name"', '    {\n' + ADDED + '      "name"')
+    assert path.read_text() == expected.replace('    {\n      "name"', "    {\n" + ADDED + '      "name"')
+
+
+@pytest.mark.parametrize(
+    "memory, after",
+    [
+        (  # Batch's own way: a MEMORY resource requirement, its value a string of MiB
+            '"resourceRequirements": [{"type": "VCPU", "value": "4"}, {"type": "MEMORY", "value": "1024"}]',
+            '"resourceRequirements": [{"type": "VCPU", "value": "4"}, {"type": "MEMORY", "value": "1536"}]',
+        ),
+        ('"memory": 1024', '"memory": 1536'),  # the deprecated key, where the file has it
+    ],
+)
+def test_a_batch_job_definitions_memory_is_set_where_it_has_it(tmp_path, memory, after):
+    job = '{\n  "jobDefinitionName": "t",\n  "type": "container",\n  "containerProperties": {\n'
+    job += '    "image": "pytorch/pytorch",\n    MEMORY\n  }\n}\n'
+    path = tmp_path / "job.json"
+    path.write_text(job.replace("MEMORY", memory))
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    added = '    "linuxParameters": {\n      "sharedMemorySize": 1536\n    },\n'
+    expected = job.replace("MEMORY", after).replace(
+        '  "containerProperties": {\n', '  "containerProperties": {\n' + added
+    )
+    assert path.read_text() == expected
