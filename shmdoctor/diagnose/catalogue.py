@@ -475,7 +475,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "remove-ipc",
         "dataloader",
         "could not unlink the shared memory file",
-        re.compile(rf"could not unlink the shared memory file /torch_\w{{1,{NAME}}}"),
+        # its name as printed (/torch_<pid>_<random>_<n>) or as a user redacts it ('/torch_<pid>_<id>_<n>')
+        re.compile(rf"could not unlink the shared memory file /torch_(?:\w|<\w{{1,{NUM}}}>){{1,{NAME}}}"),
         "PyTorch THRefcountedMapAllocator: mlcommons/storage#528 (systemd-logind RemoveIPC=yes), pytorch#30225",
         "a segment of the file_system strategy was deleted under the job: systemd-logind's RemoveIPC at logout",
     ),

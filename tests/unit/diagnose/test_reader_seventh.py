@@ -60,3 +60,16 @@ def test_anothers_insufficient_space_in_dev_shm_is_not_vllms():
     assert all(consumer != "vllm" for _, _, consumer in said)
     # and a disk's, in the same form
     assert _said("Insufficient space in /data: 4095/4096 MiB required, 1405 MiB free") == []
+
+
+@pytest.mark.parametrize(
+    "name", ["/torch_4242_1879048192_3", "/torch_<pid>_<id>_<n>", "/torch_<pid>_1879048192_<n>"], ids=str
+)
+def test_a_torch_segment_gone_before_its_owner_unlinks_it_is_removed_under_it(name):
+    # THRefcountedMapAllocator's close: 'could not unlink the shared memory file ' << name << ' : ' << strerror
+    log = f"RuntimeError: could not unlink the shared memory file {name} : No such file or directory (2)"
+    assert _said(log) == [("torch-shm-unlink", "remove-ipc", "dataloader")]
+
+
+def test_anothers_segment_not_unlinked_is_not_torchs():
+    assert _said("could not unlink the shared memory file /myapp_<pid> : No such file or directory (2)") == []
