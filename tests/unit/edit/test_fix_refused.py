@@ -43,3 +43,18 @@ def test_a_trainjobs_pod_is_said_and_a_pod_beside_it_written(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{path}:TrainJob/tune/node: not written: a TrainJob's pod is its runtime's" in err
     assert f"fixed {path}:Pod/train: volume dshm" in err
+
+
+def test_a_fix_with_no_size_to_write_is_said_once_in_its_own_words(tmp_path, capsys):
+    """Fargate cannot size /dev/shm (AWS Batch's docs): the fix is a move to EC2, said as its summary, not twice."""
+    path = tmp_path / "fargate.json"
+    path.write_text(
+        '{"jobDefinitionName": "t", "type": "container", "platformCapabilities": ["FARGATE"],\n'
+        '"containerProperties": {"image": "pytorch/pytorch", "command": ["torchrun", "train.py"]}}\n'
+    )
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"shmdoctor lint --fix: {path}:t: no size to write: Fargate cannot size /dev/shm: run the job on EC2 compute"
+        " (platformCapabilities: EC2) with linuxParameters.sharedMemorySize of 1.5 GiB (900 MiB needed + 25%)\n"
+    )
