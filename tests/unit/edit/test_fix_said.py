@@ -40,3 +40,11 @@ def test_a_service_sizing_its_own_says_no_owner(tmp_path, capsys):
     after, err = fix(tmp_path, capsys, "compose.yaml", text)
     assert after == text.replace("shm_size: 64m", "shm_size: 1536m")
     assert f"fixed {tmp_path / 'compose.yaml'}:train: shm_size: 1536m\n" in err
+
+
+def test_a_warned_target_is_fixed_as_a_failing_one(tmp_path, capsys):
+    """1 GiB for 900 MiB: a warning (no 25% margin), and the margin is what --fix writes."""
+    text = "services:\n  t:\n    image: pytorch/pytorch\n    shm_size: 1g\n"
+    after, err = fix(tmp_path, capsys, "compose.yaml", text)
+    assert after == text.replace("shm_size: 1g", "shm_size: 1536m")
+    assert f"fixed {tmp_path / 'compose.yaml'}:t: shm_size: 1536m\n" in err
