@@ -58,3 +58,16 @@ def test_a_fix_with_no_size_to_write_is_said_once_in_its_own_words(tmp_path, cap
         f"shmdoctor lint --fix: {path}:t: no size to write: Fargate cannot size /dev/shm: run the job on EC2 compute"
         " (platformCapabilities: EC2) with linuxParameters.sharedMemorySize of 1.5 GiB (900 MiB needed + 25%)\n"
     )
+
+
+def test_a_nomad_job_is_shown_its_fix_in_bytes_and_never_written(tmp_path, capsys):
+    """tests/data/iac/train.nomad at 64 MiB: Nomad's docker driver takes shm_size in bytes, 1.5 GiB = 1610612736."""
+    text = (DATA / "iac" / "train.nomad").read_text().replace("shm_size = 2147483648", "shm_size = 67108864")
+    path = tmp_path / "train.nomad"
+    path.write_text(text)
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    assert path.read_text() == text
+    assert capsys.readouterr().err == (
+        f"shmdoctor lint --fix: {path}:train/gpu/trainer: not written (a Nomad job's HCL is not rewritten: its"
+        " variables and templates would not survive it): change it by hand: shm_size = 1610612736\n"
+    )
