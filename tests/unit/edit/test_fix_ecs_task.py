@@ -47,3 +47,16 @@ def test_a_batch_job_definitions_memory_is_set_where_it_has_it(tmp_path, memory,
         '  "containerProperties": {\n', '  "containerProperties": {\n' + added
     )
     assert path.read_text() == expected
+
+
+def test_a_container_without_memory_under_a_tasks_gets_its_own_key(tmp_path):
+    """The task's 1024 MiB is the container's limit: the container gets a memory key of its own (never Batch's
+    resourceRequirements, which a task's container does not take for memory), and the task is raised with it."""
+    text = '{\n  "family": "t",\n  "memory": "1024",\n  "containerDefinitions": [\n    {\n      "name": "c",\n'
+    text += '      "image": "pytorch/pytorch"\n    }\n  ]\n}\n'
+    path = tmp_path / "task.json"
+    path.write_text(text)
+    assert main(["lint", str(path), "--fix", *LOADER]) == 1
+    added = '      "memory": 1536,\n' + ADDED
+    expected = text.replace('"memory": "1024"', '"memory": "1536"').replace("    {\n", "    {\n" + added)
+    assert path.read_text() == expected

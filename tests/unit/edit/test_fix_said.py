@@ -48,3 +48,16 @@ def test_a_warned_target_is_fixed_as_a_failing_one(tmp_path, capsys):
     after, err = fix(tmp_path, capsys, "compose.yaml", text)
     assert after == text.replace("shm_size: 1g", "shm_size: 1536m")
     assert f"fixed {tmp_path / 'compose.yaml'}:t: shm_size: 1536m\n" in err
+
+
+def test_a_pods_new_volume_takes_the_first_name_no_volume_has(tmp_path, capsys):
+    """dshm and shmdoctor-dshm are other volumes of the pod: the /dev/shm volume is dshm-2."""
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: t\n"
+        "      image: pytorch/pytorch\n  volumes:\n    - name: dshm\n      configMap: {name: a}\n"
+        "    - name: shmdoctor-dshm\n      configMap: {name: b}\n"
+    )
+    after, _ = fix(tmp_path, capsys, "pod.yaml", text)
+    mount = "      volumeMounts:\n        - name: dshm-2\n          mountPath: /dev/shm\n"
+    volume = "    - name: dshm-2\n      emptyDir:\n        medium: Memory\n        sizeLimit: 1536Mi\n"
+    assert after == text.replace("  volumes:\n", mount + "  volumes:\n") + volume
