@@ -943,6 +943,81 @@ SIGNATURES: tuple[Signature, ...] = (
         only_after=re.compile(r"SemLock"),
     ),
     Signature(
+        "podman-lock-missing",
+        "shm-missing",
+        "unknown",
+        "locks in /libpod",
+        # libpod/lock/shm/shm_lock.go CreateSHMLock: 'failed to create %d locks in %s: %w' (shm_open of
+        # /libpod_lock, /libpod_rootless_lock_UID): ENOENT there is no /dev/shm to create it in
+        re.compile(
+            rf"failed to (?:create|open) [0-9]{{1,{NUM}}} locks in /libpod_(?:rootless_)?lock(?:_[0-9]{{1,{NUM}}})?: "
+            r"(?i:no such file or directory)"
+        ),
+        "Podman's shm lock manager (libpod/lock/shm/shm_lock.go): lxc/lxc-ci#692 (Alpine containers without "
+        "/dev/shm), osbuild/osbuild#2494 (/dev remounted without /dev/shm)",
+        "Podman could not create its lock segment (/libpod_lock) in /dev/shm: there is no /dev/shm mounted",
+    ),
+    Signature(
+        "389ds-region-space",
+        "shm-space",
+        "unknown",
+        "No enough space left on device (/dev/shm",
+        # bdb_layer.c / mdb_layer.c *_no_diskspace: 'No enough space left on device (%s) (%lu bytes); at least %lu
+        # bytes space is needed for db region files' (the region directory: /dev/shm/slapd-INSTANCE by default)
+        re.compile(
+            rf"No enough space left on device \(/dev/shm/[^)\s]{{0,{NAME}}}\) \((?P<had>[0-9]{{1,{NUM}}}) bytes\); "
+            rf"at least (?P<bytes>[0-9]{{1,{NUM}}}) bytes space is needed"
+        ),
+        "389 Directory Server's check of its db region directory (ldap/servers/slapd/back-ldbm/db-bdb/bdb_layer.c "
+        "bdb_no_diskspace): 389ds/389-ds-base#5949 (FreeIPA in podman's 64m /dev/shm)",
+        "389 Directory Server's db region files in /dev/shm need more than /dev/shm has free, and it says how much",
+        needed=_bytes("bytes"),
+        had=_bytes("had"),
+    ),
+    Signature(
+        "snapd-shm-symlink",
+        "shm-missing",
+        "unknown",
+        "is a symlink",
+        # interfaces/builtin/shared_memory.go: a private shared-memory plug needs /dev/shm a tmpfs, not a symlink
+        re.compile(r'shared-memory plug with "private: true" cannot be connected if "/dev/shm" is a symlink'),
+        "snapd's shared-memory interface (private: true): microsoft/WSL#8996 (WSL makes /dev/shm a symlink)",
+        "snapd could not give the snap its private /dev/shm: /dev/shm here is a symlink (WSL's /run/shm), not a "
+        "tmpfs mount",
+    ),
+    Signature(
+        "logind-removeipc",
+        "remove-ipc",
+        "unknown",
+        "RemoveIPC",
+        # a user's words of logind's RemoveIPC=yes (logind.conf(5): a user's System V and POSIX IPC objects are
+        # removed when their last session ends): named as set, beside what it removed; not 'RemoveIPC=no'
+        re.compile(
+            rf"\bRemoveIPC\b(?![`'\"]?\s{{0,3}}=\s{{0,3}}(?:no|false|off|0)\b)[^.]{{0,{GAP}}}?"
+            r"(?i:shared[ -]memory|segments?\b|semaphores?\b|/dev/shm)"
+        ),
+        "systemd-logind's RemoveIPC (logind.conf(5)): systemd/systemd#4532, systemd/systemd#2039 (PostgreSQL's "
+        "segments removed when another session of its user logs out)",
+        "the text names logind's RemoveIPC: it deletes a non-system user's shared memory when that user's last "
+        "session ends",
+    ),
+    Signature(
+        "shm-files-vanished",
+        "remove-ipc",
+        "unknown",
+        "/dev/shm",
+        # files of a running program gone from /dev/shm on their own: a sentence that says so, not of a reboot (a
+        # tmpfs empties) or a cleaning
+        re.compile(
+            rf"(?:^|[.!?;]\s{{0,{NUM}}})(?![^.!?;]{{0,{GAP}}}\b(?:reboot|restart|clean|rm )|[^.!?;]{{0,{GAP}}}\brm -)"
+            rf"[^.!?;]{{0,{GAP}}}?/dev/shm\b[^.!?;]{{0,{NAME}}}?\b(?:disappear(?:ed|s)?|vanish(?:ed|es)?|"
+            r"(?:is|are|was|were) gone)\b"
+        ),
+        "eProsima/Fast-DDS#5576 (its segments deleted by systemd-logind's RemoveIPC), logind.conf(5)",
+        "a program's files in /dev/shm disappeared while it ran: most often systemd-logind's RemoveIPC, deleting a "
+        "non-system user's segments when that user's last session ends",
+    ),
+    Signature(
         "shell-bus-error",
         "shm-space",
         "unknown",

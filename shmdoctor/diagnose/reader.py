@@ -205,6 +205,14 @@ CONTEXTS: tuple[Context, ...] = (
         # it passes data to its workers through files in /dev/shm (use_memory_fs, its default where /dev/shm is)
         re.compile(r"\bpandarallel\b"),
     ),
+    Context(
+        "Frigate (its camera frames are in /dev/shm)",
+        "frame",
+        "unknown",  # a consumer the schema has no value for, named before the pools of its threads' frames
+        ("frigate", "Frigate"),
+        # its docs ('Calculating required shm-size'): frames of each camera are kept in shared memory
+        re.compile(r"/opt/frigate/|\bfrigate\.[a-z_]{1,40}\b|\bFrigate\b"),
+    ),
     Context("Celery's pool", "pool", "celery", ("celery", "billiard"), re.compile(r"\bcelery\w{0,10}|\bbilliard\b")),
     Context("joblib's pool", "pool", "joblib", ("joblib", "loky"), re.compile(r"\b(?:joblib|loky)\b")),
     Context("TensorFlow", "frame", "tensorflow", ("tensorflow", "TensorFlow"), re.compile(r"\b[Tt]ensor[Ff]low\b")),

@@ -38,7 +38,7 @@ def _emitter(text: str) -> str:
 
 FoundBy = Literal["catalogue", "reader"]
 # A known text whose consumer the block names (a bare OSError beside SemLock's frames): of these causes
-NAMED_CAUSES = frozenset({"shm-space", "shm-missing", "shm-leak", "fd-limit"})
+NAMED_CAUSES = frozenset({"shm-space", "shm-missing", "shm-leak", "fd-limit", "remove-ipc"})
 # whose known text the block may name better: nobody's, and multiprocessing's by the pool built on it
 NAMED_BY_BLOCK: dict[str, frozenset[str] | None] = {"unknown": None, "multiprocessing": frozenset({"celery", "joblib"})}
 

@@ -193,15 +193,11 @@ MISSED_IN_SEVENTH = frozenset(
         "https://github.com/SuperDARNCanada/borealis/issues/344",
         # UCX's 'No resources are available' creating a worker: nothing of /dev/shm in the text (as mpich#7321)
         "https://github.com/NVIDIA/cudf-spark/issues/6572",
-        "https://github.com/lxc/lxc-ci/pull/692",
         "https://github.com/tangramdotdev/tangram/pull/1065",
         "https://github.com/eProsima/Fast-DDS/issues/2790",
-        "https://github.com/eProsima/Fast-DDS/issues/5576",
         "https://github.com/suchja/wine/issues/8",
         "https://github.com/pola-rs/polars/issues/16675",
         "https://github.com/goauthentik/authentik/issues/10768",
-        "https://github.com/systemd/systemd/issues/4532",
-        "https://github.com/blakeblackshear/frigate/issues/528",
         "https://github.com/jcsilva/docker-kaldi-gstreamer-server/issues/6",
         "https://github.com/ropensci/drake/issues/813",
         # MPICH's 'KILLED BY SIGNAL: 7 (Bus error)' with no shared-memory word: the leaked cmx* files are the thread's
@@ -211,9 +207,6 @@ MISSED_IN_SEVENTH = frozenset(
         # ENOENT reopening a shared tensor in the pin-memory thread, read as no /dev/shm (the catalogue's ambiguous
         # torch-shm-missing); the file_system strategy's cleanup race is the maintainer's analysis
         "https://github.com/KatherLab/MediSwarm/issues/574",
-        "https://github.com/389ds/389-ds-base/issues/5949",
-        "https://github.com/osbuild/osbuild/pull/2494",
-        "https://github.com/microsoft/WSL/issues/8996",
         "https://github.com/goauthentik/authentik/issues/12230",
         "https://github.com/OpenIDC/liboauth2/issues/18",
     }

@@ -87,3 +87,25 @@ def test_the_scorer_reads_a_harvests_labels_in_the_schemas_values():
     assert in_schema({**case, "cause": "leaked"})["cause"] == ["shm-leak"]
     assert in_schema({**case, "consumer": "oracle"})["consumer"] == ["oracle"]  # a value of the schema stays
     assert not scored({**case, "cause": "unknown"}) and scored(case)
+
+
+# Frigate's docs ('Calculating required shm-size'): each camera's frames are kept in /dev/shm; faulthandler's dump of
+# its threads names its own modules beside a queue feeder's multiprocessing frames
+FRIGATE = (
+    "Fatal Python error: Bus error\n"
+    "Thread 0x00007f43d176a700 (most recent call first):\n"
+    '  File "/usr/lib/python3.9/multiprocessing/queues.py", line 227 in _feed\n'
+    "Current thread 0x00007f43c9f67700 (most recent call first):\n"
+    '  File "/opt/frigate/frigate/object_processing.py", line 88 in run\n'
+)
+
+
+def test_frigates_frames_prove_a_bus_error_and_name_no_pool_its_consumer():
+    assert _said(FRIGATE) == [("read-shm-bus-error", "shm-space", "unknown")]
+
+
+def test_frigates_frames_beside_a_crash_or_with_no_failure_are_not_read():
+    assert _said(FRIGATE.replace("Bus error", "Segmentation fault")) == []
+    assert _said('  File "/opt/frigate/frigate/video.py", line 115 in capture_frames\nframe dropped') == []
+    # a bus error in multiprocessing's frames alone names no consumer of /dev/shm: nothing proves it
+    assert _said(FRIGATE.replace("/opt/frigate/frigate/object_processing.py", "/srv/app/main.py")) == []
