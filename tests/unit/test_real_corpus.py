@@ -193,12 +193,24 @@ MISSED_IN_SEVENTH = frozenset(
         "https://github.com/SuperDARNCanada/borealis/issues/344",
         # UCX's 'No resources are available' creating a worker: nothing of /dev/shm in the text (as mpich#7321)
         "https://github.com/NVIDIA/cudf-spark/issues/6572",
+        # LMDB's ENOENT: read as its own mapped files; the thread found its POSIX semaphores (sem_open) in a sandbox
+        # without /dev/shm, which no word of the text names
         "https://github.com/tangramdotdev/tangram/pull/1065",
+        # ENOENT creating a Fast DDS segment: the thread's cause is a /dev/shm filled by leftover segments, which the
+        # errno does not say (no space, no count of segments)
         "https://github.com/eProsima/Fast-DDS/issues/2790",
+        # X's MIT-SHM refused across the IPC namespace: System V segments the X server attaches, read (as shmget is)
+        # as not /dev/shm
         "https://github.com/suchja/wine/issues/8",
+        # a traceback cut before its error: no errno, nothing of AWS Lambda or a semaphore
         "https://github.com/pola-rs/polars/issues/16675",
+        # prose of a /dev/shm filling over hours and the prometheus multiprocess folder: a leak told in a user's
+        # words, not yet read
         "https://github.com/goauthentik/authentik/issues/10768",
+        # "No decoder found" and the user's --shm-size=256m that solved it: no failure of shared memory said
         "https://github.com/jcsilva/docker-kaldi-gstreamer-server/issues/6",
+        # Slurm's cgroup OOM kill, read (as every OOM kill with nothing of the place) as a memory limit /dev/shm may
+        # count in; the thread's was the worker's own vector in a 5M job
         "https://github.com/ropensci/drake/issues/813",
         # MPICH's 'KILLED BY SIGNAL: 7 (Bus error)' with no shared-memory word: the leaked cmx* files are the thread's
         "https://github.com/GlobalArrays/ga/issues/160",
@@ -207,7 +219,10 @@ MISSED_IN_SEVENTH = frozenset(
         # ENOENT reopening a shared tensor in the pin-memory thread, read as no /dev/shm (the catalogue's ambiguous
         # torch-shm-missing); the file_system strategy's cleanup race is the maintainer's analysis
         "https://github.com/KatherLab/MediSwarm/issues/574",
+        # ENOSPC writing gunicorn's pidfile: nothing in the text says the file was in /dev/shm
         "https://github.com/goauthentik/authentik/issues/12230",
+        # sem_open's ENOSPC read as shm-space; the leak (a semaphore every 10 minutes never removed) is the thread's
+        # count of files, not the text's, and its consumer is Apache's C module, named multiprocessing by sem_open
         "https://github.com/OpenIDC/liboauth2/issues/18",
     }
 )
