@@ -73,6 +73,18 @@ WRITTEN = [
     ("a:\n  b: 1\n\nc: 2\n", _set(("a", "d"), 3), "a:\n  b: 1\n  d: 3\n\nc: 2\n"),
     ("a:\n  b: 1\n  # note\n\nc: 2\n", _set(("a", "d"), 3), "a:\n  b: 1\n  # note\n  d: 3\n\nc: 2\n"),
     ("a:\n  b: 1", _set(("a", "d"), 3), "a:\n  b: 1\n  d: 3"),  # no newline at the end
+    ('a: ""\n', _set(("a",), "x"), 'a: "x"\n'),  # an empty string in double quotes
+    ("a: x\ntrue: 1\n", _set(("a",), "y"), "a: y\ntrue: 1\n"),  # a key that is not a string, not a merge
+    (  # a line that changes above the last: the comment below the last stays with it
+        "a:\n  b: 1\n  c: 2\n  # note\nz: 0\n",
+        lambda b: b["a"].update(b=5, d=3),
+        "a:\n  b: 5\n  c: 2\n  # note\n  d: 3\nz: 0\n",
+    ),
+    (  # a key added to a list's last item and an item after it: the item's key first, as a dump writes them
+        "l:\n  - a: 1\nz: 0\n",
+        lambda b: (b["l"][0].update(b=2), b["l"].append("w")),
+        "l:\n  - a: 1\n    b: 2\n  - w\nz: 0\n",
+    ),
     ("a:\r\n  b: 1\r\nc: 2\r\n", _set(("a", "d"), 3), "a:\r\n  b: 1\n  d: 3\r\nc: 2\r\n"),  # before its \r
 ]
 
@@ -145,6 +157,7 @@ def test_indents_as_most_of_the_file_writes_them() -> None:
     assert inplace.indents("a:\n    b: 1\nc:\n    d: 1\ne:\n  f: 1\n") == (4, 0)
     assert inplace.indents("a:\n  - x\nb:\n  - y\nc:\n- z\n") == (2, 2)
     assert inplace.indents("a:\n- b:\n    c: 1\n") == (2, 0)  # '- b:' opens a block at the key's column
+    assert inplace.indents("l:\n  - b:\n      c: 1\n") == (2, 2)  # '- b:' at 2 opens a block at 4
     assert inplace.indents("a: 1\n") == (2, 0)  # nothing opens a block: two and zero
     assert inplace.indents("a:  # why\n   b: 1\n") == (3, 0)
     assert inplace.indents("a:\n\n# c\n   b: 1\n") == (3, 0)  # blank and comment lines skipped
