@@ -85,6 +85,20 @@ WRITTEN = [
         lambda b: (b["l"][0].update(b=2), b["l"].append("w")),
         "l:\n  - a: 1\n    b: 2\n  - w\nz: 0\n",
     ),
+    # a run's first line is its deepest: a comment less indented than it belongs to what follows
+    (
+        "a:\n  b:\n    c: 1\n  # about a\nz: 0\n",
+        lambda b: (b["a"].update(e=3), b["a"]["b"].update(d=2)),
+        "a:\n  b:\n    c: 1\n    d: 2\n  e: 3\n  # about a\nz: 0\n",
+    ),
+    (  # a list with its dash at its key's column is deeper than the key, not more indented
+        "a:\n  b: 1\n  l:\n  - x\nz: 0\n",
+        lambda b: (b["a"].update(c=2), b["a"]["l"].append("y")),
+        "a:\n  b: 1\n  l:\n  - x\n  - y\n  c: 2\nz: 0\n",
+    ),
+    ("\n  - x\n", lambda b: b.append("y"), "\n  - x\n  - y\n"),  # the first line's break at 0
+    ("l:\n  - x\n", _append(("l",), "y"), "l:\n  - x\n  - y\n"),  # the break before the item at 2
+    ("ll:\n  - x\n", _append(("ll",), "y"), "ll:\n  - x\n  - y\n"),  # at 3
     ("a:\r\n  b: 1\r\nc: 2\r\n", _set(("a", "d"), 3), "a:\r\n  b: 1\n  d: 3\r\nc: 2\r\n"),  # before its \r
 ]
 
@@ -101,6 +115,11 @@ def test_keys_added_before_the_first_at_its_column() -> None:
         body["s"].update(old)
 
     assert rewrite("s:\n  image: p\n", first) == "s:\n  k: 1\n  image: p\n"
+    assert rewrite("ss:\n  image: p\n", _first(("ss",), "k")) == "ss:\n  k: 1\n  image: p\n"  # its break at 3
+    assert rewrite("s:\n  image: p\n  b: 1\n", _first(("s",), "z")) == "s:\n  z: 1\n  image: p\n  b: 1\n"
+    assert rewrite("s:\n  image: p\n  b: 1\n", _first(("s",), "a")) == "s:\n  a: 1\n  image: p\n  b: 1\n"
+    assert rewrite("\n  a: 1\n  b: 2\n", _first((), "k")) == "\n  k: 1\n  a: 1\n  b: 2\n"  # a break at 0
+    assert rewrite("s:\n  a: 1\n  c: 3\n", _middle) is None  # neither after the last nor before the first
 
     def first_of_item(body: Any) -> None:
         old = body["l"][0]
@@ -109,6 +128,28 @@ def test_keys_added_before_the_first_at_its_column() -> None:
 
     assert rewrite("l:\n  - name: x\n", first_of_item) is None  # the first key shares its line
     assert rewrite("l:\n  -\n    name: x\n", first_of_item) == "l:\n  -\n    k: 1\n    name: x\n"
+
+
+def _first(path: tuple, key: str) -> Callable[[Any], None]:
+    def change(body: Any) -> None:
+        parent, last = None, body
+        for k in path:
+            parent, last = last, last[k]
+        new = type(last)()
+        new[key] = 1
+        new.update(last)
+        if parent is None:
+            body.clear()
+            body.update(new)
+        else:
+            parent[path[-1]] = new
+
+    return change
+
+
+def _middle(body: Any) -> None:
+    old = body["s"]
+    body["s"] = type(old)(a=1, b=2, c=3)
 
 
 def test_lines_added_after_one_line_deepest_first() -> None:
@@ -140,7 +181,11 @@ LEFT = [
     ('a: "x"\n', _set(("a",), "é")),  # not ASCII, in double quotes
     ("a: x\n", _set(("a",), "\x07")),  # not printable
     ("a: x\n", _set(("a",), True)),
-    ("a:\n  b: 1\n  # note\nc: 2\n", lambda b: b["a"].update(b=5, d=3)),  # a comment below a line that changes
+    ("a:\n  b: 1\n  # note\nc: 2\n", lambda b: b["a"].update(b=5, d=3)),
+    ("a:\n  b: &v 1\n  c: *v\n", _set(("a", "d"), 3)),  # an alias last: its node is written at its anchor
+    ("a:\n  b: &v 1\n  c:  *v\n", _set(("a", "d"), 3)),
+    ("a: {b: 1,\n  }\n", _set(("a", "c"), 2)),  # a flow mapping grown, on lines of its own
+    ("a: [x,\n  ]\n", _append(("a",), "y")),  # a comment below a line that changes
     ("a: {}\n", _set(("a", "b"), 1)),
     ("a: []\n", _append(("a",), 1)),
     ("l:\n  -   x\n", _append(("l",), "y")),  # a dash with more than one space after it
