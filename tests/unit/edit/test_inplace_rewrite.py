@@ -167,6 +167,8 @@ LEFT = [
     ("a: 1\na: 2\n", _set(("a",), 3)),  # a duplicate key
     ("a:\n  b: 1\n  b: 2\nc: 0\n", _set(("c",), 3)),
     ("a: 1\nb: 2\n", lambda b: b.pop("a")),  # a key removed
+    ("a: 1\nb: 2\n", lambda b: b.pop("b")),
+    ("a: 1\nb: 2\n", lambda b: b.update(a=b.pop("a"))),  # a key moved
     ("a:\n  - x\n  - y\n", lambda b: b["a"].pop()),  # an item removed
     ("a: {b: 1}\n", _set(("a", "c"), 2)),  # a flow mapping grown
     ("a: [x]\n", _append(("a",), "y")),
@@ -203,8 +205,17 @@ def test_indents_as_most_of_the_file_writes_them() -> None:
     assert inplace.indents("a:\n  - x\nb:\n  - y\nc:\n- z\n") == (2, 2)
     assert inplace.indents("a:\n- b:\n    c: 1\n") == (2, 0)  # '- b:' opens a block at the key's column
     assert inplace.indents("l:\n  - b:\n      c: 1\n") == (2, 2)  # '- b:' at 2 opens a block at 4
+    assert inplace.indents("e:\n  f: 1\na:\n    b: 1\nc:\n    d: 1\n") == (4, 0)  # the most, not the first
+    assert inplace.indents("a:\nb: 1\n") == (2, 0)  # a key with no value: nothing below it
+    assert inplace.indents("a: |\n  x:\nb: |\n  y:\nc: 1\n") == (2, 0)  # a line less indented than one opening
     assert inplace.indents("a: 1\n") == (2, 0)  # nothing opens a block: two and zero
     assert inplace.indents("a:  # why\n   b: 1\n") == (3, 0)
     assert inplace.indents("a:\n\n# c\n   b: 1\n") == (3, 0)  # blank and comment lines skipped
     assert inplace.indents("a: b:\n  c: 1\n") == (2, 0)
     assert inplace.indents("a:\nb: 1\n  c: 1\n") == (2, 0)  # after a line that opens nothing, no indent counts
+
+
+def test_a_long_file_past_the_small_ints() -> None:
+    # 300 keys and a value on line 301: counts and line numbers past CPython's cached ints (-5 to 256)
+    text = "".join(f"k{i}: {i}\n" for i in range(300)) + "last: x\n"
+    assert rewrite(text, _set(("last",), "y")) == text.replace("last: x", "last: y")
